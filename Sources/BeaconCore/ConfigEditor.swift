@@ -1,0 +1,27 @@
+// Edits a config file in place of one value, keeping every other byte (comments, layout) as it was.
+
+public enum ConfigEditor {
+    /// The file with `[beacon] uuid` set to `uuid`: the existing value replaced, or a `uuid = …` line added right
+    /// after the `[beacon]` header. Refuses (returns the diagnostics) a file with syntax errors, and a result that
+    /// would not be a valid config.
+    public static func settingUUID(_ uuid: BeaconUUID, in bytes: [UInt8]) throws(ConfigDiagnostics) -> [UInt8] {
+        if let fileProblem = ConfigFile.check(bytes) { throw ConfigDiagnostics([fileProblem]) }
+        let (document, syntax) = TOMLSubset.parse(bytes)
+        guard syntax.isEmpty else { throw ConfigDiagnostics(syntax) }
+        guard let beacon = document.table("beacon") else {
+            throw ConfigDiagnostics([ConfigDiagnostic("no [beacon] table to put the UUID in", at: SourceLocation(line: 1, column: 1), key: "beacon")])
+        }
+        let quoted = Array("\"\(uuid)\"".utf8)
+        var out = bytes
+        if let entry = beacon.entries.first(where: { $0.key == "uuid" }) {
+            out.replaceSubrange(entry.item.byteRange, with: quoted)
+        } else {
+            var insertion = Array("uuid = ".utf8) + quoted + [0x0A]
+            let at = beacon.headerEnd
+            if at == bytes.count, bytes.last != 0x0A { insertion.insert(0x0A, at: 0) }
+            out.insert(contentsOf: insertion, at: at)
+        }
+        _ = try BeaconConfiguration.parse(out)
+        return out
+    }
+}

@@ -1,0 +1,253 @@
+// The beacond config schema: tables, keys, types, ranges and defaults, validated with every mistake reported.
+import BluetoothHCI
+
+/// How beacond talks to a kernel device.
+public enum ControllerBackend: String, Sendable, Hashable, CaseIterable {
+    /// mgmt when the kernel's management interface is usable, the raw HCI channel otherwise.
+    case auto
+    /// The kernel's management interface (cooperates with bluetoothd).
+    case mgmt
+    /// Raw HCI commands.
+    case hci
+}
+
+/// syslog priorities, as systemd names them.
+public enum LogLevel: Int, Sendable, Hashable, Comparable, CaseIterable, CustomStringConvertible {
+    case emerg = 0, alert, crit, err, warning, notice, info, debug
+
+    public init?(name: String) {
+        switch name.lowercased() {
+        case "emerg", "emergency": self = .emerg
+        case "alert": self = .alert
+        case "crit", "critical": self = .crit
+        case "err", "error": self = .err
+        case "warning", "warn": self = .warning
+        case "notice": self = .notice
+        case "info": self = .info
+        case "debug": self = .debug
+        default: return nil
+        }
+    }
+
+    public var description: String {
+        ["emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"][rawValue]
+    }
+
+    public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
+    public static let validNames = "emerg, alert, crit, err, warning, notice, info, debug"
+}
+
+public struct AdvertisingSettings: Sendable, Hashable {
+    public var interval: AdvertisingInterval = .appleRecommended
+    public var connectable = false
+    /// Requested TX power in dBm; nil = the controller's choice.
+    public var txPower: Int8?
+
+    public init() {}
+
+    public var legacyType: LegacyAdvertisingType { connectable ? .connectableUndirected : .nonConnectableUndirected }
+}
+
+public struct ControllerSettings: Sendable, Hashable {
+    public var device: DeviceSpec = .kernel(index: 0)
+    public var backend: ControllerBackend = .auto
+    public init() {}
+}
+
+public struct DaemonSettings: Sendable, Hashable {
+    /// Nil = the program's default (or --log-level).
+    public var logLevel: LogLevel?
+    public init() {}
+}
+
+/// A validated beacond configuration.
+public struct BeaconConfiguration: Sendable, Hashable {
+    public var beacon: IBeacon
+    public var advertising: AdvertisingSettings
+    public var controller: ControllerSettings
+    public var daemon: DaemonSettings
+
+    public init(beacon: IBeacon, advertising: AdvertisingSettings = .init(), controller: ControllerSettings = .init(),
+                daemon: DaemonSettings = .init()) {
+        self.beacon = beacon
+        self.advertising = advertising
+        self.controller = controller
+        self.daemon = daemon
+    }
+
+    /// The schema: tables and their keys, in documentation order.
+    public static let schema: [(table: String, keys: [String])] = [
+        ("beacon", ["uuid", "major", "minor", "measured_power"]),
+        ("advertising", ["interval_ms", "connectable", "tx_power"]),
+        ("controller", ["device", "backend"]),
+        ("daemon", ["log_level"]),
+    ]
+
+    /// Checks, parses and validates a whole file. Every mistake is reported, in file order.
+    public static func parse(_ bytes: [UInt8]) throws(ConfigDiagnostics) -> BeaconConfiguration {
+        if let fileProblem = ConfigFile.check(bytes) { throw ConfigDiagnostics([fileProblem]) }
+        let (document, syntax) = TOMLSubset.parse(bytes)
+        var v = Validator()
+        let result = v.validate(document)
+        let all = (syntax + v.diagnostics).sorted { ($0.location ?? .init(line: 0, column: 0)) < ($1.location ?? .init(line: 0, column: 0)) }
+        if let result, all.isEmpty { return result }
+        throw ConfigDiagnostics(all)
+    }
+}
+
+private struct Validator {
+    var diagnostics: [ConfigDiagnostic] = []
+
+    mutating func fail(_ message: String, at location: SourceLocation, key: String) {
+        diagnostics.append(ConfigDiagnostic(message, at: location, key: key))
+    }
+
+    mutating func validate(_ doc: TOMLDocument) -> BeaconConfiguration? {
+        let tableNames = BeaconConfiguration.schema.map(\.table)
+        var uuid: BeaconUUID?
+        var major: UInt16?
+        var minor: UInt16?
+        var measuredPower = IBeacon.defaultMeasuredPower
+        var advertising = AdvertisingSettings()
+        var controller = ControllerSettings()
+        var daemon = DaemonSettings()
+
+        for table in doc.tables where !table.isDuplicate {
+            guard let name = table.name else {
+                for e in table.entries {
+                    if let home = BeaconConfiguration.schema.first(where: { $0.keys.contains(e.key) }) {
+                        fail("key '\(e.key)' must be inside a table: put it under [\(home.table)]", at: e.keyLocation, key: e.key)
+                    } else {
+                        fail("unknown key '\(e.key)' outside any table; beacond's keys live in [beacon], [advertising], [controller] and [daemon]",
+                             at: e.keyLocation, key: e.key)
+                    }
+                }
+                continue
+            }
+            guard let keys = BeaconConfiguration.schema.first(where: { $0.table == name })?.keys else {
+                var message = "unknown table [\(name)]"
+                if let guess = closest(name, among: tableNames) { message += "; did you mean [\(guess)]?" }
+                else { message += "; beacond knows [beacon], [advertising], [controller] and [daemon]" }
+                fail(message, at: table.location, key: name)
+                continue
+            }
+            for e in table.entries {
+                let key = "\(name).\(e.key)"
+                guard keys.contains(e.key) else {
+                    var message = "unknown key '\(e.key)' in [\(name)]"
+                    if let guess = closest(e.key, among: keys) {
+                        message += "; did you mean '\(guess)'?"
+                    } else if let home = BeaconConfiguration.schema.first(where: { $0.keys.contains(e.key) }) {
+                        message += "; '\(e.key)' belongs in [\(home.table)]"
+                    } else {
+                        message += " (known keys: \(keys.joined(separator: ", ")))"
+                    }
+                    fail(message, at: e.keyLocation, key: key)
+                    continue
+                }
+                let item = e.item
+                let what = "'\(e.key)' in [\(name)]"
+                switch key {
+                case "beacon.uuid":
+                    guard let s = string(item, what, key) else { continue }
+                    do {
+                        uuid = try BeaconUUID(parsing: s)
+                    } catch {
+                        let at = item.contentColumn.map { SourceLocation(line: item.location.line, column: $0 + error.offset) } ?? item.location
+                        fail("\(what) is not a valid UUID: \(error.message)", at: at, key: key)
+                    }
+                case "beacon.major": major = integer(item, what, key, 0...65535).map { UInt16($0) }
+                case "beacon.minor": minor = integer(item, what, key, 0...65535).map { UInt16($0) }
+                case "beacon.measured_power":
+                    if let v = integer(item, what, key, -127...20, unit: " dBm") { measuredPower = Int8(v) }
+                case "advertising.interval_ms":
+                    if let v = integer(item, what, key, 20...10240, unit: " ms"), let iv = AdvertisingInterval(milliseconds: Int(v)) {
+                        advertising.interval = iv
+                    }
+                case "advertising.connectable":
+                    if let v = boolean(item, what, key) { advertising.connectable = v }
+                case "advertising.tx_power":
+                    if let v = integer(item, what, key, -127...20, unit: " dBm") { advertising.txPower = Int8(v) }
+                case "controller.device":
+                    guard let s = string(item, what, key) else { continue }
+                    do { controller.device = try DeviceSpec(parsing: s) } catch {
+                        fail("\(what) is not valid: \(error.message)", at: item.location, key: key)
+                    }
+                case "controller.backend":
+                    guard let s = string(item, what, key) else { continue }
+                    if let b = ControllerBackend(rawValue: s) { controller.backend = b } else {
+                        fail("\(what) must be one of \"auto\", \"mgmt\", \"hci\", found \"\(s)\"", at: item.location, key: key)
+                    }
+                case "daemon.log_level":
+                    guard let s = string(item, what, key) else { continue }
+                    if let l = LogLevel(name: s) { daemon.logLevel = l } else {
+                        fail("\(what) must be one of \(LogLevel.validNames), found \"\(s)\"", at: item.location, key: key)
+                    }
+                default:
+                    preconditionFailure("schema lists \(key) but the validator does not handle it")
+                }
+            }
+        }
+
+        if let beaconTable = doc.table("beacon") {
+            let present = Set(beaconTable.entries.map(\.key))
+            for required in ["uuid", "major", "minor"] where !present.contains(required) {
+                fail("missing required key '\(required)' in [beacon]", at: beaconTable.location, key: "beacon.\(required)")
+            }
+        } else {
+            fail("missing required table [beacon] with keys uuid, major and minor", at: SourceLocation(line: 1, column: 1), key: "beacon")
+        }
+
+        guard let uuid, let major, let minor, diagnostics.isEmpty else { return nil }
+        return BeaconConfiguration(beacon: IBeacon(uuid: uuid, major: major, minor: minor, measuredPower: measuredPower),
+                                   advertising: advertising, controller: controller, daemon: daemon)
+    }
+
+    mutating func string(_ item: TOMLItem, _ what: String, _ key: String) -> String? {
+        if case .string(let s) = item.value { return s }
+        fail("\(what) must be a string, found \(item.value.kindDescription)", at: item.location, key: key)
+        return nil
+    }
+
+    mutating func boolean(_ item: TOMLItem, _ what: String, _ key: String) -> Bool? {
+        if case .boolean(let v) = item.value { return v }
+        fail("\(what) must be true or false, found \(item.value.kindDescription)", at: item.location, key: key)
+        return nil
+    }
+
+    mutating func integer(_ item: TOMLItem, _ what: String, _ key: String, _ range: ClosedRange<Int64>, unit: String = "") -> Int64? {
+        guard case .integer(let v) = item.value else {
+            fail("\(what) must be an integer, found \(item.value.kindDescription)", at: item.location, key: key)
+            return nil
+        }
+        guard range.contains(v) else {
+            fail("\(what) must be from \(range.lowerBound) to \(range.upperBound)\(unit), found \(v)", at: item.location, key: key)
+            return nil
+        }
+        return v
+    }
+}
+
+/// The candidate within edit distance 2 (or a third of the word's length, if larger), nearest first.
+func closest(_ word: String, among candidates: [String]) -> String? {
+    let limit = max(2, word.count / 3)
+    let scored = candidates.map { ($0, editDistance(word.lowercased(), $0)) }.filter { $0.1 <= limit }
+    return scored.min { $0.1 < $1.1 }?.0
+}
+
+/// Levenshtein distance over characters.
+func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a), b = Array(b)
+    if a.isEmpty { return b.count }
+    if b.isEmpty { return a.count }
+    var previous = Array(0...b.count)
+    var current = [Int](repeating: 0, count: b.count + 1)
+    for i in 1...a.count {
+        current[0] = i
+        for j in 1...b.count {
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+        }
+        swap(&previous, &current)
+    }
+    return previous[b.count]
+}

@@ -1,0 +1,27 @@
+// Entry point: parse the command line, run the command, exit with its code.
+import Glibc
+
+public enum BeacondMain {
+    public static func main() -> Never {
+        let args = Array(CommandLine.arguments.dropFirst())
+        let code: ExitCode
+        do {
+            switch try CLI.parse(args) {
+            case .help(let command):
+                Output.out(CLI.help(command))
+                code = .success
+            case .version:
+                Output.out("beacond \(beacondVersion)\n")
+                code = .success
+            case .checkConfig(let path): code = Tools.checkConfig(path: path)
+            case .payload(let path, let format): code = Tools.payload(path: path, format: format)
+            case .genUUID(let count, let lower, let set): code = Tools.genUUID(count: count, lowercase: lower, setPath: set)
+            case .run(let options): code = Daemon.run(options)
+            }
+        } catch {
+            Output.err(error.rendered)
+            code = .usage
+        }
+        exit(code.rawValue)
+    }
+}

@@ -1,0 +1,103 @@
+// The tools around the daemon: check-config, payload, gen-uuid.
+import BeaconCore
+import BluetoothHCI
+import SystemdSupport
+
+enum Tools {
+    /// Prints every diagnostic of a config error on stderr and returns the config exit code.
+    static func report(_ error: ConfigError) -> ExitCode {
+        Output.err(error.description + "\n")
+        let n = error.diagnostics.count
+        Output.err("\(n) error\(n == 1 ? "" : "s") in \(error.path)\n")
+        return .config
+    }
+
+    static func checkConfig(path: String) -> ExitCode {
+        let config: BeaconConfiguration
+        do { config = try ConfigLoader.load(path) } catch { return report(error) }
+        let b = config.beacon
+        let a = config.advertising
+        let tx = a.txPower.map { "\($0) dBm (where the controller can set it)" } ?? "controller default"
+        Output.out("""
+            \(path): OK
+              uuid            \(b.uuid)
+              major           \(b.major)
+              minor           \(b.minor)
+              measured_power  \(b.measuredPower) dBm
+              interval        \(a.interval) (\(a.interval.units) × 0.625 ms)
+              pdu             \(a.legacyType.pduName) (\(a.connectable ? "connectable" : "non-connectable"))
+              tx_power        \(tx)
+              device          \(config.controller.device)
+              backend         \(config.controller.backend.rawValue)
+              log_level       \(config.daemon.logLevel.map(\.description) ?? "info (default)")
+
+            """)
+        return .success
+    }
+
+    static func payload(path: String, format: PayloadFormat) -> ExitCode {
+        let config: BeaconConfiguration
+        do { config = try ConfigLoader.load(path) } catch { return report(error) }
+        let data = config.beacon.advertisingData
+        switch format {
+        case .hex:
+            Output.out(hexString(data.bytes) + "\n")
+        case .hcitool:
+            let device: String
+            if case .kernel = config.controller.device { device = config.controller.device.description } else { device = "hci0" }
+            let commands: [HCICommand] = [
+                .leSetAdvertisingParameters(LEAdvertisingParameters(interval: config.advertising.interval, type: config.advertising.legacyType)),
+                .leSetAdvertisingData(data),
+                .leSetAdvertisingEnable(true),
+            ]
+            for c in commands {
+                let ocf = hexString([UInt8(c.opcode.ocf >> 8), UInt8(c.opcode.ocf & 0xFF)])
+                Output.out("hcitool -i \(device) cmd 0x\(hexString([c.opcode.ogf])) 0x\(ocf) \(hexString(c.parameters, separator: " "))\n")
+            }
+        case .json:
+            let b = config.beacon
+            let a = config.advertising
+            let intervalMs = String(a.interval.description.dropLast(3))
+            Output.out("{\"uuid\":\(jsonString(b.uuid.description)),\"major\":\(b.major),\"minor\":\(b.minor),"
+                + "\"measured_power\":\(b.measuredPower),\"interval_ms\":\(intervalMs),\"connectable\":\(a.connectable),"
+                + "\"pdu\":\(jsonString(a.legacyType.pduName)),\"tx_power\":\(a.txPower.map(String.init) ?? "null"),"
+                + "\"advertising_data\":\(jsonString(hexString(data.bytes)))}\n")
+        }
+        return .success
+    }
+
+    static func genUUID(count: Int, lowercase: Bool, setPath: String?) -> ExitCode {
+        func fresh() -> BeaconUUID? {
+            do { return BeaconUUID.version4(random: try RandomID.uuid4Bytes()) } catch {
+                Output.err("Error: cannot get random bytes: \(error)\n")
+                return nil
+            }
+        }
+        if let path = setPath {
+            let bytes: [UInt8]
+            do { bytes = try ConfigLoader.readBytes(path) } catch { return report(error) }
+            guard let uuid = fresh() else { return .failure }
+            let edited: [UInt8]
+            do { edited = try ConfigEditor.settingUUID(uuid, in: bytes) } catch {
+                Output.err("Error: not changing \(path): it must be a valid config before and after the change\n")
+                return report(ConfigError(path: path, diagnostics: error.items))
+            }
+            do { try ConfigLoader.replaceAtomically(path, with: edited) } catch { return report(error) }
+            Output.out(uuid.formatted(uppercase: !lowercase) + "\n")
+            return .success
+        }
+        var buffer = ""
+        buffer.reserveCapacity(64 * 1024)
+        for _ in 0..<count {
+            guard let uuid = fresh() else { return .failure }
+            buffer += uuid.formatted(uppercase: !lowercase)
+            buffer += "\n"
+            if buffer.utf8.count >= 60 * 1024 {
+                Output.out(buffer)
+                buffer.removeAll(keepingCapacity: true)
+            }
+        }
+        Output.out(buffer)
+        return .success
+    }
+}

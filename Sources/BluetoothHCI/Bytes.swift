@@ -1,0 +1,97 @@
+// Little-endian byte reader and writer used by every codec in the package.
+
+/// Appends little-endian fields to a byte buffer.
+public struct ByteWriter: Sendable {
+    public private(set) var bytes: [UInt8] = []
+
+    public init(capacity: Int = 32) { bytes.reserveCapacity(capacity) }
+
+    public mutating func u8(_ value: UInt8) { bytes.append(value) }
+    public mutating func i8(_ value: Int8) { bytes.append(UInt8(bitPattern: value)) }
+    public mutating func u16(_ value: UInt16) {
+        bytes.append(UInt8(truncatingIfNeeded: value))
+        bytes.append(UInt8(truncatingIfNeeded: value >> 8))
+    }
+    /// A 24-bit field (HCI uses them for extended advertising intervals).
+    public mutating func u24(_ value: UInt32) {
+        precondition(value <= 0xFF_FFFF, "u24 field overflow")
+        for shift in stride(from: 0, to: 24, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) }
+    }
+    public mutating func u32(_ value: UInt32) {
+        for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) }
+    }
+    public mutating func append<C: Collection>(contentsOf other: C) where C.Element == UInt8 {
+        bytes.append(contentsOf: other)
+    }
+}
+
+/// Reads little-endian fields; every read is bounds-checked and throws `ByteReader.Truncated` at the end.
+public struct ByteReader: Sendable {
+    /// Thrown when a packet is shorter than its fields.
+    public struct Truncated: Error, Sendable, Equatable { public init() {} }
+
+    private let bytes: ArraySlice<UInt8>
+    public private(set) var offset: Int
+
+    public init<C: Collection>(_ bytes: C) where C.Element == UInt8 {
+        self.bytes = ArraySlice(bytes)
+        self.offset = self.bytes.startIndex
+    }
+
+    public var remaining: Int { bytes.endIndex - offset }
+
+    public mutating func u8() throws(Truncated) -> UInt8 {
+        guard remaining >= 1 else { throw Truncated() }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+    public mutating func i8() throws(Truncated) -> Int8 { Int8(bitPattern: try u8()) }
+    public mutating func u16() throws(Truncated) -> UInt16 {
+        let lo = try u8(), hi = try u8()
+        return UInt16(lo) | UInt16(hi) << 8
+    }
+    public mutating func u24() throws(Truncated) -> UInt32 {
+        let raw = try take(3)
+        return raw.reversed().reduce(0) { $0 << 8 | UInt32($1) }
+    }
+    public mutating func u32() throws(Truncated) -> UInt32 {
+        let raw = try take(4)
+        return raw.reversed().reduce(0) { $0 << 8 | UInt32($1) }
+    }
+    public mutating func u64() throws(Truncated) -> UInt64 {
+        let raw = try take(8)
+        return raw.reversed().reduce(0) { $0 << 8 | UInt64($1) }
+    }
+    public mutating func take(_ count: Int) throws(Truncated) -> [UInt8] {
+        guard count >= 0, remaining >= count else { throw Truncated() }
+        defer { offset += count }
+        return Array(bytes[offset..<offset + count])
+    }
+    public mutating func rest() -> [UInt8] {
+        defer { offset = bytes.endIndex }
+        return Array(bytes[offset...])
+    }
+}
+
+/// Lowercase hex without separators, e.g. `0201061a`.
+public func hexString<C: Collection>(_ bytes: C, separator: String = "", uppercase: Bool = false) -> String
+where C.Element == UInt8 {
+    let digits: [Character] = Array(uppercase ? "0123456789ABCDEF" : "0123456789abcdef")
+    var out = ""
+    out.reserveCapacity(bytes.count * (2 + separator.count))
+    for (i, b) in bytes.enumerated() {
+        if i > 0 { out += separator }
+        out.append(digits[Int(b >> 4)])
+        out.append(digits[Int(b & 0x0F)])
+    }
+    return out
+}
+
+/// `0x2008`-style formatting for opcodes and similar fields.
+public func hex16(_ value: UInt16) -> String {
+    let s = hexString([UInt8(value >> 8), UInt8(value & 0xFF)], uppercase: true)
+    return "0x" + s
+}
+
+/// `0x0C`-style formatting for one-byte codes.
+public func hex8(_ value: UInt8) -> String { "0x" + hexString([value], uppercase: true) }

@@ -1,0 +1,145 @@
+// HCI events this project reads (Core Vol 4 Part E §7.7) and the return parameters it decodes.
+
+/// A decoded HCI event. Anything not listed stays `.other` with its raw parameters.
+public enum HCIEvent: Sendable, Hashable {
+    /// Command Complete (0x0E): credits, opcode, return parameters (usually status first). Opcode 0 only returns credits.
+    case commandComplete(credits: UInt8, opcode: Opcode, returnParameters: [UInt8])
+    /// Command Status (0x0F).
+    case commandStatus(status: HCIStatus, credits: UInt8, opcode: Opcode)
+    /// Hardware Error (0x10): the controller needs a reset; advertising state is gone.
+    case hardwareError(code: UInt8)
+    /// LE Meta (0x3E): subevent code and its parameters.
+    case leMeta(subevent: UInt8, parameters: [UInt8])
+    case other(code: UInt8, parameters: [UInt8])
+
+    public static let commandCompleteCode: UInt8 = 0x0E
+    public static let commandStatusCode: UInt8 = 0x0F
+    public static let hardwareErrorCode: UInt8 = 0x10
+    public static let leMetaCode: UInt8 = 0x3E
+
+    /// The error thrown for an event whose parameters do not match its code.
+    public struct Malformed: Error, Sendable, Equatable {
+        public let code: UInt8
+        public let reason: String
+    }
+
+    /// Decodes an event packet (code, length, parameters) without the H4 type byte.
+    public init(packet: [UInt8]) throws(Malformed) {
+        guard packet.count >= 2 else { throw Malformed(code: packet.first ?? 0, reason: "shorter than its header") }
+        let code = packet[0]
+        let length = Int(packet[1])
+        guard packet.count == 2 + length else {
+            throw Malformed(code: code, reason: "length field says \(length), packet has \(packet.count - 2)")
+        }
+        var r = ByteReader(packet[2...])
+        do {
+            switch code {
+            case Self.commandCompleteCode:
+                let credits = try r.u8()
+                let opcode = Opcode(rawValue: try r.u16())
+                self = .commandComplete(credits: credits, opcode: opcode, returnParameters: r.rest())
+            case Self.commandStatusCode:
+                let status = HCIStatus(rawValue: try r.u8())
+                let credits = try r.u8()
+                let opcode = Opcode(rawValue: try r.u16())
+                self = .commandStatus(status: status, credits: credits, opcode: opcode)
+            case Self.hardwareErrorCode:
+                self = .hardwareError(code: try r.u8())
+            case Self.leMetaCode:
+                let sub = try r.u8()
+                self = .leMeta(subevent: sub, parameters: r.rest())
+            default:
+                self = .other(code: code, parameters: r.rest())
+            }
+        } catch {
+            throw Malformed(code: code, reason: "parameters too short")
+        }
+    }
+
+    /// Encodes the event packet (without the H4 type byte); used by tests and fakes.
+    public var packet: [UInt8] {
+        var w = ByteWriter()
+        switch self {
+        case .commandComplete(let credits, let opcode, let ret):
+            w.u8(Self.commandCompleteCode); w.u8(UInt8(3 + ret.count)); w.u8(credits); w.u16(opcode.rawValue)
+            w.append(contentsOf: ret)
+        case .commandStatus(let status, let credits, let opcode):
+            w.u8(Self.commandStatusCode); w.u8(4); w.u8(status.rawValue); w.u8(credits); w.u16(opcode.rawValue)
+        case .hardwareError(let c):
+            w.u8(Self.hardwareErrorCode); w.u8(1); w.u8(c)
+        case .leMeta(let sub, let params):
+            w.u8(Self.leMetaCode); w.u8(UInt8(1 + params.count)); w.u8(sub); w.append(contentsOf: params)
+        case .other(let code, let params):
+            w.u8(code); w.u8(UInt8(params.count)); w.append(contentsOf: params)
+        }
+        return w.bytes
+    }
+}
+
+/// Return parameters of Read Local Version Information (Vol 4 Part E §7.4.1), after the status byte.
+public struct LocalVersionInformation: Sendable, Hashable {
+    public var hciVersion: UInt8
+    public var hciSubversion: UInt16
+    public var lmpVersion: UInt8
+    public var manufacturer: UInt16
+    public var lmpSubversion: UInt16
+
+    public init(returnParameters p: [UInt8]) throws(ByteReader.Truncated) {
+        var r = ByteReader(p.dropFirst())
+        hciVersion = try r.u8()
+        hciSubversion = try r.u16()
+        lmpVersion = try r.u8()
+        manufacturer = try r.u16()
+        lmpSubversion = try r.u16()
+    }
+
+    public init(hciVersion: UInt8) {
+        self.hciVersion = hciVersion
+        hciSubversion = 0; lmpVersion = hciVersion; manufacturer = 0xFFFF; lmpSubversion = 0
+    }
+
+    /// HCI version 9 is Core 5.0 (Assigned Numbers §2.1).
+    public var isAtLeastCore50: Bool { hciVersion >= 9 }
+
+    /// `5.0`, `4.2`… as the Assigned Numbers name the HCI versions.
+    public var coreVersionName: String {
+        let names: [UInt8: String] = [0: "1.0b", 1: "1.1", 2: "1.2", 3: "2.0", 4: "2.1", 5: "3.0", 6: "4.0", 7: "4.1",
+                                      8: "4.2", 9: "5.0", 10: "5.1", 11: "5.2", 12: "5.3", 13: "5.4", 14: "6.0", 15: "6.1"]
+        return names[hciVersion] ?? "HCI version \(hciVersion)"
+    }
+}
+
+/// The 64-octet Supported Commands bitmap (Vol 4 Part E §6.27).
+public struct SupportedCommands: Sendable, Hashable {
+    public let octets: [UInt8]
+
+    public init(returnParameters p: [UInt8]) throws(ByteReader.Truncated) {
+        var r = ByteReader(p.dropFirst())
+        octets = try r.take(64)
+    }
+
+    public init(octets: [UInt8]) { self.octets = octets }
+
+    public func contains(octet: Int, bit: Int) -> Bool {
+        octet < octets.count && octets[octet] & (1 << bit) != 0
+    }
+
+    /// Octet 36 bit 2 (LE Set Extended Advertising Parameters) and bit 5 (… Enable).
+    public var hasExtendedAdvertising: Bool { contains(octet: 36, bit: 2) && contains(octet: 36, bit: 5) }
+    /// Octet 25 bit 5 (LE Set Advertising Parameters) and octet 26 bit 1 (LE Set Advertising Enable).
+    public var hasLegacyAdvertising: Bool { contains(octet: 25, bit: 5) && contains(octet: 26, bit: 1) }
+}
+
+/// LE features (Vol 6 Part B §4.6).
+public struct LEFeatures: Sendable, Hashable {
+    public let rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+
+    public init(returnParameters p: [UInt8]) throws(ByteReader.Truncated) {
+        var r = ByteReader(p.dropFirst())
+        rawValue = try r.u64()
+    }
+
+    /// Bit 12: LE Extended Advertising. The Linux kernel decides its command family on this bit alone.
+    public var extendedAdvertising: Bool { rawValue & (1 << 12) != 0 }
+}

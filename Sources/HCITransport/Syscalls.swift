@@ -1,0 +1,33 @@
+// The one place that calls into the kernel for transports: EINTR retried, errors carry the call's name and errno.
+import Glibc
+
+/// A failed system call: which call and why.
+public struct SystemError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let call: String
+    public let errno: Int32
+    public init(_ call: String, errno: Int32) {
+        self.call = call
+        self.errno = errno
+    }
+    public var description: String { "\(call): \(String(cString: strerror(errno)))" }
+}
+
+/// Runs `body` until it does not fail with EINTR; a negative result becomes a SystemError with `call`.
+/// EBADF and EFAULT are bugs in this program, not the world's doing: trap.
+@inline(__always)
+func syscall<T: BinaryInteger>(_ call: String, _ body: () -> T) throws(SystemError) -> T {
+    while true {
+        let r = body()
+        if r >= 0 { return r }
+        let e = Glibc.errno
+        if e == EINTR { continue }
+        precondition(e != EBADF && e != EFAULT, "\(call) failed with \(e == EBADF ? "EBADF" : "EFAULT"): a bug in beacond")
+        throw SystemError(call, errno: e)
+    }
+}
+
+/// For wrappers that return -errno themselves.
+@inline(__always)
+func negErrno(_ call: String, _ r: Int32) throws(SystemError) {
+    if r < 0 { throw SystemError(call, errno: -r) }
+}

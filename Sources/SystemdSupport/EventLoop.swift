@@ -1,0 +1,157 @@
+// The one event loop: libsystemd's sd-event with I/O, timer and signal sources and the watchdog.
+// C callbacks reach their Swift handler through Unmanaged userdata, here and nowhere else.
+import CSystemd
+import Glibc
+
+/// An sd-* call that failed: its name and the errno it returned.
+public struct SystemdError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let call: String
+    public let errno: Int32
+    public init(call: String, errno: Int32) {
+        self.call = call
+        self.errno = errno
+    }
+    public var description: String { "\(call): \(String(cString: strerror(errno)))" }
+}
+
+@inline(__always)
+func check(_ call: String, _ r: Int32) throws(SystemdError) {
+    if r < 0 { throw SystemdError(call: call, errno: -r) }
+}
+
+/// A registered source. Keep it to change or cancel it; the loop keeps it alive until it is cancelled.
+public final class EventSource {
+    fileprivate var source: OpaquePointer?
+    fileprivate let handler: (UInt32) -> Void
+    fileprivate weak var loop: EventLoop?
+
+    fileprivate init(handler: @escaping (UInt32) -> Void) { self.handler = handler }
+
+    /// Removes the source from the loop for good.
+    public func cancel() {
+        guard let s = source else { return }
+        sd_event_source_disable_unref(s)
+        source = nil
+        loop?.forget(self)
+    }
+
+    /// For timers: fire once, `after` from now.
+    public func rearm(after: Duration) {
+        guard let s = source else { return }
+        _ = sd_event_source_set_time_relative(s, microseconds(after))
+        _ = sd_event_source_set_enabled(s, Int32(SD_EVENT_ONESHOT))
+    }
+
+    /// For timers: do not fire until rearmed.
+    public func disarm() {
+        guard let s = source else { return }
+        _ = sd_event_source_set_enabled(s, Int32(SD_EVENT_OFF))
+    }
+
+    public var isCancelled: Bool { source == nil }
+
+    deinit { if let s = source { sd_event_source_disable_unref(s) } }
+}
+
+func microseconds(_ d: Duration) -> UInt64 {
+    let (s, atto) = d.components
+    return UInt64(max(0, s)) * 1_000_000 + UInt64(max(0, atto) / 1_000_000_000_000)
+}
+
+/// A single-threaded sd-event loop.
+public final class EventLoop {
+    private var event: OpaquePointer?
+    private var sources: [ObjectIdentifier: EventSource] = [:]
+
+    public init() throws(SystemdError) {
+        try check("sd_event_new", sd_event_new(&event))
+    }
+
+    deinit {
+        for s in sources.values { s.cancel() }
+        sd_event_unref(event)
+    }
+
+    fileprivate func forget(_ s: EventSource) { sources[ObjectIdentifier(s)] = nil }
+
+    private func register(_ s: EventSource) -> UnsafeMutableRawPointer {
+        s.loop = self
+        sources[ObjectIdentifier(s)] = s
+        return Unmanaged.passUnretained(s).toOpaque()
+    }
+
+    /// Calls `handler(revents)` whenever `fd` is readable (EPOLLIN) or broken (EPOLLHUP/EPOLLERR).
+    public func addReader(fd: Int32, handler: @escaping (UInt32) -> Void) throws(SystemdError) -> EventSource {
+        let s = EventSource(handler: handler)
+        let userdata = register(s)
+        let r = sd_event_add_io(event, &s.source, fd, UInt32(EPOLLIN.rawValue), { _, _, revents, userdata in
+            Unmanaged<EventSource>.fromOpaque(userdata!).takeUnretainedValue().handler(revents)
+            return 0
+        }, userdata)
+        if r < 0 { forget(s) }
+        try check("sd_event_add_io", r)
+        return s
+    }
+
+    /// A one-shot CLOCK_MONOTONIC timer, `after` from now; rearm it to use it again.
+    public func addTimer(after: Duration, handler: @escaping () -> Void) throws(SystemdError) -> EventSource {
+        let s = EventSource(handler: { _ in handler() })
+        let userdata = register(s)
+        let r = sd_event_add_time_relative(event, &s.source, CLOCK_MONOTONIC, microseconds(after), 1000, { _, _, userdata in
+            Unmanaged<EventSource>.fromOpaque(userdata!).takeUnretainedValue().handler(0)
+            return 0
+        }, userdata)
+        if r < 0 { forget(s) }
+        try check("sd_event_add_time_relative", r)
+        return s
+    }
+
+    /// A disarmed timer, for rearming later.
+    public func addIdleTimer(handler: @escaping () -> Void) throws(SystemdError) -> EventSource {
+        let s = try addTimer(after: .seconds(3600), handler: handler)
+        s.disarm()
+        return s
+    }
+
+    /// Delivers `signo` as an event. The signal is blocked for the process so it only ever arrives here.
+    public func addSignal(_ signo: Int32, handler: @escaping () -> Void) throws(SystemdError) -> EventSource {
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, signo)
+        try check("sigprocmask", pthread_sigmask(SIG_BLOCK, &set, nil) == 0 ? 0 : -Glibc.errno)
+        let s = EventSource(handler: { _ in handler() })
+        let userdata = register(s)
+        let r = sd_event_add_signal(event, &s.source, signo, { _, _, userdata in
+            Unmanaged<EventSource>.fromOpaque(userdata!).takeUnretainedValue().handler(0)
+            return 0
+        }, userdata)
+        if r < 0 { forget(s) }
+        try check("sd_event_add_signal", r)
+        return s
+    }
+
+    /// Sends WATCHDOG=1 at half of WATCHDOG_USEC from the loop itself (and once at once); false when systemd
+    /// asked for no watchdog.
+    @discardableResult
+    public func enableWatchdog() throws(SystemdError) -> Bool {
+        let r = sd_event_set_watchdog(event, 1)
+        try check("sd_event_set_watchdog", r)
+        return r > 0
+    }
+
+    /// CLOCK_MONOTONIC now, in microseconds (the loop's cached time while dispatching).
+    public var nowMicroseconds: UInt64 {
+        var usec: UInt64 = 0
+        _ = sd_event_now(event, CLOCK_MONOTONIC, &usec)
+        return usec
+    }
+
+    /// Runs until `exit(code:)`; returns the code.
+    public func run() throws(SystemdError) -> Int32 {
+        let r = sd_event_loop(event)
+        try check("sd_event_loop", r)
+        return r
+    }
+
+    public func exit(code: Int32) { _ = sd_event_exit(event, code) }
+}

@@ -1,0 +1,42 @@
+// Native journal logging (sd_journal_sendv; the variadic sd_journal_send cannot be called from Swift).
+import CSystemd
+import Glibc
+
+public enum Journal {
+    /// True when stderr is connected to journald: JOURNAL_STREAM names stderr's device and inode.
+    public static func stderrIsJournal() -> Bool {
+        guard let env = getenv("JOURNAL_STREAM") else { return false }
+        let parts = String(cString: env).split(separator: ":")
+        guard parts.count == 2, let dev = UInt64(parts[0]), let ino = UInt64(parts[1]) else { return false }
+        var st = stat()
+        guard fstat(2, &st) == 0 else { return false }
+        return UInt64(st.st_dev) == dev && UInt64(st.st_ino) == ino
+    }
+
+    /// Sends one entry; fields are `NAME=value` (MESSAGE and PRIORITY among them). Returns false if journald refused.
+    @discardableResult
+    public static func send(_ fields: [String]) -> Bool {
+        var storage = fields.map { Array($0.utf8) }
+        return storage.withUnsafeMutableBufferPointer { buffers -> Bool in
+            var iovecs = [iovec]()
+            iovecs.reserveCapacity(buffers.count)
+            for i in buffers.indices {
+                buffers[i].withUnsafeMutableBytes { raw in
+                    iovecs.append(iovec(iov_base: raw.baseAddress, iov_len: raw.count))
+                }
+            }
+            // The pointers stay valid: `storage` is neither resized nor moved while iovecs is in use.
+            return sd_journal_sendv(&iovecs, Int32(iovecs.count)) >= 0
+        }
+    }
+}
+
+/// Random identifiers from the kernel's CSPRNG.
+public enum RandomID {
+    /// 16 random bytes formatted by sd_id128_randomize as an RFC 9562 version-4 UUID.
+    public static func uuid4Bytes() throws(SystemdError) -> [UInt8] {
+        var id = sd_id128_t()
+        try check("sd_id128_randomize", sd_id128_randomize(&id))
+        return withUnsafeBytes(of: &id) { Array($0) }
+    }
+}

@@ -1,0 +1,27 @@
+// sd_notify: tells the service manager about readiness, status, reloads, stops and fatal errors.
+import CSystemd
+import Glibc
+
+public enum Notifier {
+    /// True when a service manager listens (NOTIFY_SOCKET is set).
+    public static var isListening: Bool { getenv("NOTIFY_SOCKET") != nil }
+
+    /// Sends the newline-separated assignments as one datagram. A no-op without NOTIFY_SOCKET.
+    public static func send(_ assignments: [String]) {
+        guard isListening else { return }
+        _ = sd_notify(0, assignments.joined(separator: "\n"))
+    }
+
+    /// CLOCK_MONOTONIC now in microseconds, for RELOADING=1's MONOTONIC_USEC.
+    public static func monotonicMicroseconds() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000 + UInt64(ts.tv_nsec) / 1000
+    }
+
+    /// The watchdog interval systemd asked for, if any.
+    public static func watchdogMicroseconds() -> UInt64? {
+        var usec: UInt64 = 0
+        return sd_watchdog_enabled(0, &usec) > 0 ? usec : nil
+    }
+}

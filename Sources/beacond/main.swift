@@ -1,0 +1,2 @@
+import BeacondApp
+BeacondMain.main()
