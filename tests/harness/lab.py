@@ -1,0 +1,250 @@
+"""A radio lab for beacond's integration tests, built from Google Bumble's virtual controller.
+
+One LocalLink (the "air"), a controller for beacond exposed over H4 (TCP or unix socket), and a second controller
+with a Bumble host on the same link that scans and records what it receives. The test process runs all of it on an
+asyncio loop in a background thread and reads the controllers' state directly.
+
+Bumble's emulator has gaps (see ../shared/guide/testing-facts.md). Each workaround below is marked WORKAROUND and
+says what it changes; none of them decides a test outcome on beacond's behalf:
+  * legacy ADV_NONCONN_IND is stored but never put on the air, so a scanner would see nothing. The harness relays it
+    as an AdvInd on the link; tests read the PDU type from the controller's own state, not from the scanner.
+  * HCI Reset does not clear advertising state: the harness clears it, as a real controller does.
+  * the emulator never refuses a command. The harness enforces the legacy/extended mixing rule of the Core spec
+    (Vol 4 Part E §3.1.1: once one family was used since reset, the other gets Command Disallowed) when asked to,
+    and injects the faults a test names (an error status, no reply, a dropped connection, a Hardware Error).
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import threading
+import time
+from typing import Any, Callable
+
+from bumble import hci, ll
+from bumble.controller import Controller, LegacyAdvertiser
+from bumble.device import Device
+from bumble.link import LocalLink
+from bumble.transport import open_transport
+
+LEGACY_ADV_OPCODES = {
+    hci.HCI_LE_SET_ADVERTISING_PARAMETERS_COMMAND,
+    hci.HCI_LE_SET_ADVERTISING_DATA_COMMAND,
+    hci.HCI_LE_SET_SCAN_RESPONSE_DATA_COMMAND,
+    hci.HCI_LE_SET_ADVERTISING_ENABLE_COMMAND,
+    hci.HCI_LE_READ_ADVERTISING_PHYSICAL_CHANNEL_TX_POWER_COMMAND,
+}
+EXTENDED_ADV_OPCODES = {
+    hci.HCI_LE_SET_EXTENDED_ADVERTISING_PARAMETERS_COMMAND,
+    hci.HCI_LE_SET_EXTENDED_ADVERTISING_DATA_COMMAND,
+    hci.HCI_LE_SET_EXTENDED_SCAN_RESPONSE_DATA_COMMAND,
+    hci.HCI_LE_SET_EXTENDED_ADVERTISING_ENABLE_COMMAND,
+    hci.HCI_LE_REMOVE_ADVERTISING_SET_COMMAND,
+    hci.HCI_LE_CLEAR_ADVERTISING_SETS_COMMAND,
+    hci.HCI_LE_SET_ADVERTISING_SET_RANDOM_ADDRESS_COMMAND,
+}
+
+
+@dataclasses.dataclass
+class Fault:
+    """Answer `opcode` with `status` (or not at all when status is None) for the next `times` commands (-1 = always)."""
+    opcode: int
+    status: int | None
+    times: int = 1
+
+
+class RelayingLegacyAdvertiser(LegacyAdvertiser):
+    def send_advertising_data(self) -> None:
+        if not self.enabled:
+            return
+        # WORKAROUND: the stock emulator only transmits ADV_IND. Relay the other legacy types as AdvInd so the
+        # scanner receives the bytes; the PDU type itself is asserted from controller state.
+        self.controller.send_advertising_pdu(ll.AdvInd(advertiser_address=self.address, data=self.advertising_data))
+
+
+class LabController(Controller):
+    """Bumble's controller with the harness's recording, rule enforcement and fault injection on the command path."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.le_legacy_advertiser = RelayingLegacyAdvertiser(self)
+        self.commands: list[tuple[float, int, bytes]] = []  # (time, opcode, parameters) in arrival order
+        self.faults: list[Fault] = []
+        self.enforce_mixing_rule = False
+        self.family_in_use: str | None = None  # 'legacy' | 'extended' since the last reset
+        self.on_command: Callable[[int], None] | None = None
+
+    def on_hci_command_packet(self, command: hci.HCI_Command) -> None:
+        opcode = command.op_code
+        self.commands.append((time.monotonic(), opcode, bytes(command.parameters or b'')))
+        if self.on_command:
+            self.on_command(opcode)
+        for fault in self.faults:
+            if fault.opcode == opcode and fault.times != 0:
+                if fault.times > 0:
+                    fault.times -= 1
+                if fault.status is None:
+                    return  # never answer
+                self._complete(opcode, fault.status)
+                return
+        if self.enforce_mixing_rule:
+            family = 'legacy' if opcode in LEGACY_ADV_OPCODES else 'extended' if opcode in EXTENDED_ADV_OPCODES else None
+            if family:
+                if self.family_in_use and self.family_in_use != family:
+                    self._complete(opcode, hci.HCI_COMMAND_DISALLOWED_ERROR)
+                    return
+                self.family_in_use = family
+        if opcode == hci.HCI_RESET_COMMAND:
+            # WORKAROUND: the stock emulator's Reset keeps advertising running; a real controller stops it.
+            self.le_legacy_advertiser.stop()
+            self.le_legacy_advertiser.advertising_data = b''
+            for s in list(self.advertising_sets.values()):
+                s.stop()
+            self.advertising_sets.clear()
+            self.family_in_use = None
+        super().on_hci_command_packet(command)
+
+    def _complete(self, opcode: int, status: int) -> None:
+        # Command Complete with only the status byte: what a controller returns for a refused command.
+        self.send_hci_packet(hci.HCI_Command_Complete_Event(
+            num_hci_command_packets=1, command_opcode=opcode,
+            return_parameters=hci.HCI_StatusReturnParameters(status)))
+
+
+@dataclasses.dataclass
+class Received:
+    at: float
+    address: str
+    data: bytes
+    connectable: bool
+
+
+class Lab:
+    """Starts the link, beacond's controller behind an H4 server, and a scanning Bumble host. Use as a context manager."""
+
+    def __init__(self, transport: str, *, extended: bool = True, hci_version: int = hci.HCI_VERSION_BLUETOOTH_CORE_5_0,
+                 enforce_mixing_rule: bool = True, family_in_use: str | None = None, scan: bool = True) -> None:
+        self.transport_spec = transport  # e.g. tcp-server:127.0.0.1:0 is not supported; give a real port or unix path
+        self.extended = extended
+        self.hci_version = hci_version
+        self.enforce = enforce_mixing_rule
+        self.initial_family = family_in_use
+        self.scan = scan
+        self.received: list[Received] = []
+        self._lock = threading.Lock()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self.controller: LabController | None = None
+        self._transport = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------------------
+    def __enter__(self) -> 'Lab':
+        self._thread.start()
+        self.call(self._start)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self.call(self._stop)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=5)
+
+    async def _start(self) -> None:
+        link = LocalLink()
+        self._transport = await open_transport(self.transport_spec)
+        c = LabController('beacond-radio', host_source=self._transport.source, host_sink=self._transport.sink,
+                          link=link, public_address='F0:F1:F2:F3:F4:F5')
+        c.hci_version = self.hci_version
+        if not self.extended:
+            c.le_features = c.le_features & ~hci.LeFeatureMask.LE_EXTENDED_ADVERTISING
+        c.enforce_mixing_rule = self.enforce
+        c.family_in_use = self.initial_family
+        self.controller = c
+        if self.scan:
+            scanner_controller = Controller('scanner-radio', link=link, public_address='C0:C1:C2:C3:C4:C5')
+            self.scanner = Device.with_hci('scanner', hci.Address('C0:C1:C2:C3:C4:C5'), scanner_controller,
+                                           scanner_controller)
+            await self.scanner.power_on()
+            self.scanner.on('advertisement', self._on_advertisement)
+            await self.scanner.start_scanning(active=False, filter_duplicates=False)
+
+    async def _stop(self) -> None:
+        if self.scan:
+            try:
+                await self.scanner.stop_scanning()
+            except Exception:
+                pass
+        if self._transport is not None:
+            await self._transport.close()
+
+    def _on_advertisement(self, adv: Any) -> None:
+        if adv.is_scan_response:
+            return  # the emulator's synthetic scan response carries a copy of the data
+        with self._lock:
+            self.received.append(Received(time.monotonic(), str(adv.address), bytes(adv.data_bytes), adv.is_connectable))
+
+    # -- access from the test thread ---------------------------------------------------------------------------
+    def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Runs fn (a coroutine function or a plain function) on the lab's loop and returns its result."""
+        async def run() -> Any:
+            r = fn(*args)
+            if asyncio.iscoroutine(r):
+                r = await r
+            return r
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout=30)
+
+    def state(self) -> dict[str, Any]:
+        """A snapshot of beacond's controller: legacy advertiser and extended sets."""
+        def snap() -> dict[str, Any]:
+            c = self.controller
+            assert c is not None
+            a = c.le_legacy_advertiser
+            return {
+                'legacy': {'enabled': a.enabled, 'type': a.advertising_type, 'interval_min': a.advertising_interval_min,
+                           'interval_max': a.advertising_interval_max, 'own_address_type': a.own_address_type,
+                           'channel_map': a.advertising_channel_map, 'data': bytes(a.advertising_data)},
+                'sets': {h: {'enabled': s.enabled, 'data': bytes(s.data),
+                             'properties': int(s.parameters.advertising_event_properties) if s.parameters else None,
+                             'interval_min': s.parameters.primary_advertising_interval_min if s.parameters else None,
+                             'tx_power': s.parameters.advertising_tx_power if s.parameters else None}
+                         for h, s in c.advertising_sets.items()},
+                'commands': list(c.commands),
+            }
+        return self.call(snap)
+
+    def advertising(self) -> tuple[str, dict[str, Any]] | None:
+        """('legacy', state) or ('extended', set state) for whatever advertising is enabled, else None."""
+        s = self.state()
+        if s['legacy']['enabled']:
+            return 'legacy', s['legacy']
+        for st in s['sets'].values():
+            if st['enabled']:
+                return 'extended', st
+        return None
+
+    def add_fault(self, opcode: int, status: int | None, times: int = 1) -> None:
+        self.call(lambda: self.controller.faults.append(Fault(opcode, status, times)))
+
+    def clear_received(self) -> None:
+        with self._lock:
+            self.received.clear()
+
+    def received_data(self) -> list[bytes]:
+        with self._lock:
+            return [r.data for r in self.received]
+
+    def opcodes(self) -> list[int]:
+        return [op for _, op, _ in self.state()['commands']]
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.02, what: str = 'condition') -> Any:
+    """Polls predicate until it returns something truthy; fails the test with `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f'timed out after {timeout} s waiting for {what}')
+        time.sleep(interval)
