@@ -190,7 +190,7 @@ private struct Validator {
         }
 
         if let beaconTable = doc.table("beacon") {
-            let present = Set(beaconTable.entries.map(\.key))
+            let present = Set(beaconTable.entries.map(\.key) + beaconTable.failedKeys)
             for required in ["uuid", "major", "minor"] where !present.contains(required) {
                 fail("missing required key '\(required)' in [beacon]", at: beaconTable.location, key: "beacon.\(required)")
             }

@@ -45,6 +45,8 @@ public struct TOMLTable: Sendable, Hashable {
     /// True for a second `[name]` of the same table: reported once, its keys ignored by the schema.
     public var isDuplicate: Bool
     public var entries: [TOMLEntry]
+    /// Keys whose line had a syntax error: already reported, so not "missing" as well.
+    public var failedKeys: [String] = []
 }
 
 public struct TOMLDocument: Sendable, Hashable {
@@ -247,6 +249,7 @@ private struct Parser {
         skipWhitespace()
         if i < b.count && b[i] == ASCII.dot {
             error("dotted keys (a.b = …) are not supported by beacond; use a [table] header", at: i)
+            tables[tables.count - 1].failedKeys.append(key)
             return false
         }
         guard i < b.count && b[i] == ASCII.equals else {
@@ -259,7 +262,10 @@ private struct Parser {
         }
         i += 1
         skipWhitespace()
-        guard let item = parseValue(key: key) else { return false }
+        guard let item = parseValue(key: key) else {
+            tables[tables.count - 1].failedKeys.append(key)
+            return false
+        }
         _ = keyStart
         let table = tables.count - 1
         if let first = tables[table].entries.first(where: { $0.key == key }) {
@@ -269,7 +275,9 @@ private struct Parser {
         } else {
             tables[table].entries.append(TOMLEntry(key: key, keyLocation: keyLocation, item: item))
         }
-        if !expectLineEnd(after: "the value") { skipLine() }
+        if !expectLineEnd(after: "the value") {
+            skipLine()
+        }
         return true
     }
 
