@@ -1,0 +1,183 @@
+// The config grammar and schema against the fixture files, and the editor behind `gen-uuid --set`.
+@testable import BeaconCore
+import BluetoothHCI
+import Glibc
+import Testing
+
+enum Fixtures {
+    static let root: String = {
+        var parts = #filePath.split(separator: "/", omittingEmptySubsequences: false)
+        parts.removeLast(2)
+        return parts.joined(separator: "/") + "/Fixtures"
+    }()
+
+    static func list(_ dir: String) -> [String] {
+        guard let d = opendir(root + "/" + dir) else { return [] }
+        defer { closedir(d) }
+        var names: [String] = []
+        while let e = readdir(d) {
+            let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name.hasSuffix(".conf") { names.append(name) }
+        }
+        return names.sorted()
+    }
+
+    static func bytes(_ path: String) -> [UInt8] {
+        guard let f = fopen(path, "rb") else { return [] }
+        defer { fclose(f) }
+        var out: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = fread(&buf, 1, buf.count, f)
+            if n <= 0 { break }
+            out += buf[0..<n]
+        }
+        return out
+    }
+
+    /// `# expect: LINE:COL TEXT` lines at the top of a bad fixture.
+    static func expectations(_ bytes: [UInt8]) -> [(BeaconCore.SourceLocation, String)] {
+        String(decoding: bytes, as: UTF8.self).split(separator: "\n").compactMap { line in
+            guard line.hasPrefix("# expect: ") else { return nil }
+            let rest = line.dropFirst("# expect: ".count)
+            guard let space = rest.firstIndex(of: " ") else { return nil }
+            let lc = rest[..<space].split(separator: ":")
+            return (BeaconCore.SourceLocation(line: Int(lc[0])!, column: Int(lc[1])!), String(rest[rest.index(after: space)...]))
+        }
+    }
+}
+
+@Suite("config files")
+struct ConfigFixtureTests {
+    @Test("fixture directories are found and not empty")
+    func fixturesExist() {
+        #expect(Fixtures.list("bad").count >= 30)
+        #expect(Fixtures.list("good").count >= 3)
+    }
+
+    @Test("each bad file reports exactly its expected errors, at the right line and column", arguments: Fixtures.list("bad"))
+    func bad(name: String) throws {
+        let bytes = Fixtures.bytes(Fixtures.root + "/bad/" + name)
+        let expected = Fixtures.expectations(bytes)
+        #expect(!expected.isEmpty, "fixture \(name) has no '# expect:' line")
+        let error = #expect(throws: ConfigDiagnostics.self) { try BeaconConfiguration.parse(bytes) }
+        let got = error?.items ?? []
+        #expect(got.count == expected.count, "\(name): \(got.map(\.description))")
+        for (location, text) in expected {
+            #expect(got.contains { $0.location == location && $0.message.contains(text) },
+                    "\(name): no error at \(location) containing \"\(text)\"; got \(got.map(\.description))")
+        }
+    }
+
+    @Test("each good file is valid", arguments: Fixtures.list("good"))
+    func good(name: String) throws {
+        _ = try BeaconConfiguration.parse(Fixtures.bytes(Fixtures.root + "/good/" + name))
+    }
+
+    @Test("the shipped example config is valid and says what the docs say")
+    func shippedExample() throws {
+        let c = try BeaconConfiguration.parse(Fixtures.bytes(Fixtures.root + "/../../config/beacond.conf"))
+        #expect(c.beacon.uuid.description == "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0")
+        #expect(c.beacon.major == 1 && c.beacon.minor == 1 && c.beacon.measuredPower == -59)
+        #expect(c.advertising.interval.units == 160 && !c.advertising.connectable && c.advertising.txPower == nil)
+        #expect(c.controller.device == .kernel(index: 0) && c.controller.backend == .auto)
+    }
+
+    @Test("every key and TOML form: values land where they belong")
+    func everyKey() throws {
+        let c = try BeaconConfiguration.parse(Fixtures.bytes(Fixtures.root + "/good/every-key.conf"))
+        #expect(c.beacon.major == 0xFF && c.beacon.minor == 1000 && c.beacon.measuredPower == -127)
+        #expect(c.advertising.interval.units == 0x4000 && c.advertising.connectable && c.advertising.txPower == 20)
+        #expect(c.advertising.legacyType == .connectableUndirected)
+        #expect(c.controller.device == .serial(path: "/dev/ttyUSB0", baud: 921_600) && c.controller.backend == .hci)
+        #expect(c.daemon.logLevel == .debug)
+    }
+
+    @Test("a BOM, CRLF line ends and \\u escapes are accepted")
+    func bomAndEscapes() throws {
+        let c = try BeaconConfiguration.parse(Fixtures.bytes(Fixtures.root + "/good/bom-crlf-escapes.conf"))
+        #expect(c.beacon.uuid.description == "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0" && c.beacon.minor == 2)
+    }
+
+    @Test("defaults: measured power -59, 100 ms, non-connectable, hci0, auto")
+    func defaults() throws {
+        let c = try BeaconConfiguration.parse(Array("[beacon]\nuuid=\"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"\nmajor=1\nminor=2".utf8))
+        #expect(c.beacon.measuredPower == -59 && c.advertising.interval.units == 160 && !c.advertising.connectable)
+        #expect(c.controller.device == .kernel(index: 0) && c.controller.backend == .auto && c.daemon.logLevel == nil)
+    }
+
+    @Test("a file over 64 KiB gets one whole-file error")
+    func tooLarge() {
+        let bytes = [UInt8](repeating: 0x23, count: 64 * 1024 + 1)
+        let e = #expect(throws: ConfigDiagnostics.self) { try BeaconConfiguration.parse(bytes) }
+        #expect(e?.items.count == 1 && e?.items.first?.location == nil)
+    }
+
+    @Test("integers: TOML's forms and limits", arguments: [
+        ("0", Int64(0)), ("+1", 1), ("-0", 0), ("1_000", 1000), ("0xff", 255), ("0xDEAD_beef", 0xDEADBEEF),
+        ("9223372036854775807", Int64.max), ("-9223372036854775808", Int64.min),
+    ])
+    func integers(text: String, value: Int64) {
+        let (doc, d) = TOMLSubset.parse(Array("k = \(text)\n".utf8))
+        #expect(d.isEmpty, "\(d)")
+        #expect(doc.tables[0].entries.first?.item.value == .integer(value))
+    }
+
+    @Test("numbers beacond refuses, each with its reason", arguments: [
+        ("9223372036854775808", "does not fit in 64 bits"), ("1__0", "between digits"), ("_1", "expected a value"),
+        ("1_", "between digits"), ("0o17", "octal and binary"), ("0b1", "octal and binary"), ("-0x1", "sign is not allowed"),
+        ("0X1F", "lowercase 0x"), ("1e3", "floating-point"), ("inf", "floating-point"), ("nan", "floating-point"),
+        ("-inf", "floating-point"), ("07:32:00", "dates and times"), ("0x", "expected digits"), ("12a", "not a valid integer"),
+    ])
+    func refusedNumbers(text: String, reason: String) {
+        let (_, d) = TOMLSubset.parse(Array("k = \(text)\n".utf8))
+        #expect(d.count == 1 && d[0].message.contains(reason), "\(text): \(d)")
+    }
+}
+
+@Suite("gen-uuid --set editing")
+struct EditorTests {
+    static let commented = """
+        # Shop 12, shelf 3
+        [beacon]
+        uuid = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"   # region
+        major = 12
+        minor = 3
+
+        [advertising]
+        interval_ms = 100 # keep
+        """
+
+    @Test("replacing the UUID changes exactly one line and nothing else")
+    func replace() throws {
+        let uuid = BeaconUUID.version4(random: Array(0..<16))
+        let out = try ConfigEditor.settingUUID(uuid, in: Array(Self.commented.utf8))
+        let before = Self.commented.split(separator: "\n", omittingEmptySubsequences: false)
+        let after = String(decoding: out, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(before.count == after.count)
+        let changed = zip(before, after).enumerated().filter { $0.element.0 != $0.element.1 }.map(\.offset)
+        #expect(changed == [2])
+        #expect(after[2] == "uuid = \"\(uuid)\"   # region")
+        #expect(try BeaconConfiguration.parse(out).beacon.uuid == uuid)
+    }
+
+    @Test("a missing uuid key is added right after [beacon]")
+    func insert() throws {
+        let text = "# c\n[beacon]\nmajor = 1\nminor = 2\n"
+        let uuid = BeaconUUID.version4(random: [UInt8](repeating: 0xAB, count: 16))
+        let out = String(decoding: try ConfigEditor.settingUUID(uuid, in: Array(text.utf8)), as: UTF8.self)
+        #expect(out == "# c\n[beacon]\nuuid = \"\(uuid)\"\nmajor = 1\nminor = 2\n")
+    }
+
+    @Test("a malformed UUID is fixed, a file with syntax errors is refused")
+    func refuse() throws {
+        let uuid = BeaconUUID.version4(random: Array(0..<16))
+        _ = try ConfigEditor.settingUUID(uuid, in: Array("[beacon]\nuuid = \"nope\"\nmajor = 1\nminor = 2\n".utf8))
+        #expect(throws: ConfigDiagnostics.self) {
+            try ConfigEditor.settingUUID(uuid, in: Array("[beacon]\nuuid = \"x\nmajor = 1\nminor = 2\n".utf8))
+        }
+        #expect(throws: ConfigDiagnostics.self) {  // valid syntax, but the result would still be invalid
+            try ConfigEditor.settingUUID(uuid, in: Array("[beacon]\nmajor = 1\n".utf8))
+        }
+    }
+}

@@ -1,0 +1,81 @@
+// Command-line parsing, usage errors and the retry backoff.
+@testable import BeacondApp
+import BeaconCore
+import Testing
+
+@Suite("command line")
+struct CLITests {
+    @Test("commands and options parse", arguments: [
+        ([String](), Invocation.help(nil)),
+        (["--help"], .help(nil)), (["-h"], .help(nil)), (["--version"], .version),
+        (["help", "run"], .help("run")), (["run", "--help"], .help("run")),
+        (["run"], .run(RunOptions())),
+        (["run", "-c", "/x.conf", "--device=tcp:127.0.0.1:9", "--log-level", "debug"],
+         .run(RunOptions(configPath: "/x.conf", device: .tcp(host: "127.0.0.1", port: 9), logLevel: .debug))),
+        (["check-config", "--config", "a.conf"], .checkConfig(configPath: "a.conf")),
+        (["payload", "-f", "hcitool"], .payload(configPath: "/etc/beacond/beacond.conf", format: .hcitool)),
+        (["payload", "--format=json", "-c", "b"], .payload(configPath: "b", format: .json)),
+        (["gen-uuid"], .genUUID(count: 1, lowercase: false, setPath: nil)),
+        (["gen-uuid", "--count", "5", "--lower"], .genUUID(count: 5, lowercase: true, setPath: nil)),
+        (["gen-uuid", "--set", "/etc/beacond/beacond.conf"], .genUUID(count: 1, lowercase: false, setPath: "/etc/beacond/beacond.conf")),
+    ])
+    func parses(args: [String], expected: Invocation) throws {
+        #expect(try CLI.parse(args) == expected)
+    }
+
+    @Test("mistakes are usage errors that name the problem", arguments: [
+        (["frobnicate"], "unknown command 'frobnicate'"),
+        (["--frob"], "unknown option '--frob'"),
+        (["run", "--frob"], "unknown option '--frob'"),
+        (["run", "extra"], "unexpected argument 'extra'"),
+        (["run", "--config"], "missing value for '--config'"),
+        (["run", "--device", "usb:1"], "invalid value for '--device'"),
+        (["run", "--log-level", "loud"], "invalid value for '--log-level'"),
+        (["payload", "--format", "xml"], "invalid value for '--format'"),
+        (["gen-uuid", "--count", "0"], "invalid value for '--count'"),
+        (["gen-uuid", "--count", "many"], "invalid value for '--count'"),
+        (["gen-uuid", "--count", "2", "--set", "x"], "cannot be combined"),
+        (["gen-uuid", "--lower=yes"], "unexpected value 'yes'"),
+        (["help", "nothing"], "unknown command 'nothing'"),
+    ])
+    func usageErrors(args: [String], message: String) {
+        let e = #expect(throws: UsageError.self) { try CLI.parse(args) }
+        #expect(e?.message.contains(message) == true, "\(e?.message ?? "")")
+        #expect(e?.rendered.hasPrefix("Error: ") == true)
+        #expect(e?.rendered.hasSuffix("  See 'beacond --help' for more information.\n") == true)
+    }
+
+    @Test("every command has help that shows its usage line")
+    func helpTexts() {
+        for c in CLI.commands {
+            #expect(CLI.help(c.name).contains("USAGE: \(CLI.usage(c.name))"))
+            #expect(CLI.help(nil).contains(c.name))
+        }
+    }
+}
+
+@Suite("retry backoff")
+struct BackoffTests {
+    @Test("doubles from 250 ms to a 30 s ceiling, within ±20 % jitter, and resets")
+    func doubling() {
+        var b = Backoff()
+        var bases: [Double] = [0.25, 0.5, 1, 2, 4, 8, 16, 30, 30, 30]
+        for base in bases {
+            let d = b.next()
+            let s = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+            #expect(s >= base * 0.8 - 1e-9 && s <= base * 1.2 + 1e-9, "\(s) vs \(base)")
+        }
+        b.reset()
+        bases = [0.25]
+        let s = b.next()
+        #expect(s <= .milliseconds(300) && s >= .milliseconds(200))
+    }
+
+    @Test("durations print as people read them")
+    func format() {
+        #expect(formatDuration(.milliseconds(250)) == "250 ms")
+        #expect(formatDuration(.milliseconds(4000)) == "4 s")
+        #expect(formatDuration(.milliseconds(1500)) == "1.5 s")
+        #expect(formatDuration(.seconds(30)) == "30 s")
+    }
+}
