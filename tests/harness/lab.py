@@ -207,7 +207,7 @@ class Lab:
                 'sets': {h: {'enabled': s.enabled, 'data': bytes(s.data),
                              'properties': int(s.parameters.advertising_event_properties) if s.parameters else None,
                              'interval_min': s.parameters.primary_advertising_interval_min if s.parameters else None,
-                             'tx_power': s.parameters.advertising_tx_power if s.parameters else None}
+                             'tx_power': (s.parameters.advertising_tx_power + 128) % 256 - 128 if s.parameters else None}  # signed dBm
                          for h, s in c.advertising_sets.items()},
                 'commands': list(c.commands),
             }

@@ -1,0 +1,161 @@
+"""Shared fixtures: the built beacond binary, a Bumble radio lab, config files, a beacond process, NOTIFY_SOCKET."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.lab import Lab, wait_for
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / 'Tests' / 'Fixtures'
+APPLE_UUID = 'E2C56DB5-DFFB-48D2-B060-D0F5A71096E0'
+
+
+def beacond_path() -> Path:
+    path = Path(os.environ.get('BEACOND', ROOT / '.build' / 'debug' / 'beacond'))
+    if not path.exists():
+        pytest.exit(f'beacond binary not found at {path}: build it first (make build) or set BEACOND', returncode=2)
+    return path
+
+
+@pytest.fixture(scope='session')
+def beacond() -> Path:
+    return beacond_path()
+
+
+def run_cli(*args: str, check: bool = False, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([str(beacond_path()), *args], capture_output=True, text=True, timeout=60, check=check, **kw)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+def config_text(uuid: str = APPLE_UUID, major: int = 1, minor: int = 1, measured_power: int = -59,
+                interval_ms: int = 100, connectable: bool = False, tx_power: int | None = None, extra: str = '') -> str:
+    text = (f'[beacon]\nuuid = "{uuid}"\nmajor = {major}\nminor = {minor}\nmeasured_power = {measured_power}\n\n'
+            f'[advertising]\ninterval_ms = {interval_ms}\nconnectable = {"true" if connectable else "false"}\n')
+    if tx_power is not None:
+        text += f'tx_power = {tx_power}\n'
+    return text + extra
+
+
+def ibeacon_bytes(uuid: str = APPLE_UUID, major: int = 1, minor: int = 1, power: int = -59) -> bytes:
+    """The expected frame, written out independently of beacond's code."""
+    return (bytes.fromhex('0201061aff4c000215') + bytes.fromhex(uuid.replace('-', ''))
+            + major.to_bytes(2, 'big') + minor.to_bytes(2, 'big') + power.to_bytes(1, 'big', signed=True))
+
+
+class NotifyListener:
+    """A real AF_UNIX datagram socket used as NOTIFY_SOCKET; records every sd_notify message."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = str(directory / 'notify.sock')
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(self.path)
+        self.sock.settimeout(0.1)
+        self.messages: list[tuple[float, str]] = []
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop:
+            try:
+                data = self.sock.recv(65536)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            self.messages.append((time.monotonic(), data.decode()))
+
+    def assignments(self) -> list[str]:
+        """Every KEY=value line received so far, in order."""
+        return [line for _, m in list(self.messages) for line in m.split('\n') if line]
+
+    def wait_for(self, line_prefix: str, timeout: float = 10.0, after: int = 0) -> str:
+        """Waits for an assignment starting with line_prefix among those after index `after`."""
+        return wait_for(lambda: next((a for a in self.assignments()[after:] if a.startswith(line_prefix)), None),
+                        timeout, what=f'sd_notify {line_prefix!r} (got {self.assignments()[after:]})')
+
+    def close(self) -> None:
+        self._stop = True
+        self.sock.close()
+
+
+class Beacond:
+    """A running `beacond run` with its stderr collected line by line."""
+
+    def __init__(self, args: list[str], env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen([str(beacond_path()), *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     text=True, env={**os.environ, **(env or {})})
+        self.lines: list[str] = []
+        self.exited_at: float | None = None
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line.rstrip('\n'))
+
+    def log(self) -> str:
+        return '\n'.join(self.lines)
+
+    def signal(self, sig: int) -> None:
+        self.proc.send_signal(sig)
+
+    def wait(self, timeout: float = 10.0) -> int:
+        rc = self.proc.wait(timeout=timeout)
+        self.exited_at = time.monotonic()
+        self._reader.join(timeout=2)
+        return rc
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.signal(signal.SIGTERM)
+            try:
+                return self.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        return self.wait(5)
+
+
+@pytest.fixture
+def notify(tmp_path: Path):
+    n = NotifyListener(tmp_path)
+    yield n
+    n.close()
+
+
+@pytest.fixture
+def processes():
+    started: list[Beacond] = []
+
+    def start(*args: str, env: dict[str, str] | None = None) -> Beacond:
+        b = Beacond(list(args), env)
+        started.append(b)
+        return b
+
+    yield start
+    for b in started:
+        if b.proc.poll() is None:
+            b.proc.kill()
+            b.proc.wait()
+
+
+@pytest.fixture
+def tcp_lab():
+    """A Bumble lab reached over TCP: (lab, device spec)."""
+    port = free_port()
+    with Lab(f'tcp-server:127.0.0.1:{port}') as lab:
+        yield lab, f'tcp:127.0.0.1:{port}'

@@ -1,0 +1,145 @@
+"""The tools around the daemon, run as a user runs them: exit codes, output, files on disk."""
+from __future__ import annotations
+
+import os
+import re
+import stat
+import uuid as uuidlib
+from pathlib import Path
+
+import pytest
+from beacontools import parse_packet
+from bumble.core import AdvertisingData
+
+from conftest import APPLE_UUID, FIXTURES, ROOT, config_text, ibeacon_bytes, run_cli
+
+UUID_RE = re.compile(r'^[0-9A-F]{8}-[0-9A-F]{4}-4[0-9A-F]{3}-[89AB][0-9A-F]{3}-[0-9A-F]{12}$')
+
+
+@pytest.mark.parametrize('args,golden', [
+    (['--help'], 'help.txt'), (['help', 'run'], 'help-run.txt'), (['gen-uuid', '--help'], 'help-gen-uuid.txt'),
+    (['help', 'payload'], 'help-payload.txt'), (['help', 'check-config'], 'help-check-config.txt'),
+])
+def test_help_text_matches_golden_file(args, golden):
+    r = run_cli(*args)
+    assert r.returncode == 0 and r.stderr == ''
+    assert r.stdout == (FIXTURES / 'help' / golden).read_text()
+
+
+def test_usage_error_exits_64_with_usage_on_stderr():
+    r = run_cli('run', '--frobnicate')
+    assert r.returncode == 64 and r.stdout == ''
+    assert r.stderr == ("Error: unknown option '--frobnicate'\n"
+                        "Usage: beacond run [--config PATH] [--device SPEC] [--log-level LEVEL]\n"
+                        "  See 'beacond --help' for more information.\n")
+
+
+@pytest.mark.parametrize('major,minor,power', [(1, 1, -59), (0, 0, -127), (65535, 65535, 20), (258, 772, 0)])
+def test_payload_decodes_identically_in_independent_decoders(tmp_path, major, minor, power):
+    conf = tmp_path / 'b.conf'
+    conf.write_text(config_text(major=major, minor=minor, measured_power=power))
+    r = run_cli('payload', '--config', str(conf))
+    assert r.returncode == 0
+    data = bytes.fromhex(r.stdout.strip())
+    assert data == ibeacon_bytes(major=major, minor=minor, power=power)
+    decoded = parse_packet(data)  # beacontools
+    assert (str(decoded.uuid).upper(), decoded.major, decoded.minor, decoded.tx_power) == (APPLE_UUID, major, minor, power)
+    ad = AdvertisingData.from_bytes(data)  # Bumble's AD parser
+    assert ad.get(AdvertisingData.FLAGS) == 0x06
+    company, payload = ad.get(AdvertisingData.MANUFACTURER_SPECIFIC_DATA)
+    assert company == 0x004C and payload[:2] == b'\x02\x15' and len(payload) == 23
+
+
+def test_payload_hcitool_lines_carry_the_same_bytes(tmp_path):
+    conf = tmp_path / 'b.conf'
+    conf.write_text(config_text(interval_ms=200, connectable=True) + '\n[controller]\ndevice = "hci1"\n')
+    lines = run_cli('payload', '-c', str(conf), '--format', 'hcitool', check=True).stdout.splitlines()
+    assert lines[0] == 'hcitool -i hci1 cmd 0x08 0x0006 40 01 40 01 00 00 00 00 00 00 00 00 00 07 00'  # 320 units, ADV_IND
+    data_cmd = lines[1].split()
+    assert data_cmd[:6] == ['hcitool', '-i', 'hci1', 'cmd', '0x08', '0x0008']
+    params = bytes.fromhex(''.join(data_cmd[6:]))
+    assert params[0] == 30 and params[1:31] == ibeacon_bytes() and params[31:] == b'\x00' and len(params) == 32
+    assert lines[2] == 'hcitool -i hci1 cmd 0x08 0x000a 01'
+
+
+def test_payload_json(tmp_path):
+    import json
+    conf = tmp_path / 'b.conf'
+    conf.write_text(config_text(minor=7, tx_power=-4))
+    j = json.loads(run_cli('payload', '-c', str(conf), '-f', 'json', check=True).stdout)
+    assert j == {'uuid': APPLE_UUID, 'major': 1, 'minor': 7, 'measured_power': -59, 'interval_ms': 100,
+                 'connectable': False, 'pdu': 'ADV_NONCONN_IND', 'tx_power': -4,
+                 'advertising_data': ibeacon_bytes(minor=7).hex()}
+
+
+BAD = sorted((FIXTURES / 'bad').glob('*.conf'))
+
+
+@pytest.mark.parametrize('path', BAD, ids=[p.name for p in BAD])
+def test_bad_config_exits_78_naming_file_line_and_column(path: Path):
+    expected = [line[len('# expect: '):] for line in path.read_bytes().decode('utf-8', 'replace').splitlines()
+                if line.startswith('# expect: ')]
+    for command in ('check-config', 'payload'):
+        r = run_cli(command, '--config', str(path))
+        assert r.returncode == 78, r.stderr
+        errors = [l for l in r.stderr.splitlines() if ': error: ' in l]
+        assert len(errors) == len(expected), r.stderr
+        for e in expected:
+            where, text = e.split(' ', 1)
+            assert any(l.startswith(f'{path}:{where}: error: ') and text in l for l in errors), (e, r.stderr)
+
+
+def test_missing_config_file_is_one_clear_error(tmp_path):
+    r = run_cli('check-config', '-c', str(tmp_path / 'nope.conf'))
+    assert r.returncode == 78
+    assert r.stderr.startswith(f'{tmp_path}/nope.conf: error: no such file')
+
+
+def test_check_config_prints_the_normalized_beacon():
+    r = run_cli('check-config', '-c', str(ROOT / 'config' / 'beacond.conf'))
+    assert r.returncode == 0
+    assert f'uuid            {APPLE_UUID}' in r.stdout and 'interval        100 ms (160 × 0.625 ms)' in r.stdout
+
+
+def test_gen_uuid_100000_unique_valid_v4():
+    r = run_cli('gen-uuid', '--count', '100000')
+    assert r.returncode == 0
+    lines = r.stdout.splitlines()
+    assert len(lines) == 100000 and len(set(lines)) == 100000
+    for line in lines:
+        assert UUID_RE.match(line), line
+        u = uuidlib.UUID(line)
+        assert u.version == 4 and u.variant == uuidlib.RFC_4122
+
+
+def test_gen_uuid_lower():
+    out = run_cli('gen-uuid', '--lower', check=True).stdout.strip()
+    assert out == out.lower() and uuidlib.UUID(out).version == 4
+
+
+def test_gen_uuid_set_changes_exactly_one_line_and_keeps_mode(tmp_path):
+    conf = tmp_path / 'beacond.conf'
+    original = (ROOT / 'config' / 'beacond.conf').read_text()
+    conf.write_text(original)
+    os.chmod(conf, 0o640)
+    r = run_cli('gen-uuid', '--set', str(conf))
+    assert r.returncode == 0, r.stderr
+    new_uuid = r.stdout.strip()
+    assert UUID_RE.match(new_uuid)
+    before, after = original.splitlines(keepends=True), conf.read_text().splitlines(keepends=True)
+    assert len(before) == len(after)
+    changed = [i for i, (a, b) in enumerate(zip(before, after)) if a != b]
+    assert len(changed) == 1
+    assert after[changed[0]] == before[changed[0]].replace(APPLE_UUID, new_uuid)
+    assert stat.S_IMODE(conf.stat().st_mode) == 0o640
+    assert [p.name for p in tmp_path.iterdir()] == ['beacond.conf']  # no temporary file left behind
+    assert run_cli('check-config', '-c', str(conf)).returncode == 0
+
+
+def test_gen_uuid_set_refuses_a_broken_file_and_leaves_it_untouched(tmp_path):
+    conf = tmp_path / 'broken.conf'
+    text = '[beacon]\nuuid = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\nmajor = 1\nminor = 1\n'
+    conf.write_text(text)
+    r = run_cli('gen-uuid', '--set', str(conf))
+    assert r.returncode == 78 and f'{conf}:2:8: error: unterminated string' in r.stderr
+    assert conf.read_text() == text
