@@ -186,7 +186,7 @@ def test_config_error_at_start_exits_78_without_touching_the_controller(tmp_path
     conf.write_text('[beacon]\nuuid = "nope"\nmajor = 1\nminor = 1\n')
     b = processes('run', '-c', str(conf), '-d', device)
     assert b.wait(10) == 78
-    assert f'{conf}:2:8: error:' in b.log()
+    assert f"{conf}:2:9: error: 'uuid' in [beacon] is not a valid UUID" in b.log()
     assert lab.opcodes() == []
 
 
