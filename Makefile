@@ -1,0 +1,52 @@
+# beacond — build, test, demo and install entry points.
+#   make build      debug build
+#   make release    static-stdlib release binary in build/beacond (needs only libc, libbluetooth3, libsystemd0)
+#   make test       the whole test suite: Swift unit tests, integration tests on Bumble, fuzz smoke
+#   make demo       beacond advertising on a virtual controller, heard by a second virtual radio
+#   make install    release binary + units + example config via scripts/install.sh (DESTDIR, PREFIX honoured)
+
+SWIFT ?= swift
+PREFIX ?= /usr
+DESTDIR ?=
+VENV ?= .venv
+PYTHON ?= python3
+FUZZ_SECONDS ?= 60
+PY := $(VENV)/bin/python
+
+.PHONY: build release test unit-test integration-test fuzz demo install venv clean
+
+build:
+	$(SWIFT) build
+
+release:
+	$(SWIFT) build -c release --static-swift-stdlib
+	mkdir -p build
+	cp .build/release/beacond build/beacond
+	strip build/beacond
+
+$(VENV)/.installed: tests/requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+	touch $@
+
+venv: $(VENV)/.installed
+
+unit-test:
+	$(SWIFT) test
+
+integration-test: build venv
+	BEACOND=$(CURDIR)/.build/debug/beacond $(PY) -m pytest -q tests
+
+fuzz:
+	fuzz/run.sh $(FUZZ_SECONDS)
+
+test: unit-test integration-test fuzz
+
+demo: build venv
+	$(PY) tests/harness/demo.py
+
+install: release
+	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" sh scripts/install.sh build/beacond
+
+clean:
+	rm -rf .build build $(VENV)
