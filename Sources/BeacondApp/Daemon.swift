@@ -28,6 +28,8 @@ final class Daemon {
     /// A bring-up or reload procedure is running; a SIGHUP meanwhile is handled when it ends.
     private var busy = false
     private var reloadPending = false
+    /// Between RELOADING=1 and its READY=1.
+    private var reloading = false
     /// Bumped for every new connection so late callbacks of an old one are ignored.
     private var generation = 0
     private var lastStatus = ""
@@ -246,11 +248,7 @@ final class Daemon {
         } else {
             log.notice(s, beaconFields())
         }
-        setStatus(s)
-        if !readySent {
-            readySent = true
-            Notifier.send(["READY=1", "STATUS=\(s)"])
-        }
+        setStatus(s, ready: true)
     }
 
     private func advertisingStatus() -> String {
@@ -307,13 +305,9 @@ final class Daemon {
         let delay = backoff.next()
         let line = "\(message), retrying in \(formatDuration(delay))"
         log.log(level, line, fields + ["HCI_DEVICE=\(device)"])
-        setStatus(line)
+        // Settled into waiting counts as ready: boot must not wait for a controller.
+        setStatus(line, ready: true)
         retryTimer?.rearm(after: delay)
-        if !readySent {
-            // Settled into waiting: boot must not wait for a controller.
-            readySent = true
-            Notifier.send(["READY=1", "STATUS=\(line)"])
-        }
     }
 
     private func fatal(_ message: String, code: ExitCode) {
@@ -323,10 +317,24 @@ final class Daemon {
         loop.exit(code: code.rawValue)
     }
 
-    private func setStatus(_ s: String) {
+    /// Sends STATUS when it changed. `ready`: this state also completes start-up, so READY=1 goes with the first one.
+    private func setStatus(_ s: String, ready: Bool = false) {
+        if ready && !readySent {
+            readySent = true
+            lastStatus = s
+            Notifier.send(["READY=1", "STATUS=\(s)"])
+            return
+        }
         guard s != lastStatus else { return }
         lastStatus = s
-        if readySent { Notifier.send(["STATUS=\(s)"]) } else { Notifier.send(["STATUS=\(s)"]) }
+        // During a reload the final state goes out with its READY=1.
+        if !reloading { Notifier.send(["STATUS=\(s)"]) }
+    }
+
+    /// Ends a reload: READY=1 with whatever STATUS is true now.
+    private func reloadDone() {
+        reloading = false
+        Notifier.send(["READY=1", "STATUS=\(lastStatus)"])
     }
 
     // MARK: reload
@@ -334,6 +342,7 @@ final class Daemon {
     private func reload() {
         guard !stopping else { return }
         Notifier.send(["RELOADING=1", "MONOTONIC_USEC=\(Notifier.monotonicMicroseconds())"])
+        reloading = true
         if busy {
             reloadPending = true
             return
@@ -355,9 +364,8 @@ final class Daemon {
             for d in error.diagnostics { log.error(d.formatted(path: error.path), configFields(error.path, d)) }
             log.warning("Keeping the previous configuration: \(path) has \(error.diagnostics.count) error\(error.diagnostics.count == 1 ? "" : "s")", ["CONFIG_FILE=\(path)"])
             let base = lastStatus.components(separatedBy: "; kept previous configuration:").first ?? lastStatus
-            let s = "\(base); kept previous configuration: \(error.summary)"
-            lastStatus = s
-            Notifier.send(["READY=1", "STATUS=\(s)"])
+            lastStatus = "\(base); kept previous configuration: \(error.summary)"
+            reloadDone()
             return
         }
         let oldDevice = device
@@ -368,21 +376,21 @@ final class Daemon {
             stopAdvertising { [unowned self] in
                 self.dropConnection()
                 self.backoff.reset()
-                Notifier.send(["READY=1"])
+                self.reloadDone()
                 self.connect()
             }
             return
         }
         guard connection != nil, applied != nil else {
             // Not on air right now: the next attempt uses the new configuration.
-            Notifier.send(["READY=1", "STATUS=\(lastStatus)"])
+            reloadDone()
             return
         }
         busy = true
         apply(request(for: new), gen: generation, mayRestart: false, allowSwitch: true) { [unowned self] in
             self.busy = false
             if self.applied != nil { self.setStatus(self.advertisingStatus()) }
-            Notifier.send(["READY=1", "STATUS=\(self.lastStatus)"])
+            self.reloadDone()
             self.runPendingReload()
         }
     }

@@ -1,0 +1,46 @@
+#!/bin/sh
+# Installs a prebuilt beacond (no Swift needed on the target), its systemd units and the example config.
+#
+#   sh scripts/install.sh [BINARY]        BINARY defaults to build/beacond (make release)
+#
+# Honours DESTDIR (staging root, e.g. for packaging) and PREFIX (default /usr). Never overwrites an existing
+# /etc/beacond/beacond.conf. The units use DynamicUser=, so there is no system user to create.
+set -eu
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+binary=${1:-"$here/build/beacond"}
+DESTDIR=${DESTDIR:-}
+PREFIX=${PREFIX:-/usr}
+SYSCONFDIR=${SYSCONFDIR:-/etc}
+UNITDIR=${UNITDIR:-"$PREFIX/lib/systemd/system"}
+DOCDIR=${DOCDIR:-"$PREFIX/share/doc/beacond"}
+
+if [ ! -x "$binary" ]; then
+    echo "install.sh: no executable at $binary (run 'make release' first, or name the binary)" >&2
+    exit 1
+fi
+
+install -d "$DESTDIR$PREFIX/bin" "$DESTDIR$UNITDIR" "$DESTDIR$DOCDIR" "$DESTDIR$SYSCONFDIR/beacond"
+install -m 0755 "$binary" "$DESTDIR$PREFIX/bin/beacond"
+for unit in beacond.service beacond@.service; do
+    # The units name /usr/bin/beacond and /etc/beacond; follow PREFIX and SYSCONFDIR.
+    sed -e "s|/usr/bin/beacond|$PREFIX/bin/beacond|g" -e "s|/etc/beacond|$SYSCONFDIR/beacond|g" \
+        -e "s|/usr/share/doc/beacond|$DOCDIR|g" "$here/systemd/$unit" > "$DESTDIR$UNITDIR/$unit"
+    chmod 0644 "$DESTDIR$UNITDIR/$unit"
+done
+install -m 0644 "$here/config/beacond.conf" "$DESTDIR$DOCDIR/beacond.conf.example"
+install -m 0644 "$here/README.md" "$DESTDIR$DOCDIR/README.md"
+if [ -e "$DESTDIR$SYSCONFDIR/beacond/beacond.conf" ]; then
+    echo "kept existing $SYSCONFDIR/beacond/beacond.conf (the new example is $DOCDIR/beacond.conf.example)"
+else
+    install -m 0644 "$here/config/beacond.conf" "$DESTDIR$SYSCONFDIR/beacond/beacond.conf"
+    echo "installed example config $SYSCONFDIR/beacond/beacond.conf"
+fi
+
+if [ -z "$DESTDIR" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+    systemctl daemon-reload
+fi
+echo "installed $PREFIX/bin/beacond and $UNITDIR/beacond.service, beacond@.service"
+if [ -z "$DESTDIR" ]; then
+    echo "next: beacond gen-uuid --set $SYSCONFDIR/beacond/beacond.conf && systemctl enable --now beacond"
+fi
