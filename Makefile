@@ -40,7 +40,7 @@ integration-test: build venv
 fuzz:
 	fuzz/run.sh $(FUZZ_SECONDS)
 
-test: unit-test integration-test fuzz
+test: unit-test fuzz integration-test
 
 demo: build venv
 	$(PY) tests/harness/demo.py
