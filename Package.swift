@@ -18,7 +18,7 @@ let package = Package(
         .target(name: "HCIHost", dependencies: ["BluetoothHCI", "BeaconCore"]),
 
         // I/O layers.
-        .target(name: "HCITransport", dependencies: ["CBluetooth", "BeaconCore"]),
+        .target(name: "HCITransport", dependencies: ["CBluetooth", "BeaconCore", "BluetoothHCI"]),
         .target(name: "SystemdSupport", dependencies: ["CSystemd"]),
 
         // The program: CLI, daemon policy, logging. main.swift only calls into BeacondApp so tests can reach it.

@@ -201,3 +201,16 @@ def test_controller_absent_at_start_then_present(tmp_path, processes, notify):
         on_air(lab, ibeacon_bytes(), timeout=40)
         notify.wait_for(f'STATUS=Advertising {APPLE_UUID} major 1 minor 1 every 100 ms', timeout=5)
     assert b.proc.poll() is None
+
+
+def test_serial_line_through_a_pty(tmp_path, processes):
+    """serial:PATH: raw mode, 8N1, flow control requested; Bumble's pty transport stands in for a UART."""
+    link = tmp_path / 'ttyBEACON'
+    with Lab(f'pty:{link}', extended=False) as lab:
+        b = processes('run', '-c', str(write_config(tmp_path, minor=9)), '-d', f'serial:{link}:921600')
+        family, st = on_air(lab, ibeacon_bytes(minor=9))
+        assert family == 'legacy' and st['type'] == 3
+        heard(lab, ibeacon_bytes(minor=9))
+        b.signal(signal.SIGTERM)
+        assert b.wait(10) == 0
+        assert lab.advertising() is None

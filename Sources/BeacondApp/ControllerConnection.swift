@@ -23,6 +23,8 @@ final class ControllerConnection {
 
     /// Events that answer none of our commands.
     var onUnsolicited: (HCIEvent) -> Void = { _ in }
+    /// A command another program sent to the same kernel device (the raw channel shows them): opcode and parameters.
+    var onForeignCommand: (Opcode, [UInt8]) -> Void = { _, _ in }
     /// The transport broke; everything pending has already failed.
     var onClosed: (TransportError) -> Void = { _ in }
 
@@ -86,6 +88,11 @@ final class ControllerConnection {
             if bytes.isEmpty { return }
             framer.append(bytes)
             while !isClosed, let packet = try framer.next() {
+                if packet.type == .command, packet.bytes.count >= 3 {
+                    let opcode = Opcode(rawValue: UInt16(packet.bytes[0]) | UInt16(packet.bytes[1]) << 8)
+                    onForeignCommand(opcode, Array(packet.bytes.dropFirst(3)))
+                    continue
+                }
                 guard packet.type == .event else { continue }  // ACL/ISO data are not ours to handle
                 do {
                     perform(flow.received(try HCIEvent(packet: packet.bytes)))

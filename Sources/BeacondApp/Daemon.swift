@@ -33,6 +33,16 @@ final class Daemon {
     /// Bumped for every new connection so late callbacks of an old one are ignored.
     private var generation = 0
     private var lastStatus = ""
+    /// False after the kernel reported our hciN taken down while we ran: someone meant it, so wait for it to come
+    /// back up instead of bringing it up again ourselves.
+    private var mayBringUp = true
+    private var watcher: DeviceWatcher?
+    private var watcherSource: EventSource?
+    /// Re-applies after another program reset the controller or changed its advertising.
+    private var reassertTimer: EventSource?
+    private var reassertTimes: [UInt64] = []
+    /// The controller refused a short interval although its version allows it: use the 100 ms floor from now on.
+    private var intervalFloorForced = false
     /// The extended advertising set beacond uses. Handle 0 on a controller it owns; kernel devices are revisited
     /// by the mgmt backend.
     private let handle: UInt8 = 0
@@ -82,25 +92,70 @@ final class Daemon {
         _ = try loop.addSignal(SIGINT) { [unowned self] in self.stop(signal: "SIGINT") }
         _ = try loop.addSignal(SIGHUP) { [unowned self] in self.reload() }
         retryTimer = try loop.addIdleTimer { [unowned self] in self.connect() }
+        reassertTimer = try loop.addIdleTimer { [unowned self] in self.reassert() }
         try loop.enableWatchdog()
+        startWatcher()
         log.info("beacond \(beacondVersion) starting: \(describe(config.beacon)) on \(device)", beaconFields())
         connect()
     }
 
     // MARK: connection and bring-up
 
+    /// For hciN: listen to the kernel's device events so a returning adapter is used at once, not at the next retry.
+    private func startWatcher() {
+        guard case .kernel = device, watcher == nil else { return }
+        do {
+            let w = try DeviceWatcher()
+            watcher = w
+            watcherSource = try loop.addReader(fd: w.fd) { [unowned self] _ in
+                for e in w.read() { self.deviceEvent(e) }
+            }
+        } catch {
+            log.debug("Not watching hciN device events: \(error)")
+        }
+    }
+
+    private func deviceEvent(_ e: KernelDeviceEvent) {
+        guard case .kernel(let index) = device, e.index == index, !stopping else { return }
+        log.debug("Kernel: \(device) \(e.kind)")
+        switch e.kind {
+        case .registered, .up:
+            if e.kind == .up { mayBringUp = true }
+            guard connection == nil else { return }
+            // The controller is back: start over now, with a fresh backoff.
+            backoff.reset()
+            retryTimer?.disarm()
+            connect()
+        case .down:
+            mayBringUp = false
+            if connection != nil {
+                dropConnection()
+                retry(after: "\(device) was taken down; waiting for it to come up", level: .warning)
+            }
+        case .unregistered:
+            if connection != nil {
+                dropConnection()
+                retry(after: "\(device) was removed; waiting for it to appear", level: .warning)
+            }
+        }
+    }
+
     private func connect() {
         guard !stopping else { return }
         generation += 1
         let transport: Transport
         do {
-            transport = try Transport.open(device)
+            transport = try Transport.open(device, mayBringUp: mayBringUp)
         } catch {
             switch error {
             case .deviceAbsent:
                 retry(after: "Waiting for \(device) to appear", level: .notice)
             case .deviceDown(_, let cap):
-                retry(after: "\(device) is down and beacond lacks \(cap) to bring it up; waiting for it to come up", level: .warning)
+                if mayBringUp {
+                    retry(after: "\(device) is down and beacond lacks \(cap) to bring it up; waiting for it to come up", level: .warning)
+                } else {
+                    retry(after: "Waiting for \(device) to come up", level: .notice)
+                }
             case .permissionDenied(_, let cap, let e):
                 fatal("Cannot use \(device): \(e); beacond needs \(cap)", code: .noPermission)
             case .system(_, let e) where e.errno == EAFNOSUPPORT:
@@ -123,6 +178,10 @@ final class Daemon {
         c.onUnsolicited = { [unowned self] event in
             guard gen == self.generation else { return }
             self.unsolicited(event)
+        }
+        c.onForeignCommand = { [unowned self] opcode, params in
+            guard gen == self.generation else { return }
+            self.foreignCommand(opcode, params)
         }
         connection = c
         bringUp(gen)
@@ -191,7 +250,11 @@ final class Daemon {
             return
         }
         var effective = wanted
-        let (interval, raised) = AdvertisingPlan.effectiveInterval(wanted, on: info)
+        var (interval, raised) = AdvertisingPlan.effectiveInterval(wanted, on: info)
+        if intervalFloorForced && wanted.type != .connectableUndirected && interval < .pre50NonConnectableFloor {
+            (interval, raised) = (.pre50NonConnectableFloor, false)
+            effective.interval = interval
+        }
         if raised {
             log.warning("The controller on \(device) is Bluetooth \(info.version.coreVersionName); before 5.0 non-connectable advertising cannot go below 100 ms: raising the interval from \(wanted.interval) to \(interval)")
             effective.interval = interval
@@ -222,6 +285,22 @@ final class Daemon {
                 }
                 self.applied = nil
                 if let s = f.error.status, s == .invalidHCICommandParameters || s == .unsupportedFeatureOrParameterValue {
+                    let isParameters: Bool
+                    switch f.step.command {
+                    case .leSetAdvertisingParameters, .leSetExtendedAdvertisingParameters: isParameters = true
+                    default: isParameters = false
+                    }
+                    if isParameters && !self.intervalFloorForced && effective.type != .connectableUndirected
+                        && effective.interval < .pre50NonConnectableFloor
+                    {
+                        // A safe adjustment exists: many controllers still hold non-connectable advertising to
+                        // the pre-5.0 floor of 100 ms. Use it and try again at once.
+                        self.log.warning("The controller on \(self.device) refused \(self.settingsRefused(by: f.step.command, effective)) (\(f.error)); raising the interval to \(AdvertisingInterval.pre50NonConnectableFloor), the floor older controllers enforce",
+                                         self.hciFields(f.error))
+                        self.intervalFloorForced = true
+                        self.apply(wanted, gen: gen, mayRestart: true, allowSwitch: false, done: done)
+                        return
+                    }
                     self.log.error("The controller on \(self.device) refused \(self.settingsRefused(by: f.step.command, effective)) (\(f.error)); check [advertising] in \(self.options.configPath)",
                                    self.hciFields(f.error))
                 }
@@ -288,6 +367,53 @@ final class Daemon {
             retry(after: "The controller on \(device) reported Hardware Error \(hex8(code)); its advertising state is gone, starting over", level: .err)
         default:
             break
+        }
+    }
+
+    /// Another program talked to our kernel device. If what it sent can take our advertising off the air, put it
+    /// back shortly (after its own sequence has had time to finish).
+    private func foreignCommand(_ opcode: Opcode, _ p: [UInt8]) {
+        guard applied != nil, !busy, !stopping, let family else { return }
+        let touchesUs: Bool
+        switch opcode {
+        case .reset, .leClearAdvertisingSets: touchesUs = true
+        case .leSetAdvertisingEnable: touchesUs = family == .legacy && p.first == 0
+        case .leSetAdvertisingParameters, .leSetAdvertisingData: touchesUs = family == .legacy
+        case .leSetExtendedAdvertisingEnable:
+            // Disable of all sets (count 0) or of a list that includes ours.
+            let sets = p.count >= 2 ? Int(p[1]) : 0
+            touchesUs = family == .extended && p.first == 0
+                && (sets == 0 || (0..<sets).contains { 2 + $0 * 4 < p.count && p[2 + $0 * 4] == handle })
+        case .leSetExtendedAdvertisingParameters, .leSetExtendedAdvertisingData, .leRemoveAdvertisingSet:
+            touchesUs = family == .extended && p.first == handle
+        default: touchesUs = false
+        }
+        guard touchesUs else { return }
+        let now = loop.nowMicroseconds
+        reassertTimes = reassertTimes.filter { now - $0 < 60_000_000 } + [now]
+        if reassertTimes.count > 5 {
+            let delay = backoff.next()
+            log.warning("Another program keeps changing advertising on \(device) (last: \(opcode)); re-applying the beacon in \(formatDuration(delay)). If bluetoothd runs, use backend = \"mgmt\"",
+                        ["HCI_DEVICE=\(device)", "HCI_OPCODE=\(hex16(opcode.rawValue))"])
+            reassertTimer?.rearm(after: delay)
+        } else {
+            log.warning("Another program sent \(opcode) to \(device); re-applying the beacon",
+                        ["HCI_DEVICE=\(device)", "HCI_OPCODE=\(hex16(opcode.rawValue))"])
+            reassertTimer?.rearm(after: opcode == .reset ? .milliseconds(500) : .milliseconds(100))
+        }
+    }
+
+    private func reassert() {
+        guard connection != nil, !stopping else { return }
+        if busy {
+            reassertTimer?.rearm(after: .milliseconds(100))
+            return
+        }
+        busy = true
+        applied = nil
+        apply(request(for: config), gen: generation, mayRestart: true, allowSwitch: true) { [unowned self] in
+            self.busy = false
+            self.runPendingReload()
         }
     }
 

@@ -143,3 +143,28 @@ public struct LEFeatures: Sendable, Hashable {
     /// Bit 12: LE Extended Advertising. The Linux kernel decides its command family on this bit alone.
     public var extendedAdvertising: Bool { rawValue & (1 << 12) != 0 }
 }
+
+/// The kernel's stack-internal device event (event 0xFD, type EVT_SI_DEVICE), delivered to raw HCI sockets bound to
+/// no device: hciN registered, unregistered, up or down. Linux-specific, not in the Core spec.
+public struct KernelDeviceEvent: Sendable, Hashable {
+    public enum Kind: UInt16, Sendable {
+        case registered = 1, unregistered = 2, up = 3, down = 4
+    }
+    public let kind: Kind
+    public let index: UInt16
+
+    public init(kind: Kind, index: UInt16) {
+        self.kind = kind
+        self.index = index
+    }
+
+    /// Decodes an event packet (code 0xFD, length, type u16 = 1, event u16, dev_id u16); nil for anything else.
+    public init?(eventPacket p: [UInt8]) {
+        guard p.count >= 8, p[0] == 0xFD else { return nil }
+        var r = ByteReader(p.dropFirst(2))
+        guard let type = try? r.u16(), type == 0x0001, let event = try? r.u16(), let index = try? r.u16(),
+              let kind = Kind(rawValue: event) else { return nil }
+        self.kind = kind
+        self.index = index
+    }
+}

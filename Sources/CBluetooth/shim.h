@@ -30,6 +30,9 @@ static inline int beacond_hci_set_event_filter(int fd) {
     struct hci_filter f;
     hci_filter_clear(&f);
     hci_filter_set_ptype(HCI_EVENT_PKT, &f);
+    // Commands other sockets (the kernel, bluetoothd, hcitool) send to the device: how beacond notices that
+    // someone reset the controller or changed advertising under it.
+    hci_filter_set_ptype(HCI_COMMAND_PKT, &f);
     hci_filter_set_event(EVT_CMD_COMPLETE, &f);
     hci_filter_set_event(EVT_CMD_STATUS, &f);
     hci_filter_set_event(EVT_HARDWARE_ERROR, &f);
@@ -44,4 +47,16 @@ static inline int beacond_hci_bind(int fd, int dev_id, int channel) {
     a.hci_dev = (uint16_t)dev_id;
     a.hci_channel = (uint16_t)channel;
     return bind(fd, (struct sockaddr *)&a, sizeof a) < 0 ? -errno : 0;
+}
+
+/// Makes `fd` (a raw HCI socket) a watcher of device events: bound to no device, it receives the kernel's
+/// stack-internal events (device registered, unregistered, up, down) for every hciN.
+static inline int beacond_hci_watch_devices(int fd) {
+    int r = beacond_hci_bind(fd, HCI_DEV_NONE, HCI_CHANNEL_RAW);
+    if (r < 0) return r;
+    struct hci_filter f;
+    hci_filter_clear(&f);
+    hci_filter_set_ptype(HCI_EVENT_PKT, &f);
+    hci_filter_set_event(EVT_STACK_INTERNAL, &f);
+    return setsockopt(fd, SOL_HCI, HCI_FILTER, &f, sizeof f) < 0 ? -errno : 0;
 }

@@ -109,7 +109,6 @@ public final class Transport {
         } catch let error as TransportError {
             throw error
         } catch let error as SystemError {
-            if error.errno == ECONNREFUSED || error.errno == ENOENT { throw .closed(name) }
             throw .system(name, error)
         } catch {
             fatalError("unexpected error \(error)")

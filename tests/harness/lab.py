@@ -47,10 +47,12 @@ EXTENDED_ADV_OPCODES = {
 
 @dataclasses.dataclass
 class Fault:
-    """Answer `opcode` with `status` (or not at all when status is None) for the next `times` commands (-1 = always)."""
+    """Answer `opcode` with `status` (or not at all when status is None) for the next `times` commands (-1 = always),
+    only those whose parameters start with `when` (e.g. b'\\x01' for an enable)."""
     opcode: int
     status: int | None
     times: int = 1
+    when: bytes = b''
 
 
 class RelayingLegacyAdvertiser(LegacyAdvertiser):
@@ -73,14 +75,23 @@ class LabController(Controller):
         self.enforce_mixing_rule = False
         self.family_in_use: str | None = None  # 'legacy' | 'extended' since the last reset
         self.on_command: Callable[[int], None] | None = None
+        self.close_after: int | None = None  # drop the connection when this many more commands have arrived
+        self.drop_connection: Callable[[], None] | None = None
 
     def on_hci_command_packet(self, command: hci.HCI_Command) -> None:
         opcode = command.op_code
         self.commands.append((time.monotonic(), opcode, bytes(command.parameters or b'')))
         if self.on_command:
             self.on_command(opcode)
+        if self.close_after is not None:
+            self.close_after -= 1
+            if self.close_after <= 0:
+                self.close_after = None
+                if self.drop_connection:
+                    self.drop_connection()  # the command is lost with the connection: no reply
+                return
         for fault in self.faults:
-            if fault.opcode == opcode and fault.times != 0:
+            if fault.opcode == opcode and fault.times != 0 and bytes(command.parameters or b'').startswith(fault.when):
                 if fault.times > 0:
                     fault.times -= 1
                 if fault.status is None:
@@ -136,6 +147,8 @@ class Lab:
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self.controller: LabController | None = None
         self._transport = None
+        self.dropped_at: list[float] = []  # when the harness dropped beacond's connection
+        self.reachable_at: list[float] = []  # when the controller listened again after a disconnect
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
     def __enter__(self) -> 'Lab':
@@ -160,6 +173,7 @@ class Lab:
             c.le_features = c.le_features & ~hci.LeFeatureMask.LE_EXTENDED_ADVERTISING
         c.enforce_mixing_rule = self.enforce
         c.family_in_use = self.initial_family
+        c.drop_connection = self._drop_now
         self.controller = c
         if self.scan:
             scanner_controller = Controller('scanner-radio', link=link, public_address='C0:C1:C2:C3:C4:C5')
@@ -168,6 +182,35 @@ class Lab:
             await self.scanner.power_on()
             self.scanner.on('advertisement', self._on_advertisement)
             await self.scanner.start_scanning(active=False, filter_duplicates=False)
+
+    def _current_connection(self):
+        sink = self._transport.sink if self._transport is not None else None
+        return getattr(sink, 'transport', None)
+
+    def _drop_now(self) -> None:
+        conn = self._current_connection()
+        if conn is not None:
+            conn.close()
+            self.dropped_at.append(time.monotonic())
+
+    async def _reopen(self) -> None:
+        """Listens again on the same address with a fresh transport wired to the same controller."""
+        self._transport = await open_transport(self.transport_spec)
+        self._transport.source.set_packet_sink(self.controller)
+        self.controller.host = self._transport.sink
+        self.reachable_at.append(time.monotonic())
+
+    async def _disconnect(self, reopen_after: float | None) -> None:
+        self._drop_now()
+        if reopen_after is None:
+            return
+        # Stop listening: connection attempts are refused until the controller "returns".
+        self._transport.server.close()
+        await self._transport.server.wait_closed()
+        async def later() -> None:
+            await asyncio.sleep(reopen_after)
+            await self._reopen()
+        asyncio.get_running_loop().create_task(later())
 
     async def _stop(self) -> None:
         if self.scan:
@@ -223,8 +266,37 @@ class Lab:
                 return 'extended', st
         return None
 
-    def add_fault(self, opcode: int, status: int | None, times: int = 1) -> None:
-        self.call(lambda: self.controller.faults.append(Fault(opcode, status, times)))
+    def disconnect(self, reopen_after: float | None = None) -> None:
+        """Drops beacond's connection. reopen_after=None keeps listening (beacond may reconnect at once); a number
+        stops listening and listens again, with a fresh transport, after that many seconds."""
+        self.call(self._disconnect, reopen_after)
+
+    def close_after(self, commands: int) -> None:
+        """Drops the connection when the N-th command from now arrives (that command gets no reply)."""
+        self.call(lambda: setattr(self.controller, 'close_after', commands))
+
+    def hardware_error(self, code: int = 0x42) -> None:
+        """The controller reports a Hardware Error (Vol 4 Part E §7.7.16) and, as a real one would, loses its state."""
+        def go() -> None:
+            c = self.controller
+            c.le_legacy_advertiser.stop()
+            for s in list(c.advertising_sets.values()):
+                s.stop()
+            c.advertising_sets.clear()
+            c.send_hci_packet(hci.HCI_Packet.from_bytes(bytes([hci.HCI_EVENT_PACKET, hci.HCI_HARDWARE_ERROR_EVENT, 1, code])))
+        self.call(go)
+
+    def enabled_at(self) -> list[float]:
+        """Times of every advertising enable command the controller received."""
+        return [t for t, op, p in self.state()['commands']
+                if (op in (hci.HCI_LE_SET_ADVERTISING_ENABLE_COMMAND, hci.HCI_LE_SET_EXTENDED_ADVERTISING_ENABLE_COMMAND)
+                    and p[:1] == b'\x01')]
+
+    def add_fault(self, opcode: int, status: int | None, times: int = 1, when: bytes = b'') -> None:
+        self.call(lambda: self.controller.faults.append(Fault(opcode, status, times, when)))
+
+    def clear_faults(self) -> None:
+        self.call(lambda: self.controller.faults.clear())
 
     def clear_received(self) -> None:
         with self._lock:
