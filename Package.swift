@@ -16,18 +16,20 @@ let package = Package(
         .target(name: "BluetoothHCI"),
         .target(name: "BeaconCore", dependencies: ["BluetoothHCI"]),
         .target(name: "HCIHost", dependencies: ["BluetoothHCI", "BeaconCore"]),
+        .target(name: "Mgmt", dependencies: ["BluetoothHCI"]),
 
         // I/O layers.
         .target(name: "HCITransport", dependencies: ["CBluetooth", "BeaconCore", "BluetoothHCI"]),
         .target(name: "SystemdSupport", dependencies: ["CSystemd"]),
 
         // The program: CLI, daemon policy, logging. main.swift only calls into BeacondApp so tests can reach it.
-        .target(name: "BeacondApp", dependencies: ["BeaconCore", "BluetoothHCI", "HCIHost", "HCITransport", "SystemdSupport"]),
+        .target(name: "BeacondApp", dependencies: ["BeaconCore", "BluetoothHCI", "HCIHost", "Mgmt", "HCITransport", "SystemdSupport"]),
         .executableTarget(name: "beacond", dependencies: ["BeacondApp"]),
 
         .testTarget(name: "BluetoothHCITests", dependencies: ["BluetoothHCI"]),
         .testTarget(name: "BeaconCoreTests", dependencies: ["BeaconCore"]),
         .testTarget(name: "HCIHostTests", dependencies: ["HCIHost"]),
+        .testTarget(name: "MgmtTests", dependencies: ["Mgmt"]),
         .testTarget(name: "BeacondAppTests", dependencies: ["BeacondApp"]),
     ],
     swiftLanguageModes: [.v6]
