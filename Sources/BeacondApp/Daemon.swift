@@ -1,4 +1,5 @@
-// `beacond run`: keeps the configured beacon on the air. Owns policy: retry, reload, shutdown, status.
+// `beacond run`: keeps the configured beacon on the air. Owns policy — which backend, retry and backoff, reload,
+// shutdown, readiness and status — and leaves the controller conversation to the backends.
 import BeaconCore
 import BluetoothHCI
 import Glibc
@@ -12,25 +13,28 @@ final class Daemon {
     private let options: RunOptions
     private var config: BeaconConfiguration
 
-    private var connection: ControllerConnection?
-    private var info: ControllerInfo?
-    private var family: CommandFamily?
-    /// What the config asked for, as last confirmed on air by the controller.
+    private var backend: AdvertisingBackend?
+    /// Backend `auto` fell back to raw HCI because the management interface refused beacond.
+    private var mgmtRefused = false
+    private var lastBackendNote = ""
+    /// The mgmt instance beacond had, taken again after a reconnect.
+    private var mgmtInstance: UInt8?
+    /// What the config asked for, as last confirmed on air, and how it went out.
     private var applied: AdvertisingRequest?
-    /// The interval actually used (may be raised for an old controller).
-    private var effectiveInterval: AdvertisingInterval?
-    private var reportedTxPower: Int8?
+    private var onAir: OnAir?
 
     private var retryTimer: EventSource?
+    private var reassertTimer: EventSource?
+    private var reassertTimes: [UInt64] = []
     private var backoff = Backoff()
     private var readySent = false
     private var stopping = false
-    /// A bring-up or reload procedure is running; a SIGHUP meanwhile is handled when it ends.
+    /// A bring-up, reload or re-apply is running; a SIGHUP meanwhile is handled when it ends.
     private var busy = false
     private var reloadPending = false
     /// Between RELOADING=1 and its READY=1.
     private var reloading = false
-    /// Bumped for every new connection so late callbacks of an old one are ignored.
+    /// Bumped for every new backend so late callbacks of an old one are ignored.
     private var generation = 0
     private var lastStatus = ""
     /// False after the kernel reported our hciN taken down while we ran: someone meant it, so wait for it to come
@@ -38,14 +42,6 @@ final class Daemon {
     private var mayBringUp = true
     private var watcher: DeviceWatcher?
     private var watcherSource: EventSource?
-    /// Re-applies after another program reset the controller or changed its advertising.
-    private var reassertTimer: EventSource?
-    private var reassertTimes: [UInt64] = []
-    /// The controller refused a short interval although its version allows it: use the 100 ms floor from now on.
-    private var intervalFloorForced = false
-    /// The extended advertising set beacond uses. Handle 0 on a controller it owns; kernel devices are revisited
-    /// by the mgmt backend.
-    private let handle: UInt8 = 0
 
     private var device: DeviceSpec { options.device ?? config.controller.device }
 
@@ -94,12 +90,202 @@ final class Daemon {
         retryTimer = try loop.addIdleTimer { [unowned self] in self.connect() }
         reassertTimer = try loop.addIdleTimer { [unowned self] in self.reassert() }
         try loop.enableWatchdog()
-        startWatcher()
         log.info("beacond \(beacondVersion) starting: \(describe(config.beacon)) on \(device)", beaconFields())
+        startWatcher()
         connect()
     }
 
-    // MARK: connection and bring-up
+    // MARK: backend choice and bring-up
+
+    private func makeBackend() -> AdvertisingBackend {
+        let kind: ControllerBackend
+        let why: String
+        switch device {
+        case .kernel:
+            switch config.controller.backend {
+            case .mgmt: (kind, why) = (.mgmt, "backend mgmt")
+            case .hci: (kind, why) = (.hci, "backend hci")
+            case .auto where mgmtRefused:
+                (kind, why) = (.hci, "backend auto: the management interface refused beacond")
+            case .auto: (kind, why) = (.mgmt, "backend auto: cooperates with bluetoothd")
+            }
+        default:
+            (kind, why) = (.hci, "H4 device: beacond owns the controller")
+        }
+        let note = kind == .mgmt ? "Using the kernel's management interface for \(device) (\(why))"
+                                 : "Using raw HCI commands on \(device) (\(why))"
+        if note != lastBackendNote {
+            lastBackendNote = note
+            log.info(note, ["HCI_DEVICE=\(device)"])
+        }
+        if kind == .mgmt, case .kernel(let index) = device {
+            return MgmtBackend(device: device, index: index, loop: loop, log: log, mayPowerOn: mayBringUp, instance: mgmtInstance)
+        }
+        return HCIBackend(device: device, loop: loop, log: log, mayBringUp: mayBringUp)
+    }
+
+    private func connect() {
+        guard !stopping else { return }
+        dropBackend()
+        let gen = generation
+        let b = makeBackend()
+        backend = b
+        b.onEvent = { [unowned self] event in
+            guard gen == self.generation else { return }
+            self.backendEvent(event)
+        }
+        busy = true
+        setStatus(b.name == "mgmt" ? "Probing \(device) through the management interface" : "Probing the controller on \(device)")
+        b.open { [unowned self] failure in
+            guard gen == self.generation, !self.stopping else { return }
+            if let failure {
+                self.busy = false
+                return self.failed(failure)
+            }
+            self.apply(self.request(for: self.config), dataOnlyAllowed: false) { [unowned self] in
+                self.busy = false
+                self.runPendingReload()
+            }
+        }
+    }
+
+    private func request(for config: BeaconConfiguration) -> AdvertisingRequest {
+        AdvertisingRequest(data: config.beacon.advertisingData, type: config.advertising.legacyType,
+                           interval: config.advertising.interval, txPower: config.advertising.txPower)
+    }
+
+    private func apply(_ wanted: AdvertisingRequest, dataOnlyAllowed: Bool, done: @escaping () -> Void) {
+        guard let b = backend else { return done() }
+        let gen = generation
+        let dataOnly = dataOnlyAllowed && applied.map { !$0.needsRestart(for: wanted) } == true
+        b.apply(wanted, dataOnlyAllowed: dataOnlyAllowed) { [unowned self] result in
+            guard gen == self.generation, !self.stopping else { return done() }
+            switch result {
+            case .success(let onAir):
+                let changed = self.applied != wanted
+                self.applied = wanted
+                self.onAir = onAir
+                self.backoff.reset()
+                if changed || !dataOnly { self.confirmed(change: dataOnly ? "data updated" : nil) }
+            case .failure(let f):
+                self.applied = nil
+                self.failed(f)
+            }
+            done()
+        }
+    }
+
+    private func confirmed(change: String?) {
+        let s = advertisingStatus()
+        log.notice(change.map { "\(s) (\($0))" } ?? s, beaconFields())
+        if onAir?.intervalIsKernelDefault == true {
+            log.warning("The configured interval \(config.advertising.interval) is not used: the kernel's management interface here can only advertise at its default interval (about 1.28 s). Set backend = \"hci\" when the interval matters.")
+        }
+        setStatus(s, ready: true)
+    }
+
+    private func advertisingStatus() -> String {
+        let every = onAir.map { $0.intervalIsKernelDefault ? "about 1.28 s (kernel default)" : $0.interval.description }
+            ?? config.advertising.interval.description
+        var details = onAir?.details ?? []
+        if config.advertising.connectable { details.append("connectable") }
+        return "Advertising \(describe(config.beacon)) every \(every) on \(device) (\(details.joined(separator: ", ")))"
+    }
+
+    private func describe(_ b: IBeacon) -> String { "\(b.uuid) major \(b.major) minor \(b.minor)" }
+
+    // MARK: failures and events
+
+    private func failed(_ f: BackendFailure) {
+        if f.fatal == .noPermission, backend?.name == "mgmt", config.controller.backend == .auto, !mgmtRefused {
+            mgmtRefused = true
+            log.notice("\(f.message); backend auto falls back to raw HCI commands", f.fields)
+            return connect()
+        }
+        if let code = f.fatal { return fatal(f.message, code: code) }
+        dropBackend()
+        retry(after: f.message, level: f.level, fields: f.fields)
+    }
+
+    private func backendEvent(_ e: BackendEvent) {
+        switch e {
+        case .lost(let f):
+            busy = false
+            applied = nil
+            if stopping { return finish() }
+            failed(f)
+        case .reapply(let reason, let delay, let fields):
+            guard !stopping else { return }
+            applied = nil
+            let now = loop.nowMicroseconds
+            reassertTimes = reassertTimes.filter { now &- $0 < 60_000_000 } + [now]
+            if reassertTimes.count > 5 {
+                let d = backoff.next()
+                let hint = backend?.name == "hci" ? ". If bluetoothd runs, use backend = \"mgmt\"" : ""
+                log.warning("\(reason), again; re-applying the beacon in \(formatDuration(d))\(hint)", fields)
+                reassertTimer?.rearm(after: d)
+            } else {
+                log.warning("\(reason); re-applying the beacon", fields)
+                reassertTimer?.rearm(after: delay)
+            }
+        }
+    }
+
+    private func reassert() {
+        guard backend != nil, !stopping else { return }
+        if busy {
+            reassertTimer?.rearm(after: .milliseconds(100))
+            return
+        }
+        busy = true
+        apply(request(for: config), dataOnlyAllowed: false) { [unowned self] in
+            self.busy = false
+            self.runPendingReload()
+        }
+    }
+
+    private func dropBackend() {
+        generation += 1
+        if let m = backend as? MgmtBackend, let i = m.currentInstance { mgmtInstance = i }
+        backend?.close()
+        backend = nil
+        applied = nil
+        busy = false
+    }
+
+    /// Logs `message`, says in STATUS when the next attempt comes, and arms the retry timer.
+    private func retry(after message: String, level: LogLevel, fields: [String] = []) {
+        guard !stopping else { return }
+        let delay = backoff.next()
+        let line = "\(message), retrying in \(formatDuration(delay))"
+        log.log(level, line, fields + (fields.contains { $0.hasPrefix("HCI_DEVICE=") } ? [] : ["HCI_DEVICE=\(device)"]))
+        // Settled into waiting counts as ready: boot must not wait for a controller.
+        setStatus(line, ready: true)
+        retryTimer?.rearm(after: delay)
+    }
+
+    private func fatal(_ message: String, code: ExitCode) {
+        log.error(message, ["HCI_DEVICE=\(device)"])
+        Notifier.send(["STATUS=\(message)", "EXIT_STATUS=\(code.rawValue)"])
+        dropBackend()
+        loop.exit(code: code.rawValue)
+    }
+
+    /// Sends STATUS when it changed. `ready`: this state also completes start-up, so READY=1 goes with the first one.
+    private func setStatus(_ s: String, ready: Bool = false) {
+        if ready && !readySent {
+            readySent = true
+            lastStatus = s
+            Notifier.send(["READY=1", "STATUS=\(s)"])
+            return
+        }
+        guard s != lastStatus else { return }
+        lastStatus = s
+        // During a reload the final state goes out with its READY=1.
+        if !reloading { Notifier.send(["STATUS=\(s)"]) }
+    }
+
+    // MARK: kernel device events
 
     /// For hciN: listen to the kernel's device events so a returning adapter is used at once, not at the next retry.
     private func startWatcher() {
@@ -121,346 +307,23 @@ final class Daemon {
         switch e.kind {
         case .registered, .up:
             if e.kind == .up { mayBringUp = true }
-            guard connection == nil else { return }
+            guard backend == nil || applied == nil && !busy else { return }
             // The controller is back: start over now, with a fresh backoff.
             backoff.reset()
             retryTimer?.disarm()
             connect()
         case .down:
             mayBringUp = false
-            if connection != nil {
-                dropConnection()
+            if backend != nil {
+                dropBackend()
                 retry(after: "\(device) was taken down; waiting for it to come up", level: .warning)
             }
         case .unregistered:
-            if connection != nil {
-                dropConnection()
+            if backend != nil {
+                dropBackend()
                 retry(after: "\(device) was removed; waiting for it to appear", level: .warning)
             }
         }
-    }
-
-    private func connect() {
-        guard !stopping else { return }
-        generation += 1
-        let transport: Transport
-        do {
-            transport = try Transport.open(device, mayBringUp: mayBringUp)
-        } catch {
-            switch error {
-            case .deviceAbsent:
-                retry(after: "Waiting for \(device) to appear", level: .notice)
-            case .deviceDown(_, let cap):
-                if mayBringUp {
-                    retry(after: "\(device) is down and beacond lacks \(cap) to bring it up; waiting for it to come up", level: .warning)
-                } else {
-                    retry(after: "Waiting for \(device) to come up", level: .notice)
-                }
-            case .permissionDenied(_, let cap, let e):
-                fatal("Cannot use \(device): \(e); beacond needs \(cap)", code: .noPermission)
-            case .system(_, let e) where e.errno == EAFNOSUPPORT:
-                fatal("Cannot use \(device): this kernel or network namespace has no Bluetooth (AF_BLUETOOTH)", code: .unavailable)
-            default:
-                retry(after: "Cannot open \(error)", level: .warning)
-            }
-            return
-        }
-        let c: ControllerConnection
-        do { c = try ControllerConnection(transport: transport, loop: loop) } catch {
-            fatal("Failed to watch \(device): \(error)", code: .failure)
-            return
-        }
-        let gen = generation
-        c.onClosed = { [unowned self] reason in
-            guard gen == self.generation else { return }
-            self.lost(reason)
-        }
-        c.onUnsolicited = { [unowned self] event in
-            guard gen == self.generation else { return }
-            self.unsolicited(event)
-        }
-        c.onForeignCommand = { [unowned self] opcode, params in
-            guard gen == self.generation else { return }
-            self.foreignCommand(opcode, params)
-        }
-        connection = c
-        bringUp(gen)
-    }
-
-    private func bringUp(_ gen: Int) {
-        guard let c = connection else { return }
-        busy = true
-        setStatus("Probing the controller on \(device)")
-        // beacond owns an H4 controller and resets it to a known state; a kernel-owned one is never reset.
-        var steps: [Step] = c.transport.ownsController ? [Step(.reset)] : []
-        steps += ControllerInfo.probe.map { Step($0) }
-        c.run(steps) { [unowned self] result in
-            guard gen == self.generation, !self.stopping else { return }
-            switch result {
-            case .failure(let f):
-                self.busy = false
-                self.commandFailed("probe the controller on \(self.device)", f)
-            case .success(let replies):
-                do {
-                    let probed = try ControllerInfo(probeReplies: Array(replies.suffix(3)))
-                    self.info = probed
-                    self.family = probed.preferredFamily
-                    self.log.info("Controller on \(self.device): Bluetooth \(probed.version.coreVersionName), "
-                        + "manufacturer \(hex16(probed.version.manufacturer)), using \(probed.preferredFamily) advertising commands")
-                    if probed.bitmapDisagrees {
-                        self.log.debug("The controller's Supported Commands bitmap and its LE Extended Advertising feature bit disagree; following the feature bit, as the kernel does")
-                    }
-                } catch {
-                    self.busy = false
-                    self.dropConnection()
-                    self.retry(after: "The controller on \(self.device) sent a malformed probe reply", level: .err)
-                    return
-                }
-                self.apply(self.request(for: self.config), gen: gen, mayRestart: true, allowSwitch: true) { [unowned self] in
-                    self.busy = false
-                    self.runPendingReload()
-                }
-            }
-        }
-    }
-
-    private func request(for config: BeaconConfiguration) -> AdvertisingRequest {
-        AdvertisingRequest(data: config.beacon.advertisingData, type: config.advertising.legacyType,
-                           interval: config.advertising.interval, txPower: config.advertising.txPower)
-    }
-
-    /// Puts `wanted` on the air: a data-only change keeps advertising enabled, anything else runs the full start
-    /// sequence. Calls `done` when the controller confirmed (or after scheduling a retry).
-    private func apply(_ wanted: AdvertisingRequest, gen: Int, mayRestart: Bool, allowSwitch: Bool, done: @escaping () -> Void) {
-        guard let c = connection, let info, let family else { return done() }
-        if let applied, !applied.needsRestart(for: wanted), !mayRestart || applied == wanted {
-            guard applied != wanted else { return done() }
-            c.run(AdvertisingPlan.updateData(wanted.data, family: family, handle: handle)) { [unowned self] result in
-                guard gen == self.generation, !self.stopping else { return done() }
-                switch result {
-                case .success:
-                    self.applied = wanted
-                    self.confirmed(change: "data updated")
-                    done()
-                case .failure(let f):
-                    self.commandFailed("update the advertising data on \(self.device)", f)
-                    done()
-                }
-            }
-            return
-        }
-        var effective = wanted
-        var (interval, raised) = AdvertisingPlan.effectiveInterval(wanted, on: info)
-        if intervalFloorForced && wanted.type != .connectableUndirected && interval < .pre50NonConnectableFloor {
-            (interval, raised) = (.pre50NonConnectableFloor, false)
-            effective.interval = interval
-        }
-        if raised {
-            log.warning("The controller on \(device) is Bluetooth \(info.version.coreVersionName); before 5.0 non-connectable advertising cannot go below 100 ms: raising the interval from \(wanted.interval) to \(interval)")
-            effective.interval = interval
-        }
-        if family == .legacy, let tx = wanted.txPower {
-            log.warning("tx_power = \(tx) is ignored: the controller on \(device) uses legacy advertising commands, which cannot set the TX power")
-        }
-        c.run(AdvertisingPlan.start(effective, family: family, handle: handle)) { [unowned self] result in
-            guard gen == self.generation, !self.stopping else { return done() }
-            switch result {
-            case .success(let replies):
-                let steps = AdvertisingPlan.start(effective, family: family, handle: self.handle)
-                self.reportedTxPower = zip(steps, replies).compactMap { AdvertisingPlan.reportedTxPower(for: $0.command, returnParameters: $1) }.last
-                self.applied = wanted
-                self.effectiveInterval = effective.interval
-                self.backoff.reset()
-                self.confirmed(change: nil)
-                done()
-            case .failure(let f):
-                if f.index == 0, f.error.status == .commandDisallowed, allowSwitch {
-                    // The mixing rule: the other family was used since the controller's last reset.
-                    self.log.notice("\(f.error.opcode) was refused with Command Disallowed on \(self.device): \(family.other) advertising commands are in use there; switching to \(family.other) commands",
-                                    self.hciFields(f.error))
-                    self.family = family.other
-                    self.applied = nil
-                    self.apply(wanted, gen: gen, mayRestart: true, allowSwitch: false, done: done)
-                    return
-                }
-                self.applied = nil
-                if let s = f.error.status, s == .invalidHCICommandParameters || s == .unsupportedFeatureOrParameterValue {
-                    let isParameters: Bool
-                    switch f.step.command {
-                    case .leSetAdvertisingParameters, .leSetExtendedAdvertisingParameters: isParameters = true
-                    default: isParameters = false
-                    }
-                    if isParameters && !self.intervalFloorForced && effective.type != .connectableUndirected
-                        && effective.interval < .pre50NonConnectableFloor
-                    {
-                        // A safe adjustment exists: many controllers still hold non-connectable advertising to
-                        // the pre-5.0 floor of 100 ms. Use it and try again at once.
-                        self.log.warning("The controller on \(self.device) refused \(self.settingsRefused(by: f.step.command, effective)) (\(f.error)); raising the interval to \(AdvertisingInterval.pre50NonConnectableFloor), the floor older controllers enforce",
-                                         self.hciFields(f.error))
-                        self.intervalFloorForced = true
-                        self.apply(wanted, gen: gen, mayRestart: true, allowSwitch: false, done: done)
-                        return
-                    }
-                    self.log.error("The controller on \(self.device) refused \(self.settingsRefused(by: f.step.command, effective)) (\(f.error)); check [advertising] in \(self.options.configPath)",
-                                   self.hciFields(f.error))
-                }
-                self.commandFailed("enable advertising on \(self.device)", f)
-                done()
-            }
-        }
-    }
-
-    /// Which setting a refused command carried, for the log.
-    private func settingsRefused(by command: HCICommand, _ r: AdvertisingRequest) -> String {
-        switch command {
-        case .leSetAdvertisingParameters, .leSetExtendedAdvertisingParameters:
-            "the advertising parameters (interval_ms \(r.interval), \(r.type.pduName)\(r.txPower.map { ", tx_power \($0) dBm" } ?? ""))"
-        case .leSetAdvertisingData, .leSetExtendedAdvertisingData: "the advertising data"
-        default: "\(command.opcode)"
-        }
-    }
-
-    private func confirmed(change: String?) {
-        let s = advertisingStatus()
-        if let change {
-            log.notice("\(s) (\(change))", beaconFields())
-        } else {
-            log.notice(s, beaconFields())
-        }
-        setStatus(s, ready: true)
-    }
-
-    private func advertisingStatus() -> String {
-        var s = "Advertising \(describe(config.beacon)) every \(effectiveInterval ?? config.advertising.interval) on \(device)"
-        var details = [family?.description ?? "?"]
-        if config.advertising.connectable { details.append("connectable") }
-        if let tx = reportedTxPower, tx != 0x7F { details.append("TX \(tx) dBm") }
-        s += " (" + details.joined(separator: ", ") + ")"
-        return s
-    }
-
-    private func describe(_ b: IBeacon) -> String { "\(b.uuid) major \(b.major) minor \(b.minor)" }
-
-    // MARK: failures
-
-    private func commandFailed(_ what: String, _ f: StepFailure) {
-        let message = "Failed to \(what): \(f.error)"
-        dropConnection()
-        retry(after: message, level: .err, fields: hciFields(f.error))
-    }
-
-    private func lost(_ reason: TransportError) {
-        connection = nil
-        applied = nil
-        busy = false
-        if stopping { return finish() }
-        if case .permissionDenied(_, let cap, let e) = reason {
-            return fatal("Cannot send commands to \(device): \(e); beacond needs \(cap)", code: .noPermission)
-        }
-        retry(after: "Lost the controller (\(reason))", level: .warning)
-    }
-
-    private func unsolicited(_ event: HCIEvent) {
-        switch event {
-        case .hardwareError(let code):
-            dropConnection()
-            retry(after: "The controller on \(device) reported Hardware Error \(hex8(code)); its advertising state is gone, starting over", level: .err)
-        default:
-            break
-        }
-    }
-
-    /// Another program talked to our kernel device. If what it sent can take our advertising off the air, put it
-    /// back shortly (after its own sequence has had time to finish).
-    private func foreignCommand(_ opcode: Opcode, _ p: [UInt8]) {
-        guard applied != nil, !busy, !stopping, let family else { return }
-        let touchesUs: Bool
-        switch opcode {
-        case .reset, .leClearAdvertisingSets: touchesUs = true
-        case .leSetAdvertisingEnable: touchesUs = family == .legacy && p.first == 0
-        case .leSetAdvertisingParameters, .leSetAdvertisingData: touchesUs = family == .legacy
-        case .leSetExtendedAdvertisingEnable:
-            // Disable of all sets (count 0) or of a list that includes ours.
-            let sets = p.count >= 2 ? Int(p[1]) : 0
-            touchesUs = family == .extended && p.first == 0
-                && (sets == 0 || (0..<sets).contains { 2 + $0 * 4 < p.count && p[2 + $0 * 4] == handle })
-        case .leSetExtendedAdvertisingParameters, .leSetExtendedAdvertisingData, .leRemoveAdvertisingSet:
-            touchesUs = family == .extended && p.first == handle
-        default: touchesUs = false
-        }
-        guard touchesUs else { return }
-        let now = loop.nowMicroseconds
-        reassertTimes = reassertTimes.filter { now - $0 < 60_000_000 } + [now]
-        if reassertTimes.count > 5 {
-            let delay = backoff.next()
-            log.warning("Another program keeps changing advertising on \(device) (last: \(opcode)); re-applying the beacon in \(formatDuration(delay)). If bluetoothd runs, use backend = \"mgmt\"",
-                        ["HCI_DEVICE=\(device)", "HCI_OPCODE=\(hex16(opcode.rawValue))"])
-            reassertTimer?.rearm(after: delay)
-        } else {
-            log.warning("Another program sent \(opcode) to \(device); re-applying the beacon",
-                        ["HCI_DEVICE=\(device)", "HCI_OPCODE=\(hex16(opcode.rawValue))"])
-            reassertTimer?.rearm(after: opcode == .reset ? .milliseconds(500) : .milliseconds(100))
-        }
-    }
-
-    private func reassert() {
-        guard connection != nil, !stopping else { return }
-        if busy {
-            reassertTimer?.rearm(after: .milliseconds(100))
-            return
-        }
-        busy = true
-        applied = nil
-        apply(request(for: config), gen: generation, mayRestart: true, allowSwitch: true) { [unowned self] in
-            self.busy = false
-            self.runPendingReload()
-        }
-    }
-
-    private func dropConnection() {
-        generation += 1
-        connection?.close()
-        connection = nil
-        applied = nil
-        busy = false
-    }
-
-    /// Logs `message`, says in STATUS when the next attempt comes, and arms the retry timer.
-    private func retry(after message: String, level: LogLevel, fields: [String] = []) {
-        guard !stopping else { return }
-        let delay = backoff.next()
-        let line = "\(message), retrying in \(formatDuration(delay))"
-        log.log(level, line, fields + ["HCI_DEVICE=\(device)"])
-        // Settled into waiting counts as ready: boot must not wait for a controller.
-        setStatus(line, ready: true)
-        retryTimer?.rearm(after: delay)
-    }
-
-    private func fatal(_ message: String, code: ExitCode) {
-        log.error(message, ["HCI_DEVICE=\(device)"])
-        Notifier.send(["STATUS=\(message)", "EXIT_STATUS=\(code.rawValue)"])
-        connection?.close()
-        loop.exit(code: code.rawValue)
-    }
-
-    /// Sends STATUS when it changed. `ready`: this state also completes start-up, so READY=1 goes with the first one.
-    private func setStatus(_ s: String, ready: Bool = false) {
-        if ready && !readySent {
-            readySent = true
-            lastStatus = s
-            Notifier.send(["READY=1", "STATUS=\(s)"])
-            return
-        }
-        guard s != lastStatus else { return }
-        lastStatus = s
-        // During a reload the final state goes out with its READY=1.
-        if !reloading { Notifier.send(["STATUS=\(s)"]) }
-    }
-
-    /// Ends a reload: READY=1 with whatever STATUS is true now.
-    private func reloadDone() {
-        reloading = false
-        Notifier.send(["READY=1", "STATUS=\(lastStatus)"])
     }
 
     // MARK: reload
@@ -482,6 +345,12 @@ final class Daemon {
         performReload()
     }
 
+    /// Ends a reload: READY=1 with whatever STATUS is true now.
+    private func reloadDone() {
+        reloading = false
+        Notifier.send(["READY=1", "STATUS=\(lastStatus)"])
+    }
+
     private func performReload() {
         let path = options.configPath
         log.info("Reloading configuration from \(path)", ["CONFIG_FILE=\(path)"])
@@ -494,26 +363,29 @@ final class Daemon {
             reloadDone()
             return
         }
-        let oldDevice = device
+        let old = config
         config = new
         log.maxLevel = options.logLevel ?? new.daemon.logLevel ?? .info
-        if device != oldDevice {
-            log.notice("Controller changed from \(oldDevice) to \(device)")
-            stopAdvertising { [unowned self] in
-                self.dropConnection()
+        if device != (options.device ?? old.controller.device) || new.controller.backend != old.controller.backend {
+            log.notice("Controller settings changed (now \(device), backend \(new.controller.backend.rawValue)); starting over")
+            mgmtRefused = false
+            let b = backend
+            busy = true
+            (b?.stop ?? { $0() }) { [unowned self] in
+                self.dropBackend()
                 self.backoff.reset()
                 self.reloadDone()
                 self.connect()
             }
             return
         }
-        guard connection != nil, applied != nil else {
+        guard backend != nil, applied != nil else {
             // Not on air right now: the next attempt uses the new configuration.
             reloadDone()
             return
         }
         busy = true
-        apply(request(for: new), gen: generation, mayRestart: false, allowSwitch: true) { [unowned self] in
+        apply(request(for: new), dataOnlyAllowed: true) { [unowned self] in
             self.busy = false
             if self.applied != nil { self.setStatus(self.advertisingStatus()) }
             self.reloadDone()
@@ -529,6 +401,7 @@ final class Daemon {
         log.info("Received \(signal), disabling advertising and exiting")
         Notifier.send(["STOPPING=1", "STATUS=Stopping: disabling advertising"])
         retryTimer?.disarm()
+        reassertTimer?.disarm()
         do {
             // The controller gets 3 s to confirm; an unanswered disable must not hold up shutdown.
             _ = try loop.addTimer(after: .seconds(3)) { [unowned self] in
@@ -538,23 +411,13 @@ final class Daemon {
         } catch {
             return finish()
         }
-        stopAdvertising { [unowned self] in self.finish() }
-    }
-
-    private func stopAdvertising(_ done: @escaping () -> Void) {
-        guard let c = connection, let family, info != nil else { return done() }
-        c.run(AdvertisingPlan.stop(family: family, handle: handle)) { [unowned self] result in
-            switch result {
-            case .success: self.log.info("Advertising disabled on \(self.device)")
-            case .failure(let f): self.log.warning("Failed to disable advertising on \(self.device): \(f.error)", self.hciFields(f.error))
-            }
-            done()
-        }
+        guard let b = backend else { return finish() }
+        b.stop { [unowned self] in self.finish() }
     }
 
     private func finish() {
-        connection?.close()
-        connection = nil
+        backend?.close()
+        backend = nil
         loop.exit(code: ExitCode.success.rawValue)
     }
 
@@ -563,12 +426,6 @@ final class Daemon {
     private func beaconFields() -> [String] {
         ["BEACON_UUID=\(config.beacon.uuid)", "BEACON_MAJOR=\(config.beacon.major)", "BEACON_MINOR=\(config.beacon.minor)",
          "HCI_DEVICE=\(device)"]
-    }
-
-    private func hciFields(_ e: CommandError) -> [String] {
-        var f = ["HCI_DEVICE=\(device)", "HCI_OPCODE=\(hex16(e.opcode.rawValue))"]
-        if let s = e.status { f.append("HCI_STATUS=\(hex8(s.rawValue))") }
-        return f
     }
 }
 

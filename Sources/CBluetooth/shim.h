@@ -60,3 +60,8 @@ static inline int beacond_hci_watch_devices(int fd) {
     hci_filter_set_event(EVT_STACK_INTERNAL, &f);
     return setsockopt(fd, SOL_HCI, HCI_FILTER, &f, sizeof f) < 0 ? -errno : 0;
 }
+
+/// Binds `fd` to the management interface (HCI_CHANNEL_CONTROL, no device).
+static inline int beacond_mgmt_bind(int fd) {
+    return beacond_hci_bind(fd, HCI_DEV_NONE, HCI_CHANNEL_CONTROL);
+}

@@ -1,0 +1,254 @@
+// Advertising with raw HCI commands: on an H4 stream beacond owns (reset, probe, advertise) or on a kernel hciN
+// through the raw channel (never reset; watch what other programs send to the same device).
+import BeaconCore
+import BluetoothHCI
+import HCIHost
+import HCITransport
+import SystemdSupport
+
+final class HCIBackend: AdvertisingBackend {
+    let name = "hci"
+    var onEvent: (BackendEvent) -> Void = { _ in }
+
+    private let device: DeviceSpec
+    private let loop: EventLoop
+    private let log: Logger
+    private let mayBringUp: Bool
+    private var connection: ControllerConnection?
+    private var info: ControllerInfo?
+    private var family: CommandFamily?
+    /// The request last confirmed on air (as asked, before any interval adjustment).
+    private var applied: AdvertisingRequest?
+    /// The controller refused a short interval although its version allows it: use the 100 ms floor from now on.
+    private var intervalFloorForced = false
+    /// The extended advertising set beacond uses.
+    private let handle: UInt8 = 0
+    private var closed = false
+
+    init(device: DeviceSpec, loop: EventLoop, log: Logger, mayBringUp: Bool) {
+        self.device = device
+        self.loop = loop
+        self.log = log
+        self.mayBringUp = mayBringUp
+    }
+
+    func open(_ done: @escaping (BackendFailure?) -> Void) {
+        let transport: Transport
+        do {
+            transport = try Transport.open(device, mayBringUp: mayBringUp)
+        } catch {
+            return done(Self.failure(opening: device, error, mayBringUp: mayBringUp))
+        }
+        let c: ControllerConnection
+        do { c = try ControllerConnection(transport: transport, loop: loop) } catch {
+            return done(BackendFailure(message: "Failed to watch \(device): \(error)", fatal: .failure))
+        }
+        connection = c
+        // The backend may be gone by the time the connection reports (the daemon drops it on the first failure).
+        c.onClosed = { [weak self] reason in
+            guard let self, !self.closed else { return }
+            if case .permissionDenied(_, let cap, let e) = reason {
+                return self.onEvent(.lost(BackendFailure(message: "Cannot send commands to \(self.device): \(e); beacond needs \(cap)", fatal: .noPermission)))
+            }
+            self.onEvent(.lost(BackendFailure(message: "Lost the controller (\(reason))", level: .warning)))
+        }
+        c.onUnsolicited = { [weak self] event in
+            guard let self, !self.closed else { return }
+            if case .hardwareError(let code) = event {
+                self.onEvent(.lost(BackendFailure(message: "The controller on \(self.device) reported Hardware Error \(hex8(code)); its advertising state is gone, starting over")))
+            }
+        }
+        c.onForeignCommand = { [weak self] opcode, params in self?.foreignCommand(opcode, params) }
+
+        // beacond owns an H4 controller and resets it to a known state; a kernel-owned one is never reset.
+        var steps: [Step] = c.transport.ownsController ? [Step(.reset)] : []
+        steps += ControllerInfo.probe.map { Step($0) }
+        c.run(steps) { [weak self] result in
+            guard let self, !self.closed else { return }
+            switch result {
+            case .failure(let f):
+                done(self.failure("probe the controller on \(self.device)", f))
+            case .success(let replies):
+                guard let probed = try? ControllerInfo(probeReplies: Array(replies.suffix(3))) else {
+                    return done(BackendFailure(message: "The controller on \(self.device) sent a malformed probe reply"))
+                }
+                self.info = probed
+                self.family = probed.preferredFamily
+                self.log.info("Controller on \(self.device): Bluetooth \(probed.version.coreVersionName), "
+                    + "manufacturer \(hex16(probed.version.manufacturer)), using \(probed.preferredFamily) advertising commands")
+                if probed.bitmapDisagrees {
+                    self.log.debug("The controller's Supported Commands bitmap and its LE Extended Advertising feature bit disagree; following the feature bit, as the kernel does")
+                }
+                done(nil)
+            }
+        }
+    }
+
+    static func failure(opening device: DeviceSpec, _ error: TransportError, mayBringUp: Bool) -> BackendFailure {
+        switch error {
+        case .deviceAbsent:
+            return BackendFailure(message: "Waiting for \(device) to appear", level: .notice)
+        case .deviceDown(_, let cap):
+            return mayBringUp
+                ? BackendFailure(message: "\(device) is down and beacond lacks \(cap) to bring it up; waiting for it to come up", level: .warning)
+                : BackendFailure(message: "Waiting for \(device) to come up", level: .notice)
+        case .permissionDenied(_, let cap, let e):
+            return BackendFailure(message: "Cannot use \(device): \(e); beacond needs \(cap)", fatal: .noPermission)
+        case .system(_, let e) where e.errno == 97:  // EAFNOSUPPORT
+            return BackendFailure(message: "Cannot use \(device): this kernel or network namespace has no Bluetooth (AF_BLUETOOTH)", fatal: .unavailable)
+        default:
+            return BackendFailure(message: "Cannot open \(error)", level: .warning)
+        }
+    }
+
+    func apply(_ wanted: AdvertisingRequest, dataOnlyAllowed: Bool, _ done: @escaping (Result<OnAir, BackendFailure>) -> Void) {
+        apply(wanted, dataOnlyAllowed: dataOnlyAllowed, allowSwitch: true, done)
+    }
+
+    private func apply(_ wanted: AdvertisingRequest, dataOnlyAllowed: Bool, allowSwitch: Bool,
+                       _ done: @escaping (Result<OnAir, BackendFailure>) -> Void) {
+        guard let c = connection, let info, let family else {
+            return done(.failure(BackendFailure(message: "The controller on \(device) is not open")))
+        }
+        if dataOnlyAllowed, let applied, !applied.needsRestart(for: wanted), let onAir = currentOnAir {
+            guard applied != wanted else { return done(.success(onAir)) }
+            c.run(AdvertisingPlan.updateData(wanted.data, family: family, handle: handle)) { [weak self] result in
+                guard let self, !self.closed else { return }
+                switch result {
+                case .success:
+                    self.applied = wanted
+                    done(.success(onAir))
+                case .failure(let f):
+                    done(.failure(self.failure("update the advertising data on \(self.device)", f)))
+                }
+            }
+            return
+        }
+        var effective = wanted
+        var (interval, raised) = AdvertisingPlan.effectiveInterval(wanted, on: info)
+        if intervalFloorForced && wanted.type != .connectableUndirected && interval < .pre50NonConnectableFloor {
+            (interval, raised) = (.pre50NonConnectableFloor, false)
+        }
+        effective.interval = interval
+        if raised {
+            log.warning("The controller on \(device) is Bluetooth \(info.version.coreVersionName); before 5.0 non-connectable advertising cannot go below 100 ms: raising the interval from \(wanted.interval) to \(interval)")
+        }
+        if family == .legacy, let tx = wanted.txPower {
+            log.warning("tx_power = \(tx) is ignored: the controller on \(device) uses legacy advertising commands, which cannot set the TX power")
+        }
+        let steps = AdvertisingPlan.start(effective, family: family, handle: handle)
+        applied = nil
+        c.run(steps) { [weak self] result in
+            guard let self, !self.closed else { return }
+            switch result {
+            case .success(let replies):
+                let tx = zip(steps, replies).compactMap { AdvertisingPlan.reportedTxPower(for: $0.command, returnParameters: $1) }.last
+                self.applied = wanted
+                self.txPower = tx
+                self.effectiveInterval = effective.interval
+                done(.success(self.currentOnAir!))
+            case .failure(let f):
+                if f.index == 0, f.error.status == .commandDisallowed, allowSwitch {
+                    // The mixing rule: the other family was used since the controller's last reset.
+                    self.log.notice("\(f.error.opcode) was refused with Command Disallowed on \(self.device): \(family.other) advertising commands are in use there; switching to \(family.other) commands",
+                                    self.fields(f.error))
+                    self.family = family.other
+                    return self.apply(wanted, dataOnlyAllowed: false, allowSwitch: false, done)
+                }
+                if let s = f.error.status, s == .invalidHCICommandParameters || s == .unsupportedFeatureOrParameterValue {
+                    let isParameters: Bool
+                    switch f.step.command {
+                    case .leSetAdvertisingParameters, .leSetExtendedAdvertisingParameters: isParameters = true
+                    default: isParameters = false
+                    }
+                    let refused = self.settingsRefused(by: f.step.command, effective)
+                    if isParameters && !self.intervalFloorForced && effective.type != .connectableUndirected
+                        && effective.interval < .pre50NonConnectableFloor
+                    {
+                        // A safe adjustment exists: many controllers still hold non-connectable advertising to the
+                        // pre-5.0 floor of 100 ms. Use it and try again at once.
+                        self.log.warning("The controller on \(self.device) refused \(refused) (\(f.error)); raising the interval to \(AdvertisingInterval.pre50NonConnectableFloor), the floor older controllers enforce",
+                                         self.fields(f.error))
+                        self.intervalFloorForced = true
+                        return self.apply(wanted, dataOnlyAllowed: false, allowSwitch: false, done)
+                    }
+                    self.log.error("The controller on \(self.device) refused \(refused) (\(f.error)); check [advertising] in the config",
+                                   self.fields(f.error))
+                }
+                done(.failure(self.failure("enable advertising on \(self.device)", f)))
+            }
+        }
+    }
+
+    private var txPower: Int8?
+    private var effectiveInterval: AdvertisingInterval?
+
+    private var currentOnAir: OnAir? {
+        guard let effectiveInterval, let family else { return nil }
+        var details = [family.description]
+        if let tx = txPower, tx != 0x7F { details.append("TX \(tx) dBm") }
+        return OnAir(interval: effectiveInterval, details: details)
+    }
+
+    func stop(_ done: @escaping () -> Void) {
+        guard let c = connection, let family, info != nil, !c.isClosed else { return done() }
+        c.run(AdvertisingPlan.stop(family: family, handle: handle)) { [weak self] result in
+            guard let self else { return done() }
+            switch result {
+            case .success: self.log.info("Advertising disabled on \(self.device)")
+            case .failure(let f): self.log.warning("Failed to disable advertising on \(self.device): \(f.error)", self.fields(f.error))
+            }
+            done()
+        }
+    }
+
+    func close() {
+        closed = true
+        connection?.close()
+        connection = nil
+    }
+
+    /// Another program talked to our kernel device. If what it sent can take our advertising off the air, ask
+    /// for it to be put back shortly (after that program's own sequence has had time to finish).
+    private func foreignCommand(_ opcode: Opcode, _ p: [UInt8]) {
+        guard applied != nil, let family else { return }
+        let touchesUs: Bool
+        switch opcode {
+        case .reset, .leClearAdvertisingSets: touchesUs = true
+        case .leSetAdvertisingEnable: touchesUs = family == .legacy && p.first == 0
+        case .leSetAdvertisingParameters, .leSetAdvertisingData: touchesUs = family == .legacy
+        case .leSetExtendedAdvertisingEnable:
+            // Disable of all sets (count 0) or of a list that includes ours.
+            let sets = p.count >= 2 ? Int(p[1]) : 0
+            touchesUs = family == .extended && p.first == 0
+                && (sets == 0 || (0..<sets).contains { 2 + $0 * 4 < p.count && p[2 + $0 * 4] == handle })
+        case .leSetExtendedAdvertisingParameters, .leSetExtendedAdvertisingData, .leRemoveAdvertisingSet:
+            touchesUs = family == .extended && p.first == handle
+        default: touchesUs = false
+        }
+        guard touchesUs else { return }
+        applied = nil
+        onEvent(.reapply(reason: "Another program sent \(opcode) to \(device)",
+                         delay: opcode == .reset ? .milliseconds(500) : .milliseconds(100),
+                         fields: ["HCI_DEVICE=\(device)", "HCI_OPCODE=\(hex16(opcode.rawValue))"]))
+    }
+
+    private func settingsRefused(by command: HCICommand, _ r: AdvertisingRequest) -> String {
+        switch command {
+        case .leSetAdvertisingParameters, .leSetExtendedAdvertisingParameters:
+            "the advertising parameters (interval_ms \(r.interval), \(r.type.pduName)\(r.txPower.map { ", tx_power \($0) dBm" } ?? ""))"
+        case .leSetAdvertisingData, .leSetExtendedAdvertisingData: "the advertising data"
+        default: "\(command.opcode)"
+        }
+    }
+
+    private func failure(_ what: String, _ f: StepFailure) -> BackendFailure {
+        BackendFailure(message: "Failed to \(what): \(f.error)", fields: fields(f.error))
+    }
+
+    private func fields(_ e: CommandError) -> [String] {
+        var f = ["HCI_DEVICE=\(device)", "HCI_OPCODE=\(hex16(e.opcode.rawValue))"]
+        if let s = e.status { f.append("HCI_STATUS=\(hex8(s.rawValue))") }
+        return f
+    }
+}
