@@ -148,9 +148,13 @@ final class HCIBackend: AdvertisingBackend {
                 self.effectiveInterval = effective.interval
                 done(.success(self.currentOnAir!))
             case .failure(let f):
-                if f.index == 0, f.error.status == .commandDisallowed, allowSwitch {
-                    // The mixing rule: the other family was used since the controller's last reset.
-                    self.log.notice("\(f.error.opcode) was refused with Command Disallowed on \(self.device): \(family.other) advertising commands are in use there; switching to \(family.other) commands",
+                if f.index == 0, let s = f.error.status, s == .commandDisallowed || s == .unknownHCICommand, allowSwitch {
+                    // Command Disallowed: the mixing rule (the other family was used since the controller's last
+                    // reset). Unknown HCI Command: a controller that sets the LE Extended Advertising feature bit but
+                    // does not implement the commands (BlueZ's emulator does this). Either way, the other family.
+                    let why = s == .commandDisallowed ? "\(family.other) advertising commands are in use there"
+                                                      : "the controller does not implement \(family) advertising commands"
+                    self.log.notice("\(f.error.opcode) was refused with \(s) on \(self.device): \(why); switching to \(family.other) commands",
                                     self.fields(f.error))
                     self.family = family.other
                     return self.apply(wanted, dataOnlyAllowed: false, allowSwitch: false, done)

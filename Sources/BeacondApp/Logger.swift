@@ -30,7 +30,7 @@ final class Logger {
     func debug(_ m: String, _ f: [String] = []) { log(.debug, m, f) }
 }
 
-/// Exponential backoff from 250 ms to 30 s with ±20 % jitter, so a fleet does not retry in lockstep.
+/// Exponential backoff from 250 ms to 30 s with ±20 % jitter (never above 30 s), so a fleet does not retry in lockstep.
 struct Backoff {
     static let first = Duration.milliseconds(250)
     static let limit = Duration.seconds(30)
@@ -41,8 +41,8 @@ struct Backoff {
         for _ in 0..<attempt where base < Self.limit { base *= 2 }
         if base > Self.limit { base = Self.limit }
         attempt += 1
-        let jitter = Double.random(in: 0.8...1.2)
-        return base * jitter
+        let jittered = base * Double.random(in: 0.8...1.2)
+        return min(jittered, Self.limit)
     }
 
     mutating func reset() { attempt = 0 }

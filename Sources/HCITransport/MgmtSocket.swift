@@ -48,13 +48,16 @@ public final class MgmtSocket {
         }
     }
 
+    /// Sends one command frame. The kernel takes a frame whole or not at all; when it answers a command at once
+    /// with a status event (an invalid index, for one) the write returns 0 instead of the length, so any
+    /// non-negative result means "sent, the answer is on its way".
     public func write(_ frame: [UInt8]) throws(TransportError) {
         while true {
             let n = frame.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if n == frame.count { return }
+            if n >= 0 { return }
             let e = Glibc.errno
-            if n < 0 && e == EINTR { continue }
-            throw .system("mgmt", SystemError("write", errno: n < 0 ? e : EIO))
+            if e == EINTR { continue }
+            throw .system("mgmt", SystemError("write", errno: e))
         }
     }
 }
