@@ -1,7 +1,11 @@
 # beacond — build, test, demo and install entry points.
 #   make build      debug build
 #   make release    static-stdlib release binary in build/beacond (needs only libc, libbluetooth3, libsystemd0)
-#   make test       the whole test suite: Swift unit tests, integration tests on Bumble, fuzz smoke
+#   make test       the whole test suite: unit tests, fuzzing, the VM end-to-end test (root, qemu, debootstrap),
+#                   the benchmark in smoke mode, integration tests on Bumble
+#   make test-fast  the same without the VM test and the benchmark (no root needed)
+#   make vm-test    only the VM end-to-end test (tests/vm/run.sh)
+#   make bench      the full benchmark (docs/benchmarks.md)
 #   make demo       beacond advertising on a virtual controller, heard by a second virtual radio
 #   make install    release binary + units + example config via scripts/install.sh (DESTDIR, PREFIX honoured)
 
@@ -13,7 +17,7 @@ PYTHON ?= python3
 FUZZ_SECONDS ?= 60
 PY := $(VENV)/bin/python
 
-.PHONY: build release test unit-test integration-test fuzz demo install venv clean
+.PHONY: build release test test-fast unit-test integration-test fuzz vm-test bench bench-smoke demo install venv clean
 
 build:
 	$(SWIFT) build
@@ -40,7 +44,18 @@ integration-test: build venv
 fuzz:
 	fuzz/run.sh $(FUZZ_SECONDS)
 
-test: unit-test fuzz integration-test
+vm-test: release
+	sh tests/vm/run.sh build/beacond
+
+bench: release venv
+	$(PY) bench/run.py --beacond build/beacond
+
+bench-smoke: release venv
+	$(PY) bench/run.py --beacond build/beacond --smoke
+
+test: unit-test fuzz vm-test bench-smoke integration-test
+
+test-fast: unit-test fuzz integration-test
 
 demo: build venv
 	$(PY) tests/harness/demo.py

@@ -358,9 +358,10 @@ final class Daemon {
         do { new = try ConfigLoader.load(path) } catch {
             for d in error.diagnostics { log.error(d.formatted(path: error.path), configFields(error.path, d)) }
             log.warning("Keeping the previous configuration: \(path) has \(error.diagnostics.count) error\(error.diagnostics.count == 1 ? "" : "s")", ["CONFIG_FILE=\(path)"])
-            let base = lastStatus.components(separatedBy: "; kept previous configuration:").first ?? lastStatus
-            lastStatus = "\(base); kept previous configuration: \(error.summary)"
-            reloadDone()
+            // lastStatus stays the plain state: the note lasts in systemd until the state changes, and a second
+            // bad reload does not stack notes.
+            reloading = false
+            Notifier.send(["READY=1", "STATUS=\(lastStatus); kept previous configuration: \(error.summary)"])
             return
         }
         let old = config
@@ -433,18 +434,4 @@ private func configFields(_ path: String, _ d: ConfigDiagnostic) -> [String] {
     var f = ["CONFIG_FILE=\(path)"]
     if let l = d.location { f.append("CONFIG_LINE=\(l.line)") }
     return f
-}
-
-extension String {
-    /// Splits on a separator string (no Foundation).
-    func components(separatedBy sep: String) -> [String] {
-        var parts: [String] = []
-        var rest = Substring(self)
-        while let r = rest.firstRange(of: sep) {
-            parts.append(String(rest[..<r.lowerBound]))
-            rest = rest[r.upperBound...]
-        }
-        parts.append(String(rest))
-        return parts
-    }
 }

@@ -148,7 +148,7 @@ final class HCIBackend: AdvertisingBackend {
                 self.effectiveInterval = effective.interval
                 done(.success(self.currentOnAir!))
             case .failure(let f):
-                if f.index == 0, let s = f.error.status, s == .commandDisallowed || s == .unknownHCICommand, allowSwitch {
+                if f.index < AdvertisingPlan.familyProbeSteps, let s = f.error.status, s == .commandDisallowed || s == .unknownHCICommand, allowSwitch {
                     // Command Disallowed: the mixing rule (the other family was used since the controller's last
                     // reset). Unknown HCI Command: a controller that sets the LE Extended Advertising feature bit but
                     // does not implement the commands (BlueZ's emulator does this). Either way, the other family.

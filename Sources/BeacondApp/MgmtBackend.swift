@@ -200,6 +200,8 @@ final class MgmtBackend: AdvertisingBackend {
         applied = nil
         let connectable: MgmtAdvertisingFlags = wanted.type == .connectableUndirected ? [.connectable] : []
         guard extendedCommands else {
+            // Twice, for the same reason as below: the kernel's copy of the controller's data may be stale.
+            send(.addAdvertising(instance: instance, flags: connectable, duration: 0, timeout: 0, data: data + [0], scanResponse: [])) { _ in }
             send(.addAdvertising(instance: instance, flags: connectable, duration: 0, timeout: 0, data: data, scanResponse: [])) { [weak self] result in
                 guard let self, !self.closed else { return }
                 switch result {
@@ -238,6 +240,12 @@ final class MgmtBackend: AdvertisingBackend {
                 done(.failure(self.failure("set the advertising parameters of instance \(instance) on \(self.device)", .addExtendedAdvertisingParameters, f.status)))
             case .success(let ret):
                 let selected = ret.count >= 2 ? Int8(bitPattern: ret[1]) : nil
+                // The kernel skips sending data it believes the controller already has. If another program (a raw
+                // HCI client, hcitool, beacond's own hci backend) changed the controller's data behind the kernel's
+                // back, that belief is wrong and a stale beacon stays on the air. So the data goes in twice: first
+                // with one padding byte (an empty AD structure, invisible to scanners), then as it is — the second
+                // always differs from the kernel's copy and so always reaches the controller.
+                self.send(.addExtendedAdvertisingData(instance: instance, data: data + [0], scanResponse: [])) { _ in }
                 self.send(.addExtendedAdvertisingData(instance: instance, data: data, scanResponse: [])) { [weak self] result in
                     guard let self, !self.closed else { return }
                     switch result {

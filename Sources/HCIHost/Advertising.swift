@@ -88,13 +88,17 @@ public enum AdvertisingPlan {
         return (request.interval, false)
     }
 
-    /// The steps that put `request` on the air from any prior state. The first step only disables, so a Command
-    /// Disallowed there means "wrong family" (the mixing rule), not "already advertising".
+    /// The steps that put `request` on the air from any prior state: disable first, then configure. After that
+    /// disable, the parameters command can only be refused with Command Disallowed because the other command
+    /// family is in use (the mixing rule) — so that is where a caller tells "wrong family" from "already on".
+    /// `familyProbeSteps` says how many leading steps may show a wrong family.
     public static func start(_ request: AdvertisingRequest, family: CommandFamily, handle: UInt8) -> [Step] {
         switch family {
         case .legacy:
             return [
-                Step(.leSetAdvertisingEnable(false)),
+                // Controllers that follow the pre-5.0 text (and BlueZ's emulator) answer a disable of disabled
+                // advertising with Command Disallowed: harmless here.
+                Step(.leSetAdvertisingEnable(false), tolerating: [.commandDisallowed]),
                 Step(.leSetAdvertisingParameters(LEAdvertisingParameters(interval: request.interval, type: request.type))),
                 Step(.leReadAdvertisingPhysicalChannelTxPower),
                 Step(.leSetAdvertisingData(request.data)),
@@ -113,6 +117,9 @@ public enum AdvertisingPlan {
             ]
         }
     }
+
+    /// Steps 0 and 1 of a start sequence (the disable and the parameters) are where the other family shows up.
+    public static let familyProbeSteps = 2
 
     /// New data while advertising stays enabled (allowed for legacy data and for a complete extended data operation).
     public static func updateData(_ data: AdvertisingData, family: CommandFamily, handle: UInt8) -> [Step] {

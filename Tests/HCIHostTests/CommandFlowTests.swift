@@ -125,7 +125,7 @@ struct PlanTests {
         #expect(AdvertisingPlan.effectiveInterval(Self.request(20), on: Self.info(hciVersion: 9, extended: false)).raised == false)
     }
 
-    @Test("start sequences begin with a disable, so Command Disallowed there means the other family")
+    @Test("start sequences begin with a disable; a legacy disable of disabled advertising may be refused harmlessly")
     func startSequences() {
         let legacy = AdvertisingPlan.start(Self.request(), family: .legacy, handle: 0).map(\.command.opcode)
         #expect(legacy == [.leSetAdvertisingEnable, .leSetAdvertisingParameters, .leReadAdvertisingPhysicalChannelTxPower,
@@ -134,6 +134,8 @@ struct PlanTests {
         #expect(ext.map(\.command.opcode) == [.leSetExtendedAdvertisingEnable, .leSetExtendedAdvertisingParameters,
                                               .leSetExtendedAdvertisingData, .leSetExtendedAdvertisingEnable])
         #expect(ext[0].tolerated == [.unknownAdvertisingIdentifier])
+        #expect(AdvertisingPlan.start(Self.request(), family: .legacy, handle: 0)[0].tolerated == [.commandDisallowed])
+        #expect(AdvertisingPlan.familyProbeSteps == 2)
         guard case .leSetExtendedAdvertisingParameters(let p) = ext[1].command else { Issue.record("no params"); return }
         #expect(p.handle == 3 && p.txPower == -4 && p.eventProperties == 0x0010)
     }

@@ -334,12 +334,22 @@ def gap_after(action, expected, timeout=30):
 def s4_bluetoothd_restart():
     write_conf(backend='auto', minor=2)
     sh('systemctl reload beacond', check=True)
+    t0 = now_us()
     off, on = gap_after(lambda: sh('systemctl restart bluetooth', check=True), ibeacon(minor=2))
     if off is None:
         return 'the instance was never off the air'
-    gap = (on - off) / 1e6
-    assert gap <= 1.0, f'back after {gap:.3f} s (limit 1 s)'
-    return f'off the air for {gap * 1000:.0f} ms'
+    # bluetoothd powers the controller off when it stops and removes every instance when it starts; what beacond
+    # answers for is the time from that removal (the last Advertising Removed the kernel reported, a management
+    # event in the capture) to its instance being on the air again.
+    # The controller is usable again at the last of: the instance removal (management event Advertising Removed)
+    # and the device being opened again (monitor "Open Index") before the beacon came back.
+    back = [ts for ts, idx, op, pkt in snoop.update() if t0 <= ts <= on and
+            (op == 8 or (op == 17 and len(pkt) >= 6 and pkt[4] | pkt[5] << 8 == 0x0024))]
+    since = max(back + [off])
+    reaction = (on - since) / 1e6
+    assert reaction <= 1.0, f'back {reaction:.3f} s after the controller was usable again (limit 1 s)'
+    return (f'back {reaction * 1000:.0f} ms after the controller was usable again; off the air {(on - off) / 1000:.0f} ms '
+            'in all, bluetoothd\'s power cycle included')
 
 
 def s5_controller_gone_and_back():
