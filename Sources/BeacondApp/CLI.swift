@@ -12,6 +12,7 @@ enum Invocation: Equatable {
     case checkConfig(configPath: String)
     case payload(configPath: String, format: PayloadFormat)
     case genUUID(count: Int, lowercase: Bool, setPath: String?)
+    case scan(ScanOptions)
 }
 
 struct RunOptions: Equatable {
@@ -41,6 +42,7 @@ enum CLI {
         ("check-config", "Validate the config file and print the beacon it describes."),
         ("payload", "Print the advertising bytes as hex, hcitool commands or JSON."),
         ("gen-uuid", "Generate random (version 4) UUIDs, or write one into a config file."),
+        ("scan", "Show the iBeacons around, with distance and proximity as iOS ranges them."),
         ("help", "Show help for a command."),
     ]
 
@@ -50,6 +52,7 @@ enum CLI {
         case "check-config": "beacond check-config [--config PATH]"
         case "payload": "beacond payload [--config PATH] [--format hex|hcitool|json]"
         case "gen-uuid": "beacond gen-uuid [--count N] [--lower] [--set PATH]"
+        case "scan": "beacond scan [--device SPEC] [--duration SECONDS] [--uuid UUID] [--major N] [--minor N] [--json] [--all]"
         case "help": "beacond help [COMMAND]"
         default: "beacond <command> [options]"
         }
@@ -123,6 +126,31 @@ enum CLI {
                   -n, --count N           How many UUIDs to print (default: 1).
                   --lower                 Print lowercase hex digits.
                   --set PATH              Write a fresh UUID into PATH's [beacon] uuid.
+                \(helpOption)
+                """
+        case "scan":
+            return """
+                OVERVIEW: Show the iBeacons around, with distance and proximity as iOS ranges them.
+
+                Passive LE scanning (legacy or extended, whichever the controller supports) on
+                the same devices as 'run'. Per beacon: last and smoothed RSSI (trimmed mean of
+                the last 10 s), measured power, estimated distance (the Android Beacon Library
+                curve), proximity (under 0.5 m immediate, under 4 m near, else far; no RSSI
+                unknown), packets, address. A live table on a terminal; JSON lines (one per
+                beacon each second it was seen, and a final line per beacon) with --json or when
+                stdout is not a terminal.
+
+                USAGE: \(usage("scan"))
+
+                OPTIONS:
+                  -d, --device SPEC       hciN, tcp:HOST:PORT, unix:PATH or serial:PATH[:BAUD]
+                                          (default: hci0).
+                  --duration SECONDS      Stop after this long (default: until Ctrl-C).
+                  --uuid UUID             Only beacons with this proximity UUID.
+                  --major N               Only beacons with this major.
+                  --minor N               Only beacons with this minor.
+                  --json                  JSON lines even on a terminal.
+                  --all                   Also show other advertisements and malformed iBeacons.
                 \(helpOption)
                 """
         case "help":
@@ -250,6 +278,39 @@ enum CLI {
                 throw UsageError(message: "'--set' writes one UUID; it cannot be combined with '--count \(count)'", command: first)
             }
             return .genUUID(count: count, lowercase: lower, setPath: set)
+        case "scan":
+            var o = ScanOptions()
+            while let opt = try p.nextOption() {
+                switch opt {
+                case "-d", "--device":
+                    let v = try p.value(for: opt)
+                    do { o.device = try DeviceSpec(parsing: v) } catch {
+                        throw UsageError(message: "invalid value for '\(opt)': \(error.message)", command: first)
+                    }
+                case "--duration":
+                    let v = try p.value(for: opt)
+                    guard let d = Double(v), d > 0, d <= 86400 * 365 else {
+                        throw UsageError(message: "invalid value for '--duration': '\(v)' (expected seconds, e.g. 10 or 2.5)", command: first)
+                    }
+                    o.duration = d
+                case "--uuid":
+                    let v = try p.value(for: opt)
+                    do { o.uuid = try BeaconUUID(parsing: v) } catch {
+                        throw UsageError(message: "invalid value for '--uuid': \(error.message)", command: first)
+                    }
+                case "--major", "--minor":
+                    let v = try p.value(for: opt)
+                    guard let n = UInt16(v) else {
+                        throw UsageError(message: "invalid value for '\(opt)': '\(v)' (expected 0 to 65535)", command: first)
+                    }
+                    if opt == "--major" { o.major = n } else { o.minor = n }
+                case "--json": o.json = true
+                case "--all": o.all = true
+                case "-h", "--help": return .help(first)
+                default: throw p.unknown(opt)
+                }
+            }
+            return .scan(o)
         default:
             preconditionFailure("command list and parser disagree about '\(first)'")
         }

@@ -17,6 +17,7 @@ public enum BeacondMain {
             case .payload(let path, let format): code = Tools.payload(path: path, format: format)
             case .genUUID(let count, let lower, let set): code = Tools.genUUID(count: count, lowercase: lower, setPath: set)
             case .run(let options): code = Daemon.run(options)
+            case .scan(let options): code = Scanner.run(options)
             }
         } catch {
             Output.err(error.rendered)

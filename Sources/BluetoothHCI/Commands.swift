@@ -84,6 +84,9 @@ public enum HCICommand: Sendable, Hashable, CustomStringConvertible {
     /// Legacy scanning: type (0 passive, 1 active), interval, window (0.625 ms units), own address type, filter policy.
     case leSetScanParameters(active: Bool, interval: UInt16, window: UInt16)
     case leSetScanEnable(enable: Bool, filterDuplicates: Bool)
+    /// Extended scanning on LE 1M: passive or active, interval and window in 0.625 ms units.
+    case leSetExtendedScanParameters(active: Bool, interval: UInt16, window: UInt16)
+    case leSetExtendedScanEnable(enable: Bool, filterDuplicates: Bool)
 
     public var opcode: Opcode {
         switch self {
@@ -107,6 +110,8 @@ public enum HCICommand: Sendable, Hashable, CustomStringConvertible {
         case .leClearAdvertisingSets: .leClearAdvertisingSets
         case .leSetScanParameters: .leSetScanParameters
         case .leSetScanEnable: .leSetScanEnable
+        case .leSetExtendedScanParameters: .leSetExtendedScanParameters
+        case .leSetExtendedScanEnable: .leSetExtendedScanEnable
         }
     }
 
@@ -178,6 +183,18 @@ public enum HCICommand: Sendable, Hashable, CustomStringConvertible {
         case .leSetScanEnable(let enable, let filterDuplicates):
             w.u8(enable ? 1 : 0)
             w.u8(filterDuplicates ? 1 : 0)
+        case .leSetExtendedScanParameters(let active, let interval, let window):
+            w.u8(0)  // own address type: public
+            w.u8(0)  // accept all advertising packets
+            w.u8(0x01)  // scanning PHYs: LE 1M only
+            w.u8(active ? 1 : 0)
+            w.u16(interval)
+            w.u16(window)
+        case .leSetExtendedScanEnable(let enable, let filterDuplicates):
+            w.u8(enable ? 1 : 0)
+            w.u8(filterDuplicates ? 1 : 0)
+            w.u16(0)  // duration: until disabled
+            w.u16(0)  // period: none
         }
         return w.bytes
     }

@@ -168,3 +168,86 @@ public struct KernelDeviceEvent: Sendable, Hashable {
         self.index = index
     }
 }
+
+/// One advertisement from an LE Advertising Report (subevent 0x02, Vol 4 Part E §7.7.65.2) or an LE Extended
+/// Advertising Report (0x0D, §7.7.65.13). Reports are read one after another, as controllers send them.
+public struct AdvertisingReport: Sendable, Hashable {
+    /// Legacy event type (0 ADV_IND … 4 SCAN_RSP) or the extended event type bits.
+    public var eventType: UInt16
+    public var isExtended: Bool
+    /// 0 public, 1 random, 2 public identity, 3 random identity.
+    public var addressType: UInt8
+    /// As sent, least significant byte first.
+    public var address: [UInt8]
+    /// dBm; 127 = not available.
+    public var rssi: Int8
+    public var data: [UInt8]
+
+    public static let legacySubevent: UInt8 = 0x02
+    public static let extendedSubevent: UInt8 = 0x0D
+
+    public init(eventType: UInt16, isExtended: Bool, addressType: UInt8, address: [UInt8], rssi: Int8, data: [UInt8]) {
+        self.eventType = eventType
+        self.isExtended = isExtended
+        self.addressType = addressType
+        self.address = address
+        self.rssi = rssi
+        self.data = data
+    }
+
+    /// The reports in an LE Meta event's parameters (after the subevent code); empty for other subevents.
+    /// Throws on reports that run past the end.
+    public static func parse(subevent: UInt8, parameters p: [UInt8]) throws(ByteReader.Truncated) -> [AdvertisingReport] {
+        var r = ByteReader(p)
+        switch subevent {
+        case legacySubevent:
+            let n = try r.u8()
+            var out: [AdvertisingReport] = []
+            for _ in 0..<n {
+                let type = try r.u8()
+                let addressType = try r.u8()
+                let address = try r.take(6)
+                let length = try r.u8()
+                let data = try r.take(Int(length))
+                let rssi = try r.i8()
+                out.append(AdvertisingReport(eventType: UInt16(type), isExtended: false, addressType: addressType,
+                                             address: address, rssi: rssi, data: data))
+            }
+            return out
+        case extendedSubevent:
+            let n = try r.u8()
+            var out: [AdvertisingReport] = []
+            for _ in 0..<n {
+                let type = try r.u16()
+                let addressType = try r.u8()
+                let address = try r.take(6)
+                _ = try r.take(4)  // primary PHY, secondary PHY, SID, TX power
+                let rssi = try r.i8()
+                _ = try r.take(9)  // periodic advertising interval, direct address type and address
+                let length = try r.u8()
+                let data = try r.take(Int(length))
+                out.append(AdvertisingReport(eventType: type, isExtended: true, addressType: addressType,
+                                             address: address, rssi: rssi, data: data))
+            }
+            return out
+        default:
+            return []
+        }
+    }
+
+    /// `F0:F1:F2:F3:F4:F5`, most significant byte first as people write addresses.
+    public var addressString: String { address.reversed().map { hexString([$0], uppercase: true) }.joined(separator: ":") }
+
+    public var addressTypeName: String {
+        switch addressType {
+        case 0: "public"
+        case 1: "random"
+        case 2: "public-identity"
+        case 3: "random-identity"
+        default: hex8(addressType)
+        }
+    }
+
+    /// True for a scan response (legacy type 4, or extended bit 3).
+    public var isScanResponse: Bool { isExtended ? eventType & 0x08 != 0 : eventType == 4 }
+}

@@ -134,7 +134,11 @@ class Lab:
     """Starts the link, beacond's controller behind an H4 server, and a scanning Bumble host. Use as a context manager."""
 
     def __init__(self, transport: str, *, extended: bool = True, hci_version: int = hci.HCI_VERSION_BLUETOOTH_CORE_5_0,
-                 enforce_mixing_rule: bool = True, family_in_use: str | None = None, scan: bool = True) -> None:
+                 enforce_mixing_rule: bool = True, family_in_use: str | None = None, scan: bool = True,
+                 advertisers: list[tuple[str, bytes]] = (), second_transport: str | None = None) -> None:
+        """advertisers: other radios on the same link, each (public address, advertising data), advertising from the
+        start with legacy ADV_NONCONN_IND. second_transport: a second controller on the link behind its own H4 server
+        (for a second beacond)."""
         self.transport_spec = transport  # e.g. tcp-server:127.0.0.1:0 is not supported; give a real port or unix path
         self.extended = extended
         self.hci_version = hci_version
@@ -142,6 +146,10 @@ class Lab:
         self.initial_family = family_in_use
         self.scan = scan
         self.received: list[Received] = []
+        self.advertisers = list(advertisers)
+        self.second_transport_spec = second_transport
+        self.controller2: LabController | None = None
+        self._transport2 = None
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -175,6 +183,23 @@ class Lab:
         c.family_in_use = self.initial_family
         c.drop_connection = self._drop_now
         self.controller = c
+        for i, (address, data) in enumerate(self.advertisers):
+            # Another beacon in the room: a controller of its own on the link, driven through HCI commands directly.
+            other = LabController(f'advertiser-{i}', link=link, public_address=address)
+            for command in (hci.HCI_LE_Set_Advertising_Parameters_Command(
+                                advertising_interval_min=0xA0, advertising_interval_max=0xA0,
+                                advertising_type=hci.HCI_LE_Set_Advertising_Parameters_Command.AdvertisingType.ADV_NONCONN_IND,
+                                own_address_type=0, peer_address_type=0, peer_address=hci.Address.ANY,
+                                advertising_channel_map=7, advertising_filter_policy=0),
+                            hci.HCI_LE_Set_Advertising_Data_Command(advertising_data=data),
+                            hci.HCI_LE_Set_Advertising_Enable_Command(advertising_enable=1)):
+                other.on_hci_command_packet(command)
+        if self.second_transport_spec:
+            self._transport2 = await open_transport(self.second_transport_spec)
+            c2 = LabController('second-radio', host_source=self._transport2.source, host_sink=self._transport2.sink,
+                               link=link, public_address='E0:E1:E2:E3:E4:E5')
+            c2.hci_version = self.hci_version
+            self.controller2 = c2
         if self.scan:
             scanner_controller = Controller('scanner-radio', link=link, public_address='C0:C1:C2:C3:C4:C5')
             self.scanner = Device.with_hci('scanner', hci.Address('C0:C1:C2:C3:C4:C5'), scanner_controller,
@@ -220,6 +245,8 @@ class Lab:
                 pass
         if self._transport is not None:
             await self._transport.close()
+        if self._transport2 is not None:
+            await self._transport2.close()
 
     def _on_advertisement(self, adv: Any) -> None:
         if adv.is_scan_response:

@@ -1,0 +1,108 @@
+// The receiving side of iBeacon: recognizing frames in advertising data and estimating distance the way iOS ranges.
+import BluetoothHCI
+import Glibc
+
+/// What a piece of advertising data is, as far as iBeacon goes.
+public enum BeaconFrame: Sendable, Hashable {
+    case iBeacon(IBeacon)
+    /// Apple's iBeacon prefix (4C 00 02 15) but not a valid frame: the reason says what is wrong.
+    case malformedIBeacon(reason: String)
+    /// Manufacturer data of another company, or no manufacturer data: not a beacon.
+    case other
+
+    /// Finds the iBeacon in advertising data (AD structures, Core Supplement Part A §1). Never traps: truncated
+    /// structures and wrong lengths are reported, not read past.
+    public init(advertisingData d: [UInt8]) {
+        var i = 0
+        var sawApplePrefix: String?
+        while i < d.count {
+            let length = Int(d[i])
+            if length == 0 { break }  // the rest is padding
+            guard i + 1 + length <= d.count else {
+                // A structure that runs past the end: say so when it was going to be an iBeacon.
+                let rest = Array(d[(i + 1)...])
+                if rest.count >= 5, rest[0] == 0xFF, rest[1] == 0x4C, rest[2] == 0x00, rest[3] == 0x02 {
+                    self = .malformedIBeacon(reason: "iBeacon structure truncated: its length byte says \(length), \(rest.count) bytes follow")
+                } else {
+                    self = sawApplePrefix.map { .malformedIBeacon(reason: $0) } ?? .other
+                }
+                return
+            }
+            let type = d[i + 1]
+            let value = Array(d[(i + 2)..<(i + 1 + length)])
+            i += 1 + length
+            guard type == 0xFF, value.count >= 2 else { continue }
+            let company = UInt16(value[0]) | UInt16(value[1]) << 8
+            guard value.count >= 4, value[2] == 0x02 else { continue }
+            if company != IBeacon.appleCompanyID {
+                if value[3] == 0x15 && value.count == 25 {
+                    sawApplePrefix = "iBeacon layout under company \(hex16(company)), not Apple's 0x004C"
+                }
+                continue
+            }
+            guard value[3] == 0x15 else {
+                sawApplePrefix = "iBeacon length byte is \(hex8(value[3])), not 0x15"
+                continue
+            }
+            guard value.count == 25 else {
+                sawApplePrefix = "iBeacon body is \(value.count - 4) bytes, not 21"
+                continue
+            }
+            let uuid = BeaconUUID(bytes: Array(value[4..<20]))!
+            let major = UInt16(value[20]) << 8 | UInt16(value[21])
+            let minor = UInt16(value[22]) << 8 | UInt16(value[23])
+            self = .iBeacon(IBeacon(uuid: uuid, major: major, minor: minor, measuredPower: Int8(bitPattern: value[24])))
+            return
+        }
+        self = sawApplePrefix.map { .malformedIBeacon(reason: $0) } ?? .other
+    }
+}
+
+/// iOS's proximity classes.
+public enum Proximity: String, Sendable, Hashable {
+    case immediate, near, far, unknown
+}
+
+/// Distance from RSSI, as the Android Beacon Library estimates it (the curve fitted to a Nexus 4):
+/// ratio = rssi / measuredPower; d = ratio^10 when ratio < 1, else 0.89976 · ratio^7.7095 + 0.111 (metres).
+/// Proximity: under 0.5 m immediate, under 4 m near, else far; no RSSI (0) unknown.
+public enum Ranging {
+    public static let model = "Android Beacon Library curve: ratio = rssi/measured_power; d = ratio^10 if ratio < 1 else 0.89976*ratio^7.7095 + 0.111"
+
+    public static func distance(rssi: Double, measuredPower: Int8) -> Double? {
+        guard rssi != 0, measuredPower != 0 else { return nil }
+        let ratio = rssi / Double(measuredPower)
+        return ratio < 1 ? pow(ratio, 10) : 0.89976 * pow(ratio, 7.7095) + 0.111
+    }
+
+    public static func proximity(distance: Double?) -> Proximity {
+        guard let d = distance else { return .unknown }
+        if d < 0.5 { return .immediate }
+        if d < 4 { return .near }
+        return .far
+    }
+}
+
+/// Smoothed RSSI: the mean of the samples of the last `window` seconds with the highest and lowest 10 % dropped
+/// (what the Android Beacon Library's running-average filter does, over 10 s instead of 20 s).
+public struct RSSIFilter: Sendable {
+    public static let description = "trimmed mean (10 % each side) over 10 s"
+    public let windowMicroseconds: UInt64
+    private var samples: [(at: UInt64, rssi: Int8)] = []
+
+    public init(windowMicroseconds: UInt64 = 10_000_000) { self.windowMicroseconds = windowMicroseconds }
+
+    public mutating func add(_ rssi: Int8, at now: UInt64) {
+        samples.append((now, rssi))
+        let oldest = now > windowMicroseconds ? now - windowMicroseconds : 0
+        if let first = samples.firstIndex(where: { $0.at >= oldest }), first > 0 { samples.removeFirst(first) }
+    }
+
+    public var value: Double? {
+        guard !samples.isEmpty else { return nil }
+        let sorted = samples.map { Int($0.rssi) }.sorted()
+        let cut = sorted.count / 10
+        let kept = sorted[cut..<(sorted.count - cut)]
+        return Double(kept.reduce(0, +)) / Double(kept.count)
+    }
+}

@@ -1,0 +1,276 @@
+// `beacond scan`: passive LE scanning on the same transports as `run`, iBeacons ranged the way iOS does it.
+import BeaconCore
+import BluetoothHCI
+import Glibc
+import HCIHost
+import HCITransport
+import SystemdSupport
+
+struct ScanOptions: Equatable {
+    var device: DeviceSpec = .kernel(index: 0)
+    var duration: Double?
+    var uuid: BeaconUUID?
+    var major: UInt16?
+    var minor: UInt16?
+    var json: Bool = false
+    var all: Bool = false
+}
+
+/// What the scanner knows about one sender (an iBeacon by identity, anything else by address).
+private struct Seen {
+    var frame: BeaconFrame
+    var address: String
+    var addressType: String
+    var lastRSSI: Int8
+    var filter = RSSIFilter()
+    var packets = 0
+    var updated = false
+    var data: [UInt8]
+}
+
+final class Scanner {
+    private let options: ScanOptions
+    private let loop: EventLoop
+    private let json: Bool
+    private var connection: ControllerConnection?
+    private var family: CommandFamily = .legacy
+    private var seen: [String: Seen] = [:]
+    private var order: [String] = []
+    private var exitCode: ExitCode = .success
+    private var stopping = false
+
+    private init(options: ScanOptions, loop: EventLoop) {
+        self.options = options
+        self.loop = loop
+        json = options.json || isatty(1) == 0
+    }
+
+    static func run(_ options: ScanOptions) -> ExitCode {
+        let loop: EventLoop
+        do { loop = try EventLoop() } catch {
+            Output.err("Error: cannot set up the event loop: \(error)\n")
+            return .failure
+        }
+        let s = Scanner(options: options, loop: loop)
+        do {
+            try s.start()
+            _ = try loop.run()
+        } catch {
+            Output.err("Error: \(error)\n")
+            return .failure
+        }
+        return s.exitCode
+    }
+
+    private func start() throws(SystemdError) {
+        _ = try loop.addSignal(SIGINT) { [unowned self] in self.stop() }
+        _ = try loop.addSignal(SIGTERM) { [unowned self] in self.stop() }
+        if let d = options.duration {
+            _ = try loop.addTimer(after: .milliseconds(Int64(d * 1000))) { [unowned self] in self.stop() }
+        }
+        let refresh = try loop.addIdleTimer {}
+        refresh.cancel()
+        scheduleRefresh()
+        let transport: Transport
+        do { transport = try Transport.open(options.device, mayBringUp: true) } catch {
+            let f = HCIBackend.failure(opening: options.device, error, mayBringUp: true)
+            return fail(f.message, f.fatal ?? .unavailable)
+        }
+        let c = try ControllerConnection(transport: transport, loop: loop)
+        connection = c
+        c.onClosed = { [unowned self] reason in self.fail("Lost the controller (\(reason))", .unavailable) }
+        c.onUnsolicited = { [unowned self] event in
+            if case .leMeta(let sub, let params) = event,
+               let reports = try? AdvertisingReport.parse(subevent: sub, parameters: params) {
+                for r in reports { self.record(r) }
+            }
+        }
+        var steps: [Step] = transport.ownsController ? [Step(.reset)] : []
+        steps += ControllerInfo.probe.map { Step($0) }
+        if transport.ownsController {
+            // After Reset the LE Meta event and the extended report are masked; a kernel device has them on already.
+            steps += [Step(.setEventMask(0x2000_1FFF_FFFF_FFFF)), Step(.leSetEventMask(0x1F | 1 << 12))]
+        }
+        c.run(steps) { [unowned self] result in
+            switch result {
+            case .failure(let f): self.fail("Failed to probe the controller on \(self.options.device): \(f.error)", .unavailable)
+            case .success(let replies):
+                let start = transport.ownsController ? 1 : 0  // after the Reset
+                guard let info = try? ControllerInfo(probeReplies: Array(replies[start..<(start + 3)])) else {
+                    return self.fail("The controller on \(self.options.device) sent a malformed probe reply", .unavailable)
+                }
+                self.family = info.preferredFamily
+                self.startScanning(allowSwitch: true)
+            }
+        }
+    }
+
+    private func scanSteps(enable: Bool) -> [Step] {
+        switch family {
+        case .legacy:
+            return enable
+                ? [Step(.leSetScanEnable(enable: false, filterDuplicates: false), tolerating: [.commandDisallowed]),
+                   Step(.leSetScanParameters(active: false, interval: 0x0010, window: 0x0010)),
+                   Step(.leSetScanEnable(enable: true, filterDuplicates: false))]
+                : [Step(.leSetScanEnable(enable: false, filterDuplicates: false))]
+        case .extended:
+            return enable
+                ? [Step(.leSetExtendedScanEnable(enable: false, filterDuplicates: false), tolerating: [.commandDisallowed]),
+                   Step(.leSetExtendedScanParameters(active: false, interval: 0x0010, window: 0x0010)),
+                   Step(.leSetExtendedScanEnable(enable: true, filterDuplicates: false))]
+                : [Step(.leSetExtendedScanEnable(enable: false, filterDuplicates: false))]
+        }
+    }
+
+    private func startScanning(allowSwitch: Bool) {
+        guard let c = connection, !stopping else { return }
+        c.run(scanSteps(enable: true)) { [unowned self] result in
+            if case .failure(let f) = result {
+                if f.index < 2, let s = f.error.status, s == .commandDisallowed || s == .unknownHCICommand, allowSwitch {
+                    self.family = self.family.other
+                    return self.startScanning(allowSwitch: false)
+                }
+                self.fail("Failed to start scanning on \(self.options.device): \(f.error)", .unavailable)
+            } else if !self.json {
+                self.render()
+            }
+        }
+    }
+
+    private func record(_ r: AdvertisingReport) {
+        guard !r.isScanResponse else { return }
+        let frame = BeaconFrame(advertisingData: r.data)
+        let key: String
+        switch frame {
+        case .iBeacon(let b):
+            if let u = options.uuid, u != b.uuid { return }
+            if let m = options.major, m != b.major { return }
+            if let m = options.minor, m != b.minor { return }
+            key = "\(b.uuid)/\(b.major)/\(b.minor)"
+        case .malformedIBeacon, .other:
+            guard options.all else { return }
+            key = r.addressString + "/" + hexString(r.data)
+        }
+        if seen[key] == nil {
+            order.append(key)
+            seen[key] = Seen(frame: frame, address: r.addressString, addressType: r.addressTypeName, lastRSSI: r.rssi, data: r.data)
+        }
+        seen[key]!.lastRSSI = r.rssi
+        seen[key]!.address = r.addressString
+        seen[key]!.addressType = r.addressTypeName
+        if r.rssi != 127 { seen[key]!.filter.add(r.rssi, at: loop.nowMicroseconds) }
+        seen[key]!.packets += 1
+        seen[key]!.updated = true
+    }
+
+    private func scheduleRefresh() {
+        _ = try? loop.addTimer(after: .seconds(1)) { [unowned self] in
+            guard !self.stopping else { return }
+            if self.json { self.emitJSON(final: false) } else { self.render() }
+            self.scheduleRefresh()
+        }
+    }
+
+    private func stop() {
+        guard !stopping else { return }
+        stopping = true
+        guard let c = connection, !c.isClosed else { return finish() }
+        _ = try? loop.addTimer(after: .seconds(2)) { [unowned self] in self.finish() }
+        c.run(scanSteps(enable: false)) { [unowned self] _ in self.finish() }
+    }
+
+    private func finish() {
+        connection?.close()
+        connection = nil
+        if json { emitJSON(final: true) } else { render(final: true) }
+        loop.exit(code: exitCode.rawValue)
+    }
+
+    private func fail(_ message: String, _ code: ExitCode) {
+        Output.err("Error: \(message)\n")
+        exitCode = code
+        stopping = true
+        connection?.close()
+        connection = nil
+        loop.exit(code: code.rawValue)
+    }
+
+    // MARK: output
+
+    private func emitJSON(final: Bool) {
+        var out = ""
+        for key in order {
+            guard var s = seen[key], final || s.updated else { continue }
+            s.updated = false
+            seen[key] = s
+            out += jsonLine(s, final: final) + "\n"
+        }
+        if !out.isEmpty { Output.out(out) }
+    }
+
+    private func jsonLine(_ s: Seen, final: Bool) -> String {
+        var fields: [String] = []
+        switch s.frame {
+        case .iBeacon(let b):
+            let smoothed = s.filter.value
+            let d = smoothed.flatMap { Ranging.distance(rssi: $0, measuredPower: b.measuredPower) }
+            fields = ["\"kind\":\"ibeacon\"", "\"uuid\":\(jsonString(b.uuid.description))", "\"major\":\(b.major)",
+                      "\"minor\":\(b.minor)", "\"measured_power\":\(b.measuredPower)", "\"rssi\":\(s.lastRSSI)",
+                      "\"rssi_smoothed\":\(smoothed.map { decimal($0, 1) } ?? "null")",
+                      "\"rssi_filter\":\(jsonString(RSSIFilter.description))",
+                      "\"distance_m\":\(d.map { decimal($0, 2) } ?? "null")",
+                      "\"distance_model\":\"android-beacon-library\"",
+                      "\"proximity\":\"\(Ranging.proximity(distance: d).rawValue)\""]
+        case .malformedIBeacon(let reason):
+            fields = ["\"kind\":\"malformed_ibeacon\"", "\"reason\":\(jsonString(reason))", "\"rssi\":\(s.lastRSSI)",
+                      "\"data\":\"\(hexString(s.data))\""]
+        case .other:
+            fields = ["\"kind\":\"other\"", "\"rssi\":\(s.lastRSSI)", "\"data\":\"\(hexString(s.data))\""]
+        }
+        fields += ["\"packets\":\(s.packets)", "\"address\":\"\(s.address)\"", "\"address_type\":\"\(s.addressType)\""]
+        if final { fields.append("\"final\":true") }
+        return "{" + fields.joined(separator: ",") + "}"
+    }
+
+    private func render(final: Bool = false) {
+        var out = final ? "" : "\u{1B}[H\u{1B}[2J"
+        out += "beacond scan on \(options.device) (\(family) scanning, passive)"
+        out += options.duration.map { " for \(decimal($0, 1)) s" } ?? ", Ctrl-C to stop"
+        out += "\nrssi: last / \(RSSIFilter.description); distance: Android Beacon Library curve\n\n"
+        out += pad("UUID", 37) + pad("MAJOR", 6) + pad("MINOR", 6) + pad("RSSI", 11) + pad("POWER", 6) + pad("DIST", 8)
+            + pad("PROXIMITY", 10) + pad("PKTS", 6) + "ADDRESS\n"
+        for key in order {
+            guard let s = seen[key] else { continue }
+            let addr = "\(s.address) (\(s.addressType))"
+            switch s.frame {
+            case .iBeacon(let b):
+                let smoothed = s.filter.value
+                let d = smoothed.flatMap { Ranging.distance(rssi: $0, measuredPower: b.measuredPower) }
+                out += pad(b.uuid.description, 37) + pad("\(b.major)", 6) + pad("\(b.minor)", 6)
+                    + pad("\(s.lastRSSI)/\(smoothed.map { decimal($0, 1) } ?? "-")", 11) + pad("\(b.measuredPower)", 6)
+                    + pad(d.map { decimal($0, 2) + "m" } ?? "-", 8) + pad(Ranging.proximity(distance: d).rawValue, 10)
+                    + pad("\(s.packets)", 6) + addr + "\n"
+            case .malformedIBeacon(let reason):
+                out += pad("(malformed iBeacon: \(reason))", 74) + pad("\(s.packets)", 6) + addr + "\n"
+            case .other:
+                out += pad("(other: \(hexString(s.data.prefix(20)))\(s.data.count > 20 ? "…" : ""))", 74) + pad("\(s.packets)", 6) + addr + "\n"
+            }
+        }
+        if order.isEmpty { out += "(no beacons yet)\n" }
+        Output.out(out)
+    }
+
+    private func pad(_ s: String, _ width: Int) -> String { s.padding(to: width) }
+}
+
+/// `x` with `digits` decimals, rounded half away from zero (no Foundation formatting).
+func decimal(_ x: Double, _ digits: Int) -> String {
+    var scale = 1.0
+    for _ in 0..<digits { scale *= 10 }
+    let scaled = (abs(x) * scale).rounded()
+    let whole = Int(scaled / scale)
+    var frac = "\(Int(scaled) - whole * Int(scale))"
+    while frac.count < digits { frac = "0" + frac }
+    let sign = x < 0 && scaled != 0 ? "-" : ""
+    return digits == 0 ? "\(sign)\(whole)" : "\(sign)\(whole).\(frac)"
+}

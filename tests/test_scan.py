@@ -1,0 +1,125 @@
+"""`beacond scan` on a virtual radio, with virtual beacons (and other advertisers) around it on the same link."""
+from __future__ import annotations
+
+import json
+import signal
+
+import pytest
+
+from conftest import APPLE_UUID, config_text, free_port, ibeacon_bytes, run_cli
+from harness.lab import Lab, wait_for
+
+OTHER_UUID = '74278BDA-B644-4520-8F0C-720EAF059935'
+BEACONS = [  # (address, uuid, major, minor, measured power)
+    ('D0:00:00:00:00:01', APPLE_UUID, 1, 1, -59),
+    ('D0:00:00:00:00:02', APPLE_UUID, 1, 2, -65),
+    ('D0:00:00:00:00:03', OTHER_UUID, 7, 65535, -70),
+]
+NOT_BEACONS = [
+    ('D0:00:00:00:00:04', bytes.fromhex('020106') + bytes.fromhex('09094b6974636865')),  # flags + a name
+    # Apple's prefix with a body 2 bytes short: a malformed iBeacon.
+    ('D0:00:00:00:00:05', bytes.fromhex('020106') + bytes.fromhex('18ff4c000215') + bytes(19)),
+    # The iBeacon layout under another company id.
+    ('D0:00:00:00:00:06', bytes.fromhex('020106') + bytes.fromhex('1aff590002 15'.replace(' ', '')) + bytes(21)),
+    # A structure whose length runs past the end.
+    ('D0:00:00:00:00:07', bytes.fromhex('0201061fff4c000215e2c5')),
+]
+
+
+def advertisers():
+    return [(a, ibeacon_bytes(uuid, major, minor, power)) for a, uuid, major, minor, power in BEACONS] + NOT_BEACONS
+
+
+def scan(device, *args, duration='2'):
+    r = run_cli('scan', '--device', device, '--duration', duration, '--json', *args)
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(l) for l in r.stdout.splitlines()]
+    return [l for l in lines if l.get('final')], lines
+
+
+@pytest.fixture(params=[True, False], ids=['extended', 'legacy'])
+def room(request):
+    port = free_port()
+    with Lab(f'tcp-server:127.0.0.1:{port}', scan=False, extended=request.param, advertisers=advertisers()) as lab:
+        yield lab, f'tcp:127.0.0.1:{port}', request.param
+
+
+def test_scan_reports_exactly_the_beacons_with_their_fields(room):
+    lab, device, extended = room
+    final, _ = scan(device)
+    got = sorted((b['uuid'], b['major'], b['minor'], b['measured_power'], b['address']) for b in final)
+    assert got == sorted((u, ma, mi, p, a) for a, u, ma, mi, p in BEACONS)
+    for b in final:
+        assert b['kind'] == 'ibeacon' and b['packets'] >= 2 and b['address_type'] == 'public'
+        assert b['rssi'] == -50 and b['rssi_smoothed'] == -50.0  # Bumble's emulator reports every packet at -50 dBm
+        assert b['proximity'] in ('immediate', 'near', 'far')
+    # The distance model, checked by hand: ratio = -50/-59 < 1 → ratio^10.
+    first = next(b for b in final if b['minor'] == 1 and b['major'] == 1)
+    assert first['distance_m'] == pytest.approx((50 / 59) ** 10, abs=0.01) and first['proximity'] == 'immediate'  # 0.19 m
+    far = next(b for b in final if b['minor'] == 65535)
+    assert far['distance_m'] == pytest.approx((50 / 70) ** 10, abs=0.01)
+    # The scanner used the family the controller offers, and stopped scanning on exit.
+    ops = lab.opcodes()
+    enable = 0x2042 if extended else 0x200C
+    assert ops.count(enable) >= 2 and [p for t, op, p in lab.state()['commands'] if op == enable][-1][:1] == b'\x00'
+
+
+@pytest.mark.parametrize('args,expected', [
+    (['--uuid', OTHER_UUID], [(OTHER_UUID, 7, 65535)]),
+    (['--uuid', APPLE_UUID.lower(), '--minor', '2'], [(APPLE_UUID, 1, 2)]),
+    (['--major', '1'], [(APPLE_UUID, 1, 1), (APPLE_UUID, 1, 2)]),
+    (['--major', '9'], []),
+])
+def test_filters(args, expected):
+    port = free_port()
+    with Lab(f'tcp-server:127.0.0.1:{port}', scan=False, advertisers=advertisers()) as lab:
+        final, _ = scan(f'tcp:127.0.0.1:{port}', *args)
+        assert sorted((b['uuid'], b['major'], b['minor']) for b in final) == sorted(expected)
+
+
+def test_all_shows_other_advertisements_and_bad_frames_as_such():
+    port = free_port()
+    with Lab(f'tcp-server:127.0.0.1:{port}', scan=False, advertisers=advertisers()) as lab:
+        final, _ = scan(f'tcp:127.0.0.1:{port}', '--all')
+        by_addr = {b['address']: b for b in final}
+        assert {a for a, *_ in BEACONS} <= set(by_addr)
+        assert by_addr['D0:00:00:00:00:04']['kind'] == 'other'
+        assert by_addr['D0:00:00:00:00:05']['kind'] == 'malformed_ibeacon'
+        assert 'not 21' in by_addr['D0:00:00:00:00:05']['reason']
+        assert by_addr['D0:00:00:00:00:06']['kind'] == 'malformed_ibeacon'
+        assert "not Apple's 0x004C" in by_addr['D0:00:00:00:00:06']['reason']
+        assert by_addr['D0:00:00:00:00:07']['kind'] == 'malformed_ibeacon'
+        assert 'truncated' in by_addr['D0:00:00:00:00:07']['reason']
+
+
+def test_a_running_beacond_is_seen_by_beacond_scan_on_another_radio(tmp_path, processes):
+    port1, port2 = free_port(), free_port()
+    conf = tmp_path / 'b.conf'
+    conf.write_text(config_text(major=4242, minor=77, measured_power=-61))
+    with Lab(f'tcp-server:127.0.0.1:{port1}', scan=False, second_transport=f'tcp-server:127.0.0.1:{port2}') as lab:
+        b = processes('run', '-c', str(conf), '-d', f'tcp:127.0.0.1:{port1}')
+        wait_for(lab.advertising, 10, what='beacond run advertising')
+        final, _ = scan(f'tcp:127.0.0.1:{port2}')
+        assert [(x['uuid'], x['major'], x['minor'], x['measured_power'], x['address']) for x in final] == \
+            [(APPLE_UUID, 4242, 77, -61, 'F0:F1:F2:F3:F4:F5')]
+        b.stop()
+
+
+def test_json_streams_updates_each_second_then_final_lines():
+    port = free_port()
+    with Lab(f'tcp-server:127.0.0.1:{port}', scan=False, advertisers=advertisers()[:1]) as lab:
+        final, lines = scan(f'tcp:127.0.0.1:{port}', duration='2.5')
+        assert len(final) == 1
+        assert 2 <= len([l for l in lines if not l.get('final')]) <= 3
+
+
+def test_scan_usage_errors():
+    r = run_cli('scan', '--uuid', 'nope')
+    assert r.returncode == 64 and "invalid value for '--uuid'" in r.stderr
+    r = run_cli('scan', '--duration', '-1')
+    assert r.returncode == 64
+
+
+def test_scan_without_a_controller_says_so():
+    r = run_cli('scan', '--device', f'tcp:127.0.0.1:{free_port()}', '--duration', '1')
+    assert r.returncode == 69 and r.stderr.startswith('Error: Cannot open tcp:127.0.0.1:')
