@@ -23,7 +23,7 @@ build:
 	$(SWIFT) build
 
 release:
-	$(SWIFT) build -c release --static-swift-stdlib
+	$(SWIFT) build -c release --static-swift-stdlib --disable-local-rpath
 	mkdir -p build
 	cp .build/release/beacond build/beacond
 	strip build/beacond

@@ -80,8 +80,9 @@ def test_connectable_uses_adv_ind(tmp_path, processes, extended):
 
 def test_command_disallowed_on_the_first_family_switches_to_the_other(tmp_path, processes, tcp_lab):
     lab, device = tcp_lab
-    # The controller refuses the extended family as a controller does when legacy commands were used before.
-    lab.add_fault(EXT_ENABLE, hci.HCI_COMMAND_DISALLOWED_ERROR, times=1)
+    # The controller refuses the extended family as a controller does when legacy commands were used before: on the
+    # first extended command beacond sends after the Reset (the parameters; nothing is advertising, so no disable).
+    lab.add_fault(EXT_PARAMS, hci.HCI_COMMAND_DISALLOWED_ERROR, times=1)
     b = processes('run', '-c', str(write_config(tmp_path)), '-d', device)
     family, st = on_air(lab, ibeacon_bytes())
     assert family == 'legacy' and st['type'] == 3

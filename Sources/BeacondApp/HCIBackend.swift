@@ -24,6 +24,8 @@ final class HCIBackend: AdvertisingBackend {
     /// The extended advertising set beacond uses.
     private let handle: UInt8 = 0
     private var closed = false
+    /// True between the Reset of a controller beacond owns and the first advertising sequence.
+    private var freshlyReset = false
 
     init(device: DeviceSpec, loop: EventLoop, log: Logger, mayBringUp: Bool) {
         self.device = device
@@ -74,6 +76,7 @@ final class HCIBackend: AdvertisingBackend {
                 }
                 self.info = probed
                 self.family = probed.preferredFamily
+                self.freshlyReset = c.transport.ownsController
                 self.log.info("Controller on \(self.device): Bluetooth \(probed.version.coreVersionName), "
                     + "manufacturer \(hex16(probed.version.manufacturer)), using \(probed.preferredFamily) advertising commands")
                 if probed.bitmapDisagrees {
@@ -136,7 +139,8 @@ final class HCIBackend: AdvertisingBackend {
         if family == .legacy, let tx = wanted.txPower {
             log.warning("tx_power = \(tx) is ignored: the controller on \(device) uses legacy advertising commands, which cannot set the TX power")
         }
-        let steps = AdvertisingPlan.start(effective, family: family, handle: handle)
+        let steps = AdvertisingPlan.start(effective, family: family, handle: handle, afterReset: freshlyReset)
+        freshlyReset = false
         applied = nil
         c.run(steps) { [weak self] result in
             guard let self, !self.closed else { return }

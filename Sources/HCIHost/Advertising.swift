@@ -92,7 +92,13 @@ public enum AdvertisingPlan {
     /// disable, the parameters command can only be refused with Command Disallowed because the other command
     /// family is in use (the mixing rule) — so that is where a caller tells "wrong family" from "already on".
     /// `familyProbeSteps` says how many leading steps may show a wrong family.
-    public static func start(_ request: AdvertisingRequest, family: CommandFamily, handle: UInt8) -> [Step] {
+    /// `afterReset`: the controller was just reset, so nothing is advertising and the disable is left out.
+    public static func start(_ request: AdvertisingRequest, family: CommandFamily, handle: UInt8, afterReset: Bool = false) -> [Step] {
+        let steps = fullStart(request, family: family, handle: handle)
+        return afterReset ? Array(steps.dropFirst()) : steps
+    }
+
+    private static func fullStart(_ request: AdvertisingRequest, family: CommandFamily, handle: UInt8) -> [Step] {
         switch family {
         case .legacy:
             return [

@@ -136,6 +136,9 @@ struct PlanTests {
         #expect(ext[0].tolerated == [.unknownAdvertisingIdentifier])
         #expect(AdvertisingPlan.start(Self.request(), family: .legacy, handle: 0)[0].tolerated == [.commandDisallowed])
         #expect(AdvertisingPlan.familyProbeSteps == 2)
+        // Right after a Reset nothing advertises: the disable is left out and the parameters come first.
+        #expect(AdvertisingPlan.start(Self.request(), family: .extended, handle: 0, afterReset: true).first?.command.opcode
+                == .leSetExtendedAdvertisingParameters)
         guard case .leSetExtendedAdvertisingParameters(let p) = ext[1].command else { Issue.record("no params"); return }
         #expect(p.handle == 3 && p.txPower == -4 && p.eventProperties == 0x0010)
     }
