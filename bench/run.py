@@ -21,13 +21,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'tests'))
 from harness.lab import Lab, wait_for  # noqa: E402
+from harness.notify import NotifyListener  # noqa: E402
 
 UUID = 'E2C56DB5-DFFB-48D2-B060-D0F5A71096E0'
 
@@ -46,31 +46,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(('127.0.0.1', 0))
         return s.getsockname()[1]
-
-
-class Notify:
-    def __init__(self, path: str) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.bind(path)
-        self.sock.settimeout(0.05)
-        self.path = path
-        self.messages: list[tuple[float, str]] = []
-        self.stop = False
-        self.thread = threading.Thread(target=self.run, daemon=True)
-        self.thread.start()
-
-    def run(self) -> None:
-        while not self.stop:
-            try:
-                data = self.sock.recv(4096)  # timestamp after the datagram arrived, not before recv() waited
-                self.messages.append((time.monotonic(), data.decode()))
-            except socket.timeout:
-                pass
-            except OSError:
-                return
-
-    def first(self, prefix: str, after: float) -> float | None:
-        return next((t for t, m in list(self.messages) if t >= after and m.startswith(prefix)), None)
 
 
 def proc_status(pid: int, key: str) -> int:
@@ -95,7 +70,7 @@ def stop(p: subprocess.Popen) -> None:
             p.wait()
 
 
-def start_times(name: str, argv_for, lab: Lab, runs: int, env=None, notify: Notify | None = None):
+def start_times(name: str, argv_for, lab: Lab, runs: int, env=None, notify: NotifyListener | None = None):
     """exec → first enable in the controller, exec → READY=1 (when there is a notify socket), peak RSS."""
     to_adv, to_ready, hwm = [], [], []
     for _ in range(runs):
@@ -130,9 +105,10 @@ def idle_cost(beacond: str, seconds: float, watchdog_usec: int | None, tmp: str)
     Path(conf).write_text(config())
     env = dict(os.environ)
     env.pop('WATCHDOG_USEC', None)
-    nsock = os.path.join(tmp, f'idle-notify-{watchdog_usec}.sock')
-    n = Notify(nsock)
-    env['NOTIFY_SOCKET'] = nsock
+    ndir = os.path.join(tmp, f'idle-{watchdog_usec}')
+    os.makedirs(ndir)
+    n = NotifyListener(ndir)
+    env['NOTIFY_SOCKET'] = n.path
     if watchdog_usec:
         env['WATCHDOG_USEC'] = str(watchdog_usec)
     with Lab(f'tcp-server:127.0.0.1:{port}', scan=False) as lab:
@@ -160,7 +136,7 @@ def idle_cost(beacond: str, seconds: float, watchdog_usec: int | None, tmp: str)
                         syscalls = int(parts[3]) if len(parts) >= 5 else int(parts[2])
         finally:
             stop(p)
-            n.stop = True
+            n.close()
     hz = os.sysconf('SC_CLK_TCK')
     return c1 - c0, (t1 - t0) * 1000 / hz, syscalls, pings
 
@@ -235,12 +211,11 @@ def main() -> int:
         port = free_port()
         with Lab(f'tcp-server:127.0.0.1:{port}', scan=False) as lab:
             if name == 'beacond':
-                nsock = os.path.join(tmp, 'notify.sock')
-                notify = Notify(nsock)
-                env = {**os.environ, 'NOTIFY_SOCKET': nsock}
+                notify = NotifyListener(tmp)
+                env = {**os.environ, 'NOTIFY_SOCKET': notify.path}
                 r = start_times(name, lambda: [beacond, 'run', '-c', conf, '-d', f'tcp:127.0.0.1:{port}'], lab, args.runs,
                                 env=env, notify=notify)
-                notify.stop = True
+                notify.close()
             elif name == 'bumble':
                 r = start_times(name, lambda: [sys.executable, str(ROOT / 'bench' / 'peer_bumble.py'),
                                                f'tcp-client:127.0.0.1:{port}', data_hex], lab, args.runs)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.lab import Lab, wait_for
+from harness.notify import NotifyListener
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / 'Tests' / 'Fixtures'
@@ -53,43 +54,6 @@ def ibeacon_bytes(uuid: str = APPLE_UUID, major: int = 1, minor: int = 1, power:
     """The expected frame, written out independently of beacond's code."""
     return (bytes.fromhex('0201061aff4c000215') + bytes.fromhex(uuid.replace('-', ''))
             + major.to_bytes(2, 'big') + minor.to_bytes(2, 'big') + power.to_bytes(1, 'big', signed=True))
-
-
-class NotifyListener:
-    """A real AF_UNIX datagram socket used as NOTIFY_SOCKET; records every sd_notify message."""
-
-    def __init__(self, directory: Path) -> None:
-        self.path = str(directory / 'notify.sock')
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.bind(self.path)
-        self.sock.settimeout(0.1)
-        self.messages: list[tuple[float, str]] = []
-        self._stop = False
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop:
-            try:
-                data = self.sock.recv(65536)
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            self.messages.append((time.monotonic(), data.decode()))
-
-    def assignments(self) -> list[str]:
-        """Every KEY=value line received so far, in order."""
-        return [line for _, m in list(self.messages) for line in m.split('\n') if line]
-
-    def wait_for(self, line_prefix: str, timeout: float = 10.0, after: int = 0) -> str:
-        """Waits for an assignment starting with line_prefix among those after index `after`."""
-        return wait_for(lambda: next((a for a in self.assignments()[after:] if a.startswith(line_prefix)), None),
-                        timeout, what=f'sd_notify {line_prefix!r} (got {self.assignments()[after:]})')
-
-    def close(self) -> None:
-        self._stop = True
-        self.sock.close()
 
 
 class Beacond:

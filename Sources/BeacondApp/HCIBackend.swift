@@ -1,6 +1,7 @@
 // Advertising with raw HCI commands: on an H4 stream beacond owns (reset, probe, advertise) or on a kernel hciN
 // through the raw channel (never reset; watch what other programs send to the same device).
 import BeaconCore
+import Glibc
 import BluetoothHCI
 import HCIHost
 import HCITransport
@@ -97,7 +98,7 @@ final class HCIBackend: AdvertisingBackend {
                 : BackendFailure(message: "Waiting for \(device) to come up", level: .notice)
         case .permissionDenied(_, let cap, let e):
             return BackendFailure(message: "Cannot use \(device): \(e); beacond needs \(cap)", fatal: .noPermission)
-        case .system(_, let e) where e.errno == 97:  // EAFNOSUPPORT
+        case .system(_, let e) where e.errno == EAFNOSUPPORT:
             return BackendFailure(message: "Cannot use \(device): this kernel or network namespace has no Bluetooth (AF_BLUETOOTH)", fatal: .unavailable)
         default:
             return BackendFailure(message: "Cannot open \(error)", level: .warning)

@@ -9,8 +9,7 @@ public final class DeviceWatcher {
     private var buffer = [UInt8](repeating: 0, count: 1024)
 
     public init() throws(SystemError) {
-        let fd = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), BTPROTO_HCI)
-        if fd < 0 { throw SystemError("socket(AF_BLUETOOTH)", errno: Glibc.errno) }
+        let fd = try hciSocket()
         let r = beacond_hci_watch_devices(fd)
         if r < 0 {
             Glibc.close(fd)

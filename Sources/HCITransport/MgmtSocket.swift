@@ -8,12 +8,8 @@ public final class MgmtSocket {
     private var buffer = [UInt8](repeating: 0, count: 4096)
 
     public init() throws(TransportError) {
-        let fd = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), BTPROTO_HCI)
-        if fd < 0 {
-            let e = Glibc.errno
-            let call = e == EAFNOSUPPORT ? "socket(AF_BLUETOOTH) — no Bluetooth in this kernel or network namespace" : "socket(AF_BLUETOOTH)"
-            throw .system("mgmt", SystemError(call, errno: e))
-        }
+        let fd: Int32
+        do { fd = try hciSocket() } catch { throw .system("mgmt", error) }
         let r = beacond_mgmt_bind(fd)
         if r < 0 {
             Glibc.close(fd)

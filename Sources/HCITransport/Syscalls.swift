@@ -1,4 +1,5 @@
 // The one place that calls into the kernel for transports: EINTR retried, errors carry the call's name and errno.
+import CBluetooth
 import Glibc
 
 /// A failed system call: which call and why.
@@ -30,4 +31,13 @@ func syscall<T: BinaryInteger>(_ call: String, _ body: () -> T) throws(SystemErr
 @inline(__always)
 func negErrno(_ call: String, _ r: Int32) throws(SystemError) {
     if r < 0 { throw SystemError(call, errno: -r) }
+}
+
+/// A raw HCI socket: socket(AF_BLUETOOTH, SOCK_RAW, BTPROTO_HCI), non-blocking, close-on-exec. EAFNOSUPPORT is
+/// spelled out: it means no Bluetooth in this kernel or network namespace (PrivateNetwork=, a container).
+func hciSocket() throws(SystemError) -> Int32 {
+    let fd = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), BTPROTO_HCI)
+    if fd >= 0 { return fd }
+    let e = Glibc.errno
+    throw SystemError(e == EAFNOSUPPORT ? "socket(AF_BLUETOOTH) — no Bluetooth in this kernel or network namespace" : "socket(AF_BLUETOOTH)", errno: e)
 }

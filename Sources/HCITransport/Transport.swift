@@ -117,12 +117,8 @@ public final class Transport {
 
     static func openKernel(_ spec: DeviceSpec, index: Int32, mayBringUp: Bool) throws -> Transport {
         let name = spec.description
-        let fd = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), BTPROTO_HCI)
-        if fd < 0 {
-            let e = Glibc.errno
-            let call = e == EAFNOSUPPORT ? "socket(AF_BLUETOOTH) — no Bluetooth in this kernel or network namespace" : "socket(AF_BLUETOOTH)"
-            throw TransportError.system(name, SystemError(call, errno: e))
-        }
+        let fd: Int32
+        do { fd = try hciSocket() } catch { throw TransportError.system(name, error) }
         var ok = false
         defer { if !ok { Glibc.close(fd) } }
         var info = hci_dev_info()
