@@ -168,9 +168,7 @@ final class MgmtBackend: AdvertisingBackend {
                     return done(BackendFailure(message: "The kernel sent a malformed advertising features reply for \(self.device)"))
                 }
                 self.features = f
-                // Take back our own instance after a reconnect; otherwise the highest free one.
-                let keep = self.instance.flatMap { f.instances.contains($0) || $0 <= f.maxInstances ? $0 : nil }
-                self.instance = keep ?? f.chooseInstance(preferred: nil)
+                self.instance = f.chooseInstance(preferred: self.instance)
                 self.log.debug("\(self.device): \(f.maxInstances) advertising instances, in use \(f.instances), beacond takes \(self.instance.map(String.init) ?? "none")")
                 done(nil)
             }

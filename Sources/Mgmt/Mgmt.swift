@@ -237,11 +237,11 @@ public struct MgmtAdvertisingFeatures: Sendable, Hashable {
         instances = try r.take(Int(count))
     }
 
-    /// The instance beacond takes: the highest free number, away from the low numbers bluetoothd hands out first;
-    /// `preferred` (the one beacond had before) when it is free or already ours. Nil when every instance is taken.
+    /// The instance beacond takes: always the highest number. bluetoothd hands out the lowest free numbers first, so
+    /// the highest is only taken when every instance is in use; and a fixed number means a beacond restarted after a
+    /// crash or a watchdog kill updates its own old instance instead of leaving a stale copy beside a new one.
     public func chooseInstance(preferred: UInt8?) -> UInt8? {
         if let p = preferred, p >= 1, p <= maxInstances { return p }
-        guard maxInstances >= 1 else { return nil }
-        return (1...maxInstances).reversed().first { !instances.contains($0) }
+        return maxInstances >= 1 ? maxInstances : nil
     }
 }
