@@ -225,13 +225,13 @@ def main() -> int:
 
     b_adv, b_ready, b_hwm = results['beacond']
     print('\n## Start: exec → advertising enabled in the controller, peak RSS\n')
-    print('| program | exec → advertising (median | min | max) | peak RSS VmHWM (median | min | max) |')
-    print('|---|---|---|')
+    print('| program | exec → advertising, median | min | max | peak RSS (VmHWM), median | min | max |')
+    print('|---|---|---|---|---|---|---|')
     labels = {'beacond': 'beacond run', 'bumble': 'Python + Bumble host API', 'raw': 'raw H4 client (C, floor)'}
     for name in ('beacond', 'bumble', 'raw'):
         adv, _, hwm = results[name]
         print(f'| {labels[name]} | {fmt(adv, "ms")} | {fmt([h / 1024 for h in hwm], "MiB")} |')
-    print(f'| beacond exec → READY=1 | {fmt(b_ready, "ms")} | |')
+    print(f'| beacond exec → READY=1 | {fmt(b_ready, "ms")} | | | |')
     print('\n| ratio (medians) | exec → advertising | peak RSS |')
     print('|---|---|---|')
     for peer in ('bumble', 'raw'):
@@ -251,8 +251,8 @@ def main() -> int:
 
     d_ms, d_gap, i_ms, i_gap = reload_latency(beacond, args.runs, tmp)
     print('\n## Reload: SIGHUP → new state in the controller\n')
-    print('| change | SIGHUP → controller has it (median | min | max) | advertising gap (median | min | max) |')
-    print('|---|---|---|')
+    print('| change | SIGHUP → controller has it, median | min | max | advertising gap, median | min | max |')
+    print('|---|---|---|---|---|---|---|')
     print(f'| data only (new minor) | {fmt(d_ms, "ms", 2)} | {fmt(d_gap, "ms", 2)} |')
     print(f'| interval 100 ↔ 200 ms | {fmt(i_ms, "ms", 2)} | {fmt(i_gap, "ms", 2)} |')
     shutil.rmtree(tmp, ignore_errors=True)
