@@ -123,3 +123,46 @@ def test_scan_usage_errors():
 def test_scan_without_a_controller_says_so():
     r = run_cli('scan', '--device', f'tcp:127.0.0.1:{free_port()}', '--duration', '1')
     assert r.returncode == 69 and r.stderr.startswith('Error: Cannot open tcp:127.0.0.1:')
+
+
+def test_ctrl_c_stops_scanning_cleanly(processes):
+    port = free_port()
+    with Lab(f'tcp-server:127.0.0.1:{port}', scan=False, advertisers=advertisers()[:1]) as lab:
+        b = processes('scan', '--device', f'tcp:127.0.0.1:{port}', '--json')
+        wait_for(lambda: 0x2042 in lab.opcodes() and any(p[:1] == b'\x01' for t, op, p in lab.state()['commands'] if op == 0x2042),
+                 10, what='scanning enabled')
+        b.signal(signal.SIGINT)
+        assert b.wait(10) == 0
+        last = [p for t, op, p in lab.state()['commands'] if op == 0x2042][-1]
+        assert last[:1] == b'\x00'  # scanning disabled before exit
+
+
+def test_live_table_on_a_terminal():
+    """On a terminal (a pty here) scan draws a table that redraws in place; no JSON."""
+    import os
+    import pty
+    import subprocess
+    import time
+    from conftest import beacond_path
+    port = free_port()
+    with Lab(f'tcp-server:127.0.0.1:{port}', scan=False, advertisers=advertisers()[:2]) as lab:
+        primary, replica = pty.openpty()
+        p = subprocess.Popen([str(beacond_path()), 'scan', '--device', f'tcp:127.0.0.1:{port}', '--duration', '2.2'],
+                             stdout=replica, stderr=subprocess.PIPE)
+        os.close(replica)
+        out = b''
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        assert p.wait(10) == 0
+        os.close(primary)
+        text = out.decode()
+        assert text.count('\x1b[H\x1b[2J') >= 2  # redrawn in place at least twice
+        assert 'UUID' in text and 'PROXIMITY' in text and APPLE_UUID in text
+        assert '{' not in text  # no JSON on a terminal

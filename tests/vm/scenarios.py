@@ -420,6 +420,49 @@ def s8_watchdog():
     return f'restarted (NRestarts {restarts} -> {show("NRestarts")["NRestarts"]})'
 
 
+def s10_foreign_disable_is_undone():
+    write_conf(backend='hci', minor=3)
+    sh('systemctl restart beacond', check=True)
+    wait_advertising('minor 3')
+    wait_on_air(ibeacon(minor=3))
+    t0 = now_us()
+    # Another program (the classic recipe) switches advertising off behind beacond's back.
+    sh('hcitool -i hci0 cmd 0x08 0x000a 00', check=True)
+    wait(lambda: [t for t in transitions(ibeacon(minor=3), t0) if not t[1]], 10, 'the beacon taken off the air')
+    wait(lambda: [t for t in transitions(ibeacon(minor=3), t0) if t[1]], 10, 'the beacon back on the air')
+    tr = transitions(ibeacon(minor=3), t0)
+    off = next(ts for ts, on in tr if not on)
+    on = next(ts for ts, on in tr if on and ts >= off)
+    journal = sh('journalctl -u beacond --no-pager -o cat')
+    assert 'Another program sent LE Set Advertising Enable (0x200A) to hci0; re-applying the beacon' in journal
+    return f'back on the air {(on - off) / 1000:.0f} ms after another program disabled it'
+
+
+def s11_capabilities_for_mgmt():
+    sh('systemctl stop beacond', check=True)
+    def run_without_net_admin(backend, unit):
+        write_conf(backend=backend, minor=4)
+        sh(f'systemctl reset-failed {unit} 2>/dev/null; systemd-run --unit={unit} -p DynamicUser=yes '
+           '-p AmbientCapabilities=CAP_NET_RAW -p CapabilityBoundingSet=CAP_NET_RAW '
+           '/usr/bin/beacond run --config /etc/beacond/beacond.conf', check=True)
+    # backend = "mgmt" without CAP_NET_ADMIN: a clear exit 77 naming the capability.
+    run_without_net_admin('mgmt', 'beacond-nocap')
+    wait(lambda: show_unit('beacond-nocap', 'ActiveState') in ('failed', 'inactive'), 30, 'the forced mgmt run to exit')
+    status = show_unit('beacond-nocap', 'ExecMainStatus')
+    journal = sh('journalctl -u beacond-nocap --no-pager -o cat')
+    assert status == '77', f'exit status {status}: {journal[-500:]}'
+    assert 'CAP_NET_ADMIN' in journal, journal[-500:]
+    # backend = "auto" without CAP_NET_ADMIN: falls back to raw HCI (CAP_NET_RAW is enough) and advertises.
+    run_without_net_admin('auto', 'beacond-nocap-auto')
+    wait_on_air(ibeacon(minor=4), 30)
+    journal = sh('journalctl -u beacond-nocap-auto --no-pager -o cat')
+    assert 'backend auto falls back to raw HCI commands' in journal, journal[-800:]
+    sh('systemctl stop beacond-nocap-auto')
+    write_conf(backend='auto', minor=2)
+    sh('systemctl start beacond', check=True)
+    return 'mgmt: exit 77 naming CAP_NET_ADMIN; auto: fell back to raw HCI and advertised'
+
+
 def s9_privilege():
     pid = show('MainPID')['MainPID']
     fields = dict(l.split(':', 1) for l in open(f'/proc/{pid}/status').read().splitlines() if ':' in l)
@@ -455,6 +498,8 @@ def main():
         run('7. systemctl stop: advertising off before the process exits', s7_stop_disables_first)
         run('8. watchdog: a frozen daemon is restarted by systemd and advertises again', s8_watchdog)
         run('9. privilege: unprivileged user, exactly CAP_NET_ADMIN and CAP_NET_RAW, exposure as offline', s9_privilege)
+        run('10. backend=hci: another program disables advertising, beacond puts the beacon back', s10_foreign_disable_is_undone)
+        run('11. without CAP_NET_ADMIN: backend=mgmt exits 77 naming it, auto falls back to raw HCI', s11_capabilities_for_mgmt)
     finally:
         tap.write(f'1..{counter}\n')
         sh(f'cp {SNOOP} {OUT}/hci.snoop; btmon -r {SNOOP} > {OUT}/btmon.txt 2>&1; '
