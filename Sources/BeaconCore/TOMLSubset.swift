@@ -202,7 +202,6 @@ private struct Parser {
     }
 
     mutating func parseTableHeader() -> Bool {
-        let start = i
         let location = here
         if i + 1 < b.count && b[i + 1] == ASCII.lbracket {
             error("arrays of tables ([[…]]) are not supported by beacond", at: i)
@@ -236,7 +235,6 @@ private struct Parser {
                 "duplicate table [\(name)] (first defined at line \(first.location.line))", at: location, key: name))
             duplicate = true
         }
-        _ = start
         tables.append(TOMLTable(name: name, location: location, headerEnd: headerEnd, isDuplicate: duplicate, entries: []))
         if !ok { skipLine() }
         return true
@@ -244,7 +242,6 @@ private struct Parser {
 
     mutating func parseKeyValue() -> Bool {
         let keyLocation = here
-        let keyStart = i
         guard let key = readBareKey() else { return false }
         skipWhitespace()
         if i < b.count && b[i] == ASCII.dot {
@@ -266,7 +263,6 @@ private struct Parser {
             tables[tables.count - 1].failedKeys.append(key)
             return false
         }
-        _ = keyStart
         let table = tables.count - 1
         if let first = tables[table].entries.first(where: { $0.key == key }) {
             let where_ = tables[table].name.map { " in [\($0)]" } ?? ""

@@ -68,8 +68,6 @@ final class Scanner {
         if let d = options.duration {
             _ = try loop.addTimer(after: .milliseconds(Int64(d * 1000))) { [unowned self] in self.stop() }
         }
-        let refresh = try loop.addIdleTimer {}
-        refresh.cancel()
         scheduleRefresh()
         let transport: Transport
         do { transport = try Transport.open(options.device, mayBringUp: true) } catch {

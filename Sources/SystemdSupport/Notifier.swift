@@ -18,10 +18,4 @@ public enum Notifier {
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return UInt64(ts.tv_sec) * 1_000_000 + UInt64(ts.tv_nsec) / 1000
     }
-
-    /// The watchdog interval systemd asked for, if any.
-    public static func watchdogMicroseconds() -> UInt64? {
-        var usec: UInt64 = 0
-        return sd_watchdog_enabled(0, &usec) > 0 ? usec : nil
-    }
 }
