@@ -17,12 +17,19 @@ PYTHON ?= python3
 FUZZ_SECONDS ?= 60
 PY := $(VENV)/bin/python
 
-.PHONY: build release test test-fast unit-test integration-test fuzz vm-test bench bench-smoke check-units demo install venv clean
+.PHONY: deps deps-all build release test test-fast unit-test integration-test fuzz vm-test bench bench-smoke check-units demo install venv clean
 
-build:
+# The Debian packages (installed when missing and run as root; otherwise the command to run is printed).
+deps:
+	sh scripts/deps.sh
+
+deps-all:
+	sh scripts/deps.sh --all
+
+build: deps
 	$(SWIFT) build
 
-release:
+release: deps
 	$(SWIFT) build -c release --static-swift-stdlib --disable-local-rpath
 	mkdir -p build
 	cp .build/release/beacond build/beacond
@@ -35,13 +42,13 @@ $(VENV)/.installed: tests/requirements.txt
 
 venv: $(VENV)/.installed
 
-unit-test:
+unit-test: deps
 	$(SWIFT) test
 
 integration-test: build venv
 	BEACOND=$(CURDIR)/.build/debug/beacond $(PY) -m pytest -q tests
 
-fuzz:
+fuzz: deps
 	fuzz/run.sh $(FUZZ_SECONDS)
 
 vm-test: release
@@ -57,7 +64,7 @@ bench-smoke: release venv
 check-units: build
 	sh scripts/check-units.sh .build/debug/beacond
 
-test: unit-test fuzz check-units vm-test bench-smoke integration-test
+test: deps-all unit-test fuzz check-units vm-test bench-smoke integration-test
 
 test-fast: unit-test fuzz check-units integration-test
 

@@ -1,0 +1,25 @@
+#!/bin/sh
+# Installs the Debian packages beacond builds and tests with, when they are missing (as root, through apt-get and the
+# machine's own apt configuration); without root, names the command to run and fails.
+#   sh scripts/deps.sh          build, unit and integration tests, demo
+#   sh scripts/deps.sh --all    also the VM test (debootstrap, qemu, e2fsprogs) and the benchmark (strace, file)
+set -eu
+packages="libbluetooth-dev libsystemd-dev pkg-config python3-venv make gcc systemd procps"
+if [ "${1:-}" = "--all" ]; then
+    packages="$packages debootstrap qemu-system-x86 e2fsprogs strace file"
+fi
+missing=""
+for p in $packages; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+    echo "deps: missing Debian packages:$missing" >&2
+    echo "deps: run: sudo apt-get install$missing" >&2
+    exit 1
+fi
+echo "deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing
