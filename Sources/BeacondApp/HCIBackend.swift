@@ -18,8 +18,11 @@ final class HCIBackend: AdvertisingBackend {
     private var connection: ControllerConnection?
     private var info: ControllerInfo?
     private var family: CommandFamily?
-    /// The request last confirmed on air (as asked, before any interval adjustment).
+    /// The request last confirmed on air (as asked, before any interval adjustment), how it went out, and the TX
+    /// power the controller reported.
     private var applied: AdvertisingRequest?
+    private var effectiveInterval: AdvertisingInterval?
+    private var txPower: Int8?
     /// The controller refused a short interval although its version allows it: use the 100 ms floor from now on.
     private var intervalFloorForced = false
     /// The extended advertising set beacond uses.
@@ -188,9 +191,6 @@ final class HCIBackend: AdvertisingBackend {
             }
         }
     }
-
-    private var txPower: Int8?
-    private var effectiveInterval: AdvertisingInterval?
 
     private var currentOnAir: OnAir? {
         guard let effectiveInterval, let family else { return nil }

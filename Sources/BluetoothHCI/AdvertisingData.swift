@@ -47,8 +47,6 @@ public struct AdvertisingData: Sendable, Hashable {
         bytes = raw
     }
 
-    public static let empty = try! AdvertisingData(raw: [])
-
     /// The data zero-padded to 31 bytes, as LE Set Advertising Data carries it.
     public var padded: [UInt8] { bytes + [UInt8](repeating: 0, count: Self.maximumLegacyLength - bytes.count) }
 }

@@ -48,8 +48,6 @@ public final class EventSource {
         _ = sd_event_source_set_enabled(s, Int32(SD_EVENT_OFF))
     }
 
-    public var isCancelled: Bool { source == nil }
-
     deinit { if let s = source { sd_event_source_disable_unref(s) } }
 }
 
