@@ -12,24 +12,34 @@ let package = Package(
         .systemLibrary(name: "CBluetooth", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
 
-        // Pure layers: values and codecs, no I/O.
+        // The one module that makes system calls: errno, owned fds, read/write loops, atomic file replace.
+        .target(name: "SystemCalls"),
+
+        // Pure: the HCI codec and H4 framing.
         .target(name: "BluetoothHCI"),
-        .target(name: "BeaconCore", dependencies: ["BluetoothHCI"]),
-        .target(name: "HCIHost", dependencies: ["BluetoothHCI", "BeaconCore"]),
-        .target(name: "Mgmt", dependencies: ["BluetoothHCI"]),
+        // Bytes to controllers: kernel sockets and H4 streams, and the device spec that names them.
+        .target(name: "HCITransport", dependencies: ["CBluetooth", "BluetoothHCI", "SystemCalls"]),
+        // Pure: config grammar, schema and diagnostics; the beacon frames.
+        .target(name: "BeaconCore", dependencies: ["BluetoothHCI", "HCITransport"]),
+        .target(name: "SystemdSupport", dependencies: ["CSystemd", "SystemCalls"]),
+        // The command flows (pure) and the small shells that run them on an fd and a timer.
+        .target(name: "HCIHost", dependencies: ["BluetoothHCI", "HCITransport", "SystemCalls", "SystemdSupport"]),
+        .target(name: "Mgmt", dependencies: ["BluetoothHCI", "HCITransport", "SystemCalls", "SystemdSupport"]),
+        // Pure: the daemon's lifecycle as a state machine.
+        .target(name: "DaemonCore", dependencies: ["BeaconCore", "BluetoothHCI", "HCIHost", "HCITransport"]),
 
-        // I/O layers.
-        .target(name: "HCITransport", dependencies: ["CBluetooth", "BeaconCore", "BluetoothHCI"]),
-        .target(name: "SystemdSupport", dependencies: ["CSystemd"]),
-
-        // The program: CLI, daemon policy, logging. main.swift only calls into BeacondApp so tests can reach it.
-        .target(name: "BeacondApp", dependencies: ["BeaconCore", "BluetoothHCI", "HCIHost", "Mgmt", "HCITransport", "SystemdSupport"]),
+        // The program: CLI, the lifecycle's executor, the backends, scan, logging. main.swift only calls into
+        // BeacondApp so tests can reach it.
+        .target(name: "BeacondApp", dependencies: ["BeaconCore", "BluetoothHCI", "DaemonCore", "HCIHost", "Mgmt",
+                                                   "HCITransport", "SystemCalls", "SystemdSupport"]),
         .executableTarget(name: "beacond", dependencies: ["BeacondApp"]),
 
         .testTarget(name: "BluetoothHCITests", dependencies: ["BluetoothHCI"]),
-        .testTarget(name: "BeaconCoreTests", dependencies: ["BeaconCore"]),
+        .testTarget(name: "BeaconCoreTests", dependencies: ["BeaconCore", "HCITransport"]),
         .testTarget(name: "HCIHostTests", dependencies: ["HCIHost"]),
         .testTarget(name: "MgmtTests", dependencies: ["Mgmt"]),
+        .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore", "BeaconCore", "BluetoothHCI", "HCIHost", "HCITransport"]),
+        .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
         .testTarget(name: "BeacondAppTests", dependencies: ["BeacondApp"]),
     ],
     swiftLanguageModes: [.v6]

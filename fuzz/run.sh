@@ -6,9 +6,10 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 out=.build/fuzz
 mkdir -p "$out/src" "$out/corpus"
-# One module: the sources of the two pure targets without their cross-module imports, plus the entry point.
-for f in Sources/BluetoothHCI/*.swift Sources/BeaconCore/*.swift; do
-    sed '/^import BluetoothHCI$/d' "$f" > "$out/src/$(basename "$(dirname "$f")")-$(basename "$f")"
+# One module: the sources of the two pure targets and the device spec, without their cross-module imports, plus
+# the entry point.
+for f in Sources/BluetoothHCI/*.swift Sources/BeaconCore/*.swift Sources/HCITransport/DeviceSpec.swift; do
+    sed '/^import BluetoothHCI$/d; /^import HCITransport$/d' "$f" > "$out/src/$(basename "$(dirname "$f")")-$(basename "$f")"
 done
 swiftc -O -sanitize=fuzzer,address -parse-as-library -use-ld=lld -module-name FuzzTarget \
     "$out"/src/*.swift fuzz/ConfigFuzz.swift -o "$out/config-fuzz"

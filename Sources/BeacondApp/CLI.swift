@@ -1,7 +1,7 @@
 // The command line: parsing, help texts and usage errors, in the manner of swift-argument-parser.
 import BeaconCore
-
-public let beacondVersion = "0.1.0"
+import DaemonCore
+import HCITransport
 let defaultConfigPath = "/etc/beacond/beacond.conf"
 
 /// What the user asked for.

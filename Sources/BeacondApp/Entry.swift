@@ -1,5 +1,6 @@
 // Entry point: parse the command line, run the command, exit with its code.
-import Glibc
+import DaemonCore
+import SystemCalls
 
 public enum BeacondMain {
     public static func main() -> Never {
@@ -23,6 +24,6 @@ public enum BeacondMain {
             Output.err(error.rendered)
             code = .usage
         }
-        exit(code.rawValue)
+        exitProcess(code.rawValue)
     }
 }

@@ -1,14 +1,16 @@
 // Advertising with raw HCI commands: on an H4 stream beacond owns (reset, probe, advertise) or on a kernel hciN
 // through the raw channel (never reset; watch what other programs send to the same device).
 import BeaconCore
-import Glibc
 import BluetoothHCI
+import DaemonCore
 import HCIHost
 import HCITransport
+import SystemCalls
 import SystemdSupport
 
 final class HCIBackend: AdvertisingBackend {
-    let name = "hci"
+    let kind = BackendKind.hci
+    let kernelInstance: UInt8? = nil
     var onEvent: (BackendEvent) -> Void = { _ in }
 
     private let device: DeviceSpec
@@ -53,31 +55,27 @@ final class HCIBackend: AdvertisingBackend {
         // The backend may be gone by the time the connection reports (the daemon drops it on the first failure).
         c.onClosed = { [weak self] reason in
             guard let self, !self.closed else { return }
-            if case .permissionDenied(_, let cap, let e) = reason {
-                return self.onEvent(.lost(BackendFailure(message: "Cannot send commands to \(self.device): \(e); beacond needs \(cap)", fatal: .noPermission)))
-            }
-            self.onEvent(.lost(BackendFailure(message: "Lost the controller (\(reason))", level: .warning)))
-        }
-        c.onUnsolicited = { [weak self] event in
-            guard let self, !self.closed else { return }
-            if case .hardwareError(let code) = event {
-                self.onEvent(.lost(BackendFailure(message: "The controller on \(self.device) reported Hardware Error \(hex8(code)); its advertising state is gone, starting over")))
+            switch reason {
+            case .transport(.permissionDenied(_, let cap, let e)):
+                self.onEvent(.lost(BackendFailure(message: "Cannot send commands to \(self.device): \(e); beacond needs \(cap)", fatal: .noPermission)))
+            case .hung(let d):
+                self.onEvent(.lost(BackendFailure(message: "The controller on \(self.device) gave no command credit back within \(formatDuration(d)) and is treated as hung")))
+            case .transport(let e):
+                self.onEvent(.lost(BackendFailure(message: "Lost the controller (\(e))", level: .warning)))
             }
         }
+        c.onUnsolicited = { [weak self] event in self?.unsolicited(event) }
         c.onForeignCommand = { [weak self] opcode, params in self?.foreignCommand(opcode, params) }
 
         // beacond owns an H4 controller and resets it to a known state; a kernel-owned one is never reset.
-        var steps: [Step] = c.transport.ownsController ? [Step(.reset)] : []
-        steps += ControllerInfo.probe.map { Step($0) }
-        c.run(steps) { [weak self] result in
+        c.probe { [weak self] result in
             guard let self, !self.closed else { return }
             switch result {
-            case .failure(let f):
+            case .failure(.step(let f)):
                 done(self.failure("probe the controller on \(self.device)", f))
-            case .success(let replies):
-                guard let probed = try? ControllerInfo(probeReplies: Array(replies.suffix(3))) else {
-                    return done(BackendFailure(message: "The controller on \(self.device) sent a malformed probe reply"))
-                }
+            case .failure(.malformedReply):
+                done(BackendFailure(message: "The controller on \(self.device) sent a malformed probe reply"))
+            case .success(let probed):
                 self.info = probed
                 self.family = probed.preferredFamily
                 self.freshlyReset = c.transport.ownsController
@@ -101,7 +99,7 @@ final class HCIBackend: AdvertisingBackend {
                 : BackendFailure(message: "Waiting for \(device) to come up", level: .notice)
         case .permissionDenied(_, let cap, let e):
             return BackendFailure(message: "Cannot use \(device): \(e); beacond needs \(cap)", fatal: .noPermission)
-        case .system(_, let e) where e.errno == EAFNOSUPPORT:
+        case .system(_, let e) where e.errno == .addressFamilyNotSupported:
             return BackendFailure(message: "Cannot use \(device): this kernel or network namespace has no Bluetooth (AF_BLUETOOTH)", fatal: .unavailable)
         default:
             return BackendFailure(message: "Cannot open \(error)", level: .warning)
@@ -156,13 +154,8 @@ final class HCIBackend: AdvertisingBackend {
                 self.effectiveInterval = effective.interval
                 done(.success(self.currentOnAir!))
             case .failure(let f):
-                if f.index < AdvertisingPlan.familyProbeSteps, let s = f.error.status, s == .commandDisallowed || s == .unknownHCICommand, allowSwitch {
-                    // Command Disallowed: the mixing rule (the other family was used since the controller's last
-                    // reset). Unknown HCI Command: a controller that sets the LE Extended Advertising feature bit but
-                    // does not implement the commands (BlueZ's emulator does this). Either way, the other family.
-                    let why = s == .commandDisallowed ? "\(family.other) advertising commands are in use there"
-                                                      : "the controller does not implement \(family) advertising commands"
-                    self.log.notice("\(f.error.opcode) was refused with \(s) on \(self.device): \(why); switching to \(family.other) commands",
+                if allowSwitch, let why = family.switchReason(after: f, leadingSteps: AdvertisingPlan.familyProbeSteps) {
+                    self.log.notice("\(f.error.opcode) was refused with \(f.error.status!) on \(self.device): \(why); switching to \(family.other) commands",
                                     self.fields(f.error))
                     self.family = family.other
                     return self.apply(wanted, dataOnlyAllowed: false, allowSwitch: false, done)
@@ -201,6 +194,7 @@ final class HCIBackend: AdvertisingBackend {
 
     func stop(_ done: @escaping () -> Void) {
         guard let c = connection, let family, info != nil, !c.isClosed else { return done() }
+        applied = nil
         c.run(AdvertisingPlan.stop(family: family, handle: handle)) { [weak self] result in
             guard let self else { return done() }
             switch result {
@@ -215,6 +209,18 @@ final class HCIBackend: AdvertisingBackend {
         closed = true
         connection?.close()
         connection = nil
+    }
+
+    private func unsolicited(_ event: HCIEvent) {
+        guard !closed else { return }
+        if case .hardwareError(let code) = event {
+            return onEvent(.lost(BackendFailure(message: "The controller on \(device) reported Hardware Error \(hex8(code)); its advertising state is gone, starting over")))
+        }
+        // A controller stops connectable advertising when a central connects, and nothing turns it back on by
+        // itself. Put it back (controllers that cannot advertise while connected refuse, and beacond retries).
+        guard let applied, applied.type == .connectableUndirected, let why = event.connectableAdvertisingInterruption else { return }
+        self.applied = nil
+        onEvent(.reapply(reason: "Connectable advertising on \(device) stopped: \(why)", delay: .zero, fields: ["HCI_DEVICE=\(device)"]))
     }
 
     /// Another program talked to our kernel device. If what it sent can take our advertising off the air, ask

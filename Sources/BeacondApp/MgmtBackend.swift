@@ -1,15 +1,16 @@
 // Advertising through the kernel's management interface: the kernel schedules beacond's instance next to
-// bluetoothd's, picks legacy or extended HCI commands itself and keeps the instance across power cycles.
+// bluetoothd's, picks legacy or extended HCI commands itself and keeps the instance across power cycles. This
+// class only sequences steps: the command flow is MgmtCommandFlow (in MgmtConnection), the steps MgmtAdvertisingPlan.
 import BeaconCore
 import BluetoothHCI
-import Glibc
+import DaemonCore
 import HCIHost
 import HCITransport
 import Mgmt
 import SystemdSupport
 
 final class MgmtBackend: AdvertisingBackend {
-    let name = "mgmt"
+    let kind = BackendKind.mgmt
     var onEvent: (BackendEvent) -> Void = { _ in }
 
     private let device: DeviceSpec
@@ -17,15 +18,13 @@ final class MgmtBackend: AdvertisingBackend {
     private let loop: EventLoop
     private let log: Logger
     private let mayPowerOn: Bool
-    private var socket: MgmtSocket?
-    private var reader: EventSource?
-    private var timer: EventSource?
-    private var pending: (opcode: MgmtOpcode, done: (Result<[UInt8], MgmtFailure>) -> Void)?
-    private var queue: [(MgmtCommand, (Result<[UInt8], MgmtFailure>) -> Void)] = []
+    private var connection: MgmtConnection?
     private var features: MgmtAdvertisingFeatures?
-    /// False on kernels without Add Extended Advertising Parameters (before 5.10): Add Advertising, default interval.
-    private var extendedCommands = true
+    /// Extended until the kernel shows it cannot (older than 5.10, or a kernel that refuses the extended data).
+    private var commands = MgmtAdvertisingPlan.Commands.extended
     private var instance: UInt8?
+    /// The instance was added (or its parameters were): the kernel keeps it until it is removed.
+    private var added = false
     private var applied: AdvertisingRequest?
     private var onAir: OnAir?
     private var closed = false
@@ -40,56 +39,30 @@ final class MgmtBackend: AdvertisingBackend {
         self.instance = instance
     }
 
-    /// The instance in use, kept by the daemon so a reconnect takes the same one again.
-    var currentInstance: UInt8? { instance }
+    var kernelInstance: UInt8? { instance }
 
-    // MARK: command flow (one at a time, matched by opcode, 3 s timeout)
-
-    private func send(_ command: MgmtCommand, _ done: @escaping (Result<[UInt8], MgmtFailure>) -> Void) {
-        queue.append((command, done))
-        sendNext()
-    }
-
-    private func sendNext() {
-        guard pending == nil, !queue.isEmpty, let socket, !closed else { return }
-        let (command, done) = queue.removeFirst()
-        let idx = command.opcode == .readVersion || command.opcode == .readIndexList ? MgmtCommand.noIndex : index
-        do { try socket.write(command.frame(index: idx)) } catch {
-            done(.failure(MgmtFailure(status: nil)))
-            return lose("the management socket failed: \(error)")
-        }
-        pending = (command.opcode, done)
-        timer?.rearm(after: .seconds(3))
-    }
-
-    private func complete(_ opcode: MgmtOpcode, _ result: Result<[UInt8], MgmtFailure>) {
-        guard let p = pending, p.opcode == opcode else { return }
-        pending = nil
-        timer?.disarm()
-        p.done(result)
-        sendNext()
-    }
-
-    private func readable() {
-        guard let socket, !closed else { return }
-        let frames: [[UInt8]]
-        do { frames = try socket.read() } catch { return lose("the management socket failed: \(error)") }
-        for frame in frames {
-            guard let event = try? MgmtEvent(frame: frame) else { continue }
-            handle(event)
-            if closed { return }
+    /// A connection for removing what the kernel keeps of beacond's (its instance) when no backend is open, for
+    /// example after the adapter was powered off: the kernel would put the instance back on air at the next
+    /// power-on while beacond is stopped. Remove Advertising works on a powered-off controller.
+    static func removeLeftover(instance: UInt8, index: UInt16, device: DeviceSpec, loop: EventLoop, log: Logger,
+                               _ done: @escaping () -> Void) {
+        guard let c = try? MgmtConnection(index: index, loop: loop) else { return done() }
+        c.run(MgmtAdvertisingPlan.remove(instance: instance)) { result in
+            if case .success(let r) = result, r.first?.isEmpty == false {
+                log.info("Advertising instance \(instance) removed on \(device)")
+            }
+            c.close()
+            done()
         }
     }
 
     private func handle(_ e: MgmtEvent) {
+        guard !closed else { return }
         switch e.kind {
-        case .commandComplete(let op, let status, let params):
-            complete(op, status == .success ? .success(params) : .failure(MgmtFailure(status: status)))
-        case .commandStatus(let op, let status):
-            complete(op, status == .success ? .success([]) : .failure(MgmtFailure(status: status)))
         case .advertisingRemoved(let removed) where e.index == index && removed == instance && applied != nil:
             // bluetoothd removes every instance when it starts; so may btmgmt or a power-off of timed instances.
             applied = nil
+            added = false
             onEvent(.reapply(reason: "Advertising instance \(removed) on \(device) was removed by another program (bluetoothd removes every instance when it starts)",
                              delay: .zero, fields: ["HCI_DEVICE=\(device)"]))
         case .indexRemoved where e.index == index:
@@ -109,23 +82,17 @@ final class MgmtBackend: AdvertisingBackend {
     // MARK: backend
 
     func open(_ done: @escaping (BackendFailure?) -> Void) {
-        do {
-            let s = try MgmtSocket()
-            socket = s
-            reader = try loop.addReader(fd: s.fd) { [weak self] _ in self?.readable() }
-            timer = try loop.addIdleTimer { [weak self] in
-                guard let self, let p = self.pending else { return }
-                self.complete(p.opcode, .failure(MgmtFailure(status: nil)))
-            }
-        } catch let error as TransportError {
-            if case .system(_, let e) = error, e.errno == EAFNOSUPPORT {
+        let c: MgmtConnection
+        do { c = try MgmtConnection(index: index, loop: loop) } catch {
+            if case .system(_, let e) = error, e.errno == .addressFamilyNotSupported {
                 return done(BackendFailure(message: "Cannot use \(device): this kernel or network namespace has no Bluetooth (AF_BLUETOOTH)", fatal: .unavailable))
             }
             return done(BackendFailure(message: "Cannot open the management interface: \(error)", level: .warning))
-        } catch {
-            return done(BackendFailure(message: "Cannot watch the management interface: \(error)", fatal: .failure))
         }
-        send(.readControllerInformation) { [weak self] result in
+        connection = c
+        c.onEvent = { [weak self] e in self?.handle(e) }
+        c.onClosed = { [weak self] error in self?.lose("the management socket failed: \(error)") }
+        c.send(.readControllerInformation) { [weak self] result in
             guard let self, !self.closed else { return }
             switch result {
             case .failure(let f) where f.status == .invalidIndex:
@@ -143,7 +110,7 @@ final class MgmtBackend: AdvertisingBackend {
                 guard self.mayPowerOn else {
                     return done(BackendFailure(message: "Waiting for \(self.device) to be powered on", level: .notice))
                 }
-                self.send(.setPowered(true)) { [weak self] result in
+                c.send(.setPowered(true)) { [weak self] result in
                     guard let self, !self.closed else { return }
                     switch result {
                     case .success:
@@ -158,7 +125,7 @@ final class MgmtBackend: AdvertisingBackend {
     }
 
     private func readFeatures(_ done: @escaping (BackendFailure?) -> Void) {
-        send(.readAdvertisingFeatures) { [weak self] result in
+        connection?.send(.readAdvertisingFeatures) { [weak self] result in
             guard let self, !self.closed else { return }
             switch result {
             case .failure(let f):
@@ -176,48 +143,30 @@ final class MgmtBackend: AdvertisingBackend {
     }
 
     func apply(_ wanted: AdvertisingRequest, dataOnlyAllowed: Bool, _ done: @escaping (Result<OnAir, BackendFailure>) -> Void) {
-        guard let features else { return done(.failure(BackendFailure(message: "The management interface is not open"))) }
+        guard let c = connection, let features else { return done(.failure(BackendFailure(message: "The management interface is not open"))) }
         guard let instance else {
             return done(.failure(BackendFailure(message: "All \(features.maxInstances) advertising instances on \(device) are in use (\(features.instances)); waiting for one to be free")))
         }
         let data = wanted.data.bytes
-        if dataOnlyAllowed, extendedCommands, let applied, let onAir, !applied.needsRestart(for: wanted) {
+        if dataOnlyAllowed, commands == .extended, let applied, let onAir, !applied.needsRestart(for: wanted) {
             guard applied != wanted else { return done(.success(onAir)) }
-            send(.addExtendedAdvertisingData(instance: instance, data: data, scanResponse: [])) { [weak self] result in
+            c.run(MgmtAdvertisingPlan.updateData(instance: instance, data: data)) { [weak self] result in
                 guard let self, !self.closed else { return }
                 switch result {
                 case .success:
                     self.applied = wanted
                     done(.success(onAir))
                 case .failure(let f):
-                    done(.failure(self.failure("update the advertising data on \(self.device)", .addExtendedAdvertisingData, f.status)))
+                    done(.failure(self.failure("update the advertising data on \(self.device)", f.step.command.opcode, f.failure.status)))
                 }
             }
             return
         }
         applied = nil
-        let connectable: MgmtAdvertisingFlags = wanted.type == .connectableUndirected ? [.connectable] : []
-        guard extendedCommands else {
-            // Twice, for the same reason as below: the kernel's copy of the controller's data may be stale.
-            send(.addAdvertising(instance: instance, flags: connectable, duration: 0, timeout: 0, data: data + [0], scanResponse: [])) { _ in }
-            send(.addAdvertising(instance: instance, flags: connectable, duration: 0, timeout: 0, data: data, scanResponse: [])) { [weak self] result in
-                guard let self, !self.closed else { return }
-                switch result {
-                case .success:
-                    self.applied = wanted
-                    let onAir = OnAir(interval: AdvertisingInterval(units: 0x0800)!, details: ["mgmt instance \(instance)", "kernel default interval"],
-                                      intervalIsKernelDefault: true)
-                    self.onAir = onAir
-                    done(.success(onAir))
-                case .failure(let f):
-                    done(.failure(self.failure("add advertising instance \(instance) on \(self.device)", .addAdvertising, f.status)))
-                }
-            }
-            return
-        }
-        var flags = connectable.union(.intervalsValid)
+        var flags: MgmtAdvertisingFlags = wanted.type == .connectableUndirected ? [.connectable] : []
+        flags.insert(.intervalsValid)
         var tx: Int8 = 0
-        if let want = wanted.txPower {
+        if commands == .extended, let want = wanted.txPower {
             if features.supportedFlags.contains(.canSetTxPower) {
                 flags.insert(.txPowerValid)
                 tx = want
@@ -225,65 +174,64 @@ final class MgmtBackend: AdvertisingBackend {
                 log.warning("tx_power = \(want) is ignored: the kernel cannot set the TX power on \(device)")
             }
         }
-        let units = UInt32(wanted.interval.units)
-        send(.addExtendedAdvertisingParameters(instance: instance, flags: flags, duration: 0, timeout: 0,
-                                               minInterval: units, maxInterval: units, txPower: tx)) { [weak self] result in
+        let plan = MgmtAdvertisingPlan.Instance(number: instance, flags: flags, interval: UInt32(wanted.interval.units), txPower: tx, data: data)
+        let using = commands
+        added = true
+        c.run(MgmtAdvertisingPlan.add(plan, using: using)) { [weak self] result in
             guard let self, !self.closed else { return }
             switch result {
-            case .failure(let f) where f.status == .unknownCommand:
-                self.extendedCommands = false
-                self.log.warning("The kernel has no Add Extended Advertising Parameters (it is older than 5.10): advertising through Add Advertising, at the kernel's default interval of about 1.28 s instead of \(wanted.interval); use backend = \"hci\" when the interval matters")
-                self.apply(wanted, dataOnlyAllowed: false, done)
             case .failure(let f):
-                done(.failure(self.failure("set the advertising parameters of instance \(instance) on \(self.device)", .addExtendedAdvertisingParameters, f.status)))
-            case .success(let ret):
-                let selected = ret.count >= 2 ? Int8(bitPattern: ret[1]) : nil
-                // The kernel skips sending data it believes the controller already has. If another program (a raw
-                // HCI client, hcitool, beacond's own hci backend) changed the controller's data behind the kernel's
-                // back, that belief is wrong and a stale beacon stays on the air. So the data goes in twice: first
-                // with one padding byte (an empty AD structure, invisible to scanners), then as it is — the second
-                // always differs from the kernel's copy and so always reaches the controller.
-                self.send(.addExtendedAdvertisingData(instance: instance, data: data + [0], scanResponse: [])) { _ in }
-                self.send(.addExtendedAdvertisingData(instance: instance, data: data, scanResponse: [])) { [weak self] result in
-                    guard let self, !self.closed else { return }
-                    switch result {
-                    case .success:
-                        self.applied = wanted
-                        var details = ["mgmt instance \(instance)"]
-                        if let selected, selected != 0x7F, flags.contains(.txPowerValid) || selected != 0 { details.append("TX \(selected) dBm") }
-                        let onAir = OnAir(interval: wanted.interval, details: details)
-                        self.onAir = onAir
-                        done(.success(onAir))
-                    case .failure(let f):
-                        done(.failure(self.failure("set the advertising data of instance \(instance) on \(self.device)", .addExtendedAdvertisingData, f.status)))
-                    }
+                if using == .extended, let why = MgmtAdvertisingPlan.fallbackReason(after: f) {
+                    self.commands = .legacy
+                    self.log.warning("\(why): advertising through Add Advertising, at the kernel's default interval of about 1.28 s instead of \(wanted.interval); use backend = \"hci\" when the interval matters",
+                                     ["HCI_DEVICE=\(self.device)", "MGMT_OPCODE=\(hex16(f.step.command.opcode.rawValue))"])
+                    return self.apply(wanted, dataOnlyAllowed: false, done)
                 }
+                let what = f.step.command.opcode == .addExtendedAdvertisingParameters
+                    ? "set the advertising parameters of instance \(instance) on \(self.device)"
+                    : using == .extended ? "set the advertising data of instance \(instance) on \(self.device)"
+                                         : "add advertising instance \(instance) on \(self.device)"
+                done(.failure(self.failure(what, f.step.command.opcode, f.failure.status)))
+            case .success(let replies):
+                self.applied = wanted
+                let onAir: OnAir
+                switch using {
+                case .legacy:
+                    onAir = OnAir(interval: AdvertisingInterval(units: 0x0800)!, details: ["mgmt instance \(instance)", "kernel default interval"],
+                                  intervalIsKernelDefault: true)
+                case .extended:
+                    let ret = replies.first ?? []
+                    let selected = ret.count >= 2 ? Int8(bitPattern: ret[1]) : nil
+                    var details = ["mgmt instance \(instance)"]
+                    if let selected, selected != 0x7F, flags.contains(.txPowerValid) || selected != 0 { details.append("TX \(selected) dBm") }
+                    onAir = OnAir(interval: wanted.interval, details: details)
+                }
+                self.onAir = onAir
+                done(.success(onAir))
             }
         }
     }
 
+    /// Removes the instance whenever one was added, on the air or not: the kernel keeps an instance through a
+    /// power cycle and would put it back on air while beacond is stopped.
     func stop(_ done: @escaping () -> Void) {
-        guard let instance, applied != nil, socket != nil, !closed else { return done() }
-        send(.removeAdvertising(instance: instance)) { [weak self] result in
+        guard let instance, added, let c = connection, !c.isClosed else { return done() }
+        applied = nil
+        c.run(MgmtAdvertisingPlan.remove(instance: instance)) { [weak self] result in
             guard let self else { return done() }
             switch result {
             case .success: self.log.info("Advertising instance \(instance) removed on \(self.device)")
-            case .failure(let f): self.log.warning("Failed to remove advertising instance \(instance) on \(self.device): \(MgmtOpcode.removeAdvertising) → \(f.status.map(\.description) ?? "no answer")")
+            case .failure(let f): self.log.warning("Failed to remove advertising instance \(instance) on \(self.device): \(MgmtOpcode.removeAdvertising) → \(f.failure.status.map(\.description) ?? "no answer")")
             }
+            self.added = false
             done()
         }
     }
 
     func close() {
         closed = true
-        reader?.cancel()
-        timer?.cancel()
-        socket?.close()
-        socket = nil
-        let waiting = (pending.map { [$0.done] } ?? []) + queue.map(\.1)
-        pending = nil
-        queue = []
-        for w in waiting { w(.failure(MgmtFailure(status: nil))) }
+        connection?.close()
+        connection = nil
     }
 
     private func failure(_ what: String, _ opcode: MgmtOpcode, _ status: MgmtStatus?) -> BackendFailure {
@@ -300,9 +248,4 @@ final class MgmtBackend: AdvertisingBackend {
         }
         return BackendFailure(message: "Failed to \(what): \(opcode) → \(status)", fields: fields)
     }
-}
-
-/// A management command that did not succeed: the kernel's status, or nil when no answer came (timeout, closed).
-struct MgmtFailure: Error {
-    let status: MgmtStatus?
 }

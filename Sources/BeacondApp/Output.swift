@@ -1,37 +1,10 @@
-// Writing to stdout/stderr by file descriptor (Swift 6 forbids the C stdio globals), and exit codes.
-import Glibc
-
-/// Exit codes (sysexits.h, as systemd and swift-argument-parser use them).
-public enum ExitCode: Int32, Sendable {
-    case success = 0
-    case failure = 1
-    case usage = 64
-    /// No controller reachable.
-    case unavailable = 69
-    /// Missing privilege (a capability).
-    case noPermission = 77
-    /// Config file errors.
-    case config = 78
-}
+// Writing to stdout/stderr by file descriptor (Swift 6 forbids the C stdio globals), and JSON strings.
+import SystemCalls
 
 enum Output {
-    /// Writes all of `text` to `fd`, retrying short writes and EINTR; gives up silently on a closed pipe.
-    static func write(_ text: String, to fd: Int32) {
-        var bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return
-            }
-            offset += n
-        }
-        bytes.removeAll()
-    }
-
-    static func out(_ text: String) { write(text, to: 1) }
-    static func err(_ text: String) { write(text, to: 2) }
+    /// Writes all of `text`, retrying short writes; gives up silently on a closed pipe.
+    static func out(_ text: String) { writeAll(toUnowned: 1, Array(text.utf8)) }
+    static func err(_ text: String) { writeAll(toUnowned: 2, Array(text.utf8)) }
 }
 
 /// Minimal JSON string escaping (RFC 8259): enough for the values beacond prints.

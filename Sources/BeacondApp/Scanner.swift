@@ -1,9 +1,11 @@
 // `beacond scan`: passive LE scanning on the same transports as `run`, iBeacons ranged the way iOS does it.
 import BeaconCore
 import BluetoothHCI
+import DaemonCore
 import Glibc
 import HCIHost
 import HCITransport
+import SystemCalls
 import SystemdSupport
 
 struct ScanOptions: Equatable {
@@ -42,7 +44,7 @@ final class Scanner {
     private init(options: ScanOptions, loop: EventLoop) {
         self.options = options
         self.loop = loop
-        json = options.json || isatty(1) == 0
+        json = options.json || !isTerminal(1)
     }
 
     static func run(_ options: ScanOptions) -> ExitCode {
@@ -62,7 +64,7 @@ final class Scanner {
         return s.exitCode
     }
 
-    private func start() throws(SystemdError) {
+    private func start() throws(SystemError) {
         _ = try loop.addSignal(SIGINT) { [unowned self] in self.stop() }
         _ = try loop.addSignal(SIGTERM) { [unowned self] in self.stop() }
         if let d = options.duration {
@@ -83,20 +85,14 @@ final class Scanner {
                 for r in reports { self.record(r) }
             }
         }
-        var steps: [Step] = transport.ownsController ? [Step(.reset)] : []
-        steps += ControllerInfo.probe.map { Step($0) }
-        if transport.ownsController {
-            // After Reset the LE Meta event and the extended report are masked; a kernel device has them on already.
-            steps += [Step(.setEventMask(0x2000_1FFF_FFFF_FFFF)), Step(.leSetEventMask(0x1F | 1 << 12))]
-        }
-        c.run(steps) { [unowned self] result in
+        // After Reset the LE Meta event and the extended report are masked; a kernel device has them on already.
+        let masks = transport.ownsController
+            ? [Step(.setEventMask(0x2000_1FFF_FFFF_FFFF)), Step(.leSetEventMask(0x1F | 1 << 12))] : []
+        c.probe(then: masks) { [unowned self] result in
             switch result {
-            case .failure(let f): self.fail("Failed to probe the controller on \(self.options.device): \(f.error)", .unavailable)
-            case .success(let replies):
-                let start = transport.ownsController ? 1 : 0  // after the Reset
-                guard let info = try? ControllerInfo(probeReplies: Array(replies[start..<(start + 3)])) else {
-                    return self.fail("The controller on \(self.options.device) sent a malformed probe reply", .unavailable)
-                }
+            case .failure(.step(let f)): self.fail("Failed to probe the controller on \(self.options.device): \(f.error)", .unavailable)
+            case .failure(.malformedReply): self.fail("The controller on \(self.options.device) sent a malformed probe reply", .unavailable)
+            case .success(let info):
                 self.family = info.preferredFamily
                 self.startScanning(allowSwitch: true)
             }
@@ -124,7 +120,7 @@ final class Scanner {
         guard let c = connection, !stopping else { return }
         c.run(scanSteps(enable: true)) { [unowned self] result in
             if case .failure(let f) = result {
-                if f.index < 2, let s = f.error.status, s == .commandDisallowed || s == .unknownHCICommand, allowSwitch {
+                if allowSwitch, self.family.switchReason(after: f, leadingSteps: 2) != nil {
                     self.family = self.family.other
                     return self.startScanning(allowSwitch: false)
                 }

@@ -1,6 +1,9 @@
 // The tools around the daemon: check-config, payload, gen-uuid.
 import BeaconCore
 import BluetoothHCI
+import DaemonCore
+import HCITransport
+import SystemCalls
 import SystemdSupport
 
 enum Tools {
@@ -74,15 +77,16 @@ enum Tools {
             }
         }
         if let path = setPath {
+            let file: EditableFile
             let bytes: [UInt8]
-            do { bytes = try ConfigLoader.readBytes(path) } catch { return report(error) }
+            do { (file, bytes) = try ConfigLoader.openForEdit(path) } catch { return report(error) }
             guard let uuid = fresh() else { return .failure }
             let edited: [UInt8]
             do { edited = try ConfigEditor.settingUUID(uuid, in: bytes) } catch {
                 Output.err("Error: not changing \(path): it must be a valid config before and after the change\n")
                 return report(ConfigError(path: path, diagnostics: error.items))
             }
-            do { try ConfigLoader.replaceAtomically(path, with: edited) } catch { return report(error) }
+            do { try ConfigLoader.replace(file, with: edited) } catch { return report(error) }
             Output.out(uuid.formatted(uppercase: !lowercase) + "\n")
             return .success
         }

@@ -167,6 +167,12 @@ public struct KernelDeviceEvent: Sendable, Hashable {
         self.kind = kind
         self.index = index
     }
+
+    /// Decodes what one read of a device-watching socket returns (H4 type byte first); nil for anything else.
+    public init?(h4Packet p: [UInt8]) {
+        guard p.first == H4PacketType.event.rawValue else { return nil }
+        self.init(eventPacket: Array(p.dropFirst()))
+    }
 }
 
 /// One advertisement from an LE Advertising Report (subevent 0x02, Vol 4 Part E §7.7.65.2) or an LE Extended

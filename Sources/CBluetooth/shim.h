@@ -37,6 +37,8 @@ static inline int beacond_hci_set_event_filter(int fd) {
     hci_filter_set_event(EVT_CMD_STATUS, &f);
     hci_filter_set_event(EVT_HARDWARE_ERROR, &f);
     hci_filter_set_event(EVT_LE_META_EVENT, &f);
+    // A central that disconnects lets connectable advertising go on the air again.
+    hci_filter_set_event(EVT_DISCONN_COMPLETE, &f);
     return setsockopt(fd, SOL_HCI, HCI_FILTER, &f, sizeof f) < 0 ? -errno : 0;
 }
 

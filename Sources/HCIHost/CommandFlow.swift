@@ -13,6 +13,8 @@ public struct CommandError: Error, Sendable, Hashable, CustomStringConvertible {
         case transportClosed
         /// The answer could not be decoded.
         case malformedReply
+        /// Never sent: the controller gave no command credit back for this long and counts as hung.
+        case noCredit(Duration)
     }
 
     public let opcode: Opcode
@@ -32,6 +34,7 @@ public struct CommandError: Error, Sendable, Hashable, CustomStringConvertible {
         case .timeout: "\(opcode) → no answer from the controller (timeout)"
         case .transportClosed: "\(opcode) → connection to the controller lost"
         case .malformedReply: "\(opcode) → malformed reply"
+        case .noCredit(let d): "\(opcode) → not sent: the controller gave no command credit back within \(d.components.seconds) s and is treated as hung"
         }
     }
 }
@@ -50,6 +53,9 @@ public struct CommandFlow: Sendable {
         case cancelTimer
         /// An event not answering one of our commands (Hardware Error, LE Meta, replies to other sockets' commands).
         case unsolicited(HCIEvent)
+        /// The controller took a command, gave back no credit, and none came within `creditTimeout`: it is hung
+        /// (the Linux kernel's ncmd timer). Everything pending has failed; the owner reopens the controller.
+        case controllerHung(Duration)
     }
 
     private struct Pending: Sendable {
@@ -60,13 +66,19 @@ public struct CommandFlow: Sendable {
     private var queue: [Pending] = []
     private var inFlight: Pending?
     private var credits: UInt8 = 1
+    /// The timer runs for a credit, not for a reply: commands wait and the controller owes us a credit.
+    private var waitingForCredit = false
     /// On a kernel socket the kernel does the flow control; the credits in events are the kernel's, not ours.
     public let respectsCredits: Bool
     public let timeout: Duration
+    /// How long commands may wait for a credit before the controller counts as hung. The kernel uses 4 s
+    /// (HCI_NCMD_TIMEOUT) and then resets the controller.
+    public let creditTimeout: Duration
 
-    public init(timeout: Duration = .seconds(2), respectsCredits: Bool = true) {
+    public init(timeout: Duration = .seconds(2), respectsCredits: Bool = true, creditTimeout: Duration = .seconds(4)) {
         self.timeout = timeout
         self.respectsCredits = respectsCredits
+        self.creditTimeout = creditTimeout
     }
 
     public var isIdle: Bool { inFlight == nil && queue.isEmpty }
@@ -114,6 +126,10 @@ public struct CommandFlow: Sendable {
     /// The in-flight command got no answer in time. It fails; the controller is presumed to have dropped it,
     /// so one credit is assumed back (the owner usually reopens the transport after a timeout anyway).
     public mutating func timerFired() -> [Action] {
+        if waitingForCredit {
+            waitingForCredit = false
+            return transportClosed(reason: .noCredit(creditTimeout)) + [.controllerHung(creditTimeout)]
+        }
         guard let p = inFlight else { return [] }
         inFlight = nil
         credits = 1
@@ -121,21 +137,30 @@ public struct CommandFlow: Sendable {
     }
 
     /// Everything pending fails; the flow starts over with one credit.
-    public mutating func transportClosed() -> [Action] {
+    public mutating func transportClosed() -> [Action] { transportClosed(reason: .transportClosed) }
+
+    private mutating func transportClosed(reason: CommandError.Reason) -> [Action] {
         var actions: [Action] = [.cancelTimer]
         let failed = (inFlight.map { [$0] } ?? []) + queue
         inFlight = nil
         queue = []
         credits = 1
+        waitingForCredit = false
         for p in failed {
-            actions.append(.complete(p.token, .failure(CommandError(opcode: p.command.opcode, reason: .transportClosed))))
+            actions.append(.complete(p.token, .failure(CommandError(opcode: p.command.opcode, reason: reason))))
         }
         return actions
     }
 
     private mutating func sendNext() -> [Action] {
         guard inFlight == nil, !queue.isEmpty else { return [] }
-        if respectsCredits && credits == 0 { return [] }
+        if respectsCredits && credits == 0 {
+            // Commands wait for a credit. A controller that never gives one back must not hold them forever.
+            guard !waitingForCredit else { return [] }
+            waitingForCredit = true
+            return [.armTimer(creditTimeout)]
+        }
+        waitingForCredit = false
         let p = queue.removeFirst()
         inFlight = p
         if respectsCredits { credits -= 1 }

@@ -1,7 +1,7 @@
 // Byte pipes to a controller: the kernel's raw HCI socket, or H4 over TCP, a unix socket or a serial line.
-import BeaconCore
 import CBluetooth
 import Glibc
+import SystemCalls
 
 /// Why a transport could not be opened or used. Each case carries what a good message needs.
 public enum TransportError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -32,24 +32,19 @@ public enum TransportError: Error, Sendable, Hashable, CustomStringConvertible {
 /// An open connection to a controller. Reads and writes whole H4 frames' bytes (type byte first).
 public final class Transport {
     public let spec: DeviceSpec
-    public private(set) var fd: Int32
+    private let descriptor: FileDescriptor
     /// True for H4 streams: beacond owns the controller and may reset it. False for hciN: never reset.
     public var ownsController: Bool { !spec.isKernelDevice }
     private var readBuffer = [UInt8](repeating: 0, count: 4096)
 
-    init(spec: DeviceSpec, fd: Int32) {
+    init(spec: DeviceSpec, descriptor: FileDescriptor) {
         self.spec = spec
-        self.fd = fd
+        self.descriptor = descriptor
     }
 
-    deinit { close() }
+    public var fd: Int32 { descriptor.rawValue }
 
-    public func close() {
-        if fd >= 0 {
-            Glibc.close(fd)
-            fd = -1
-        }
-    }
+    public func close() { descriptor.close() }
 
     /// Whatever bytes are available now: empty when nothing is (EAGAIN). Throws `.closed` at end of stream and when
     /// the kernel unregistered the device (EPIPE/ENODEV on a raw HCI socket).
@@ -57,11 +52,11 @@ public final class Transport {
         let name = spec.description
         let n: Int
         do {
-            n = try syscall("read") { readBuffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }
+            n = try descriptor.read(into: &readBuffer)
         } catch {
             switch error.errno {
-            case EAGAIN: return []
-            case EPIPE, ENODEV, ECONNRESET, ENETDOWN, EIO: throw .closed(name)
+            case .wouldBlock: return []
+            case .brokenPipe, .noDevice, .connectionReset, .networkDown, .ioError: throw .closed(name)
             default: throw .system(name, error)
             }
         }
@@ -72,25 +67,12 @@ public final class Transport {
     /// Writes one whole frame. Frames are small (≤ 260 bytes), so a short write or EAGAIN means the peer is stuck.
     public func write(_ frame: [UInt8]) throws(TransportError) {
         let name = spec.description
-        var offset = 0
-        var spins = 0
-        while offset < frame.count {
-            do {
-                let n = try syscall("write") {
-                    frame.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
-                }
-                offset += n
-            } catch {
-                switch error.errno {
-                case EAGAIN where spins < 100:
-                    spins += 1
-                    var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                    _ = poll(&p, 1, 20)
-                case EPIPE, ENODEV, ECONNRESET, ENETDOWN, EIO: throw .closed(name)
-                // The kernel refuses LE commands on the raw channel without CAP_NET_RAW.
-                case EPERM, EACCES: throw .permissionDenied(name, capability: "CAP_NET_RAW", error)
-                default: throw .system(name, error)
-                }
+        do { try descriptor.writeAll(frame) } catch {
+            switch error.errno {
+            case .brokenPipe, .noDevice, .connectionReset, .networkDown, .ioError: throw .closed(name)
+            // The kernel refuses LE commands on the raw channel without CAP_NET_RAW.
+            case .notPermitted, .accessDenied: throw .permissionDenied(name, capability: "CAP_NET_RAW", error)
+            default: throw .system(name, error)
             }
         }
     }
@@ -102,9 +84,9 @@ public final class Transport {
         do {
             switch spec {
             case .kernel(let index): return try openKernel(spec, index: Int32(index), mayBringUp: mayBringUp)
-            case .tcp(let host, let port): return Transport(spec: spec, fd: try connectTCP(host: host, port: port))
-            case .unix(let path): return Transport(spec: spec, fd: try connectUnix(path: path))
-            case .serial(let path, let baud): return Transport(spec: spec, fd: try openSerial(path: path, baud: baud))
+            case .tcp(let host, let port): return Transport(spec: spec, descriptor: try connectTCP(host: host, port: port))
+            case .unix(let path): return Transport(spec: spec, descriptor: try connectUnix(path: path))
+            case .serial(let path, let baud): return Transport(spec: spec, descriptor: try openSerial(path: path, baud: baud))
             }
         } catch let error as TransportError {
             throw error
@@ -117,106 +99,92 @@ public final class Transport {
 
     static func openKernel(_ spec: DeviceSpec, index: Int32, mayBringUp: Bool) throws -> Transport {
         let name = spec.description
-        let fd: Int32
-        do { fd = try hciSocket() } catch { throw TransportError.system(name, error) }
-        var ok = false
-        defer { if !ok { Glibc.close(fd) } }
+        let socket: FileDescriptor
+        do { socket = try hciSocket() } catch { throw TransportError.system(name, error) }
+        let fd = socket.rawValue
         var info = hci_dev_info()
         let r = beacond_hci_dev_info(fd, index, &info)
         if r == -ENODEV { throw TransportError.deviceAbsent(name) }
-        try negErrno("ioctl(HCIGETDEVINFO)", r)
+        try SystemError.check("ioctl(HCIGETDEVINFO)", negatedErrno: r)
         if beacond_hci_dev_is_up(&info) == 0 {
             guard mayBringUp else { throw TransportError.deviceDown(name, needsCapability: "CAP_NET_ADMIN") }
             let up = beacond_hci_dev_up(fd, index)
             if up == -EPERM || up == -EACCES { throw TransportError.deviceDown(name, needsCapability: "CAP_NET_ADMIN") }
             if up == -ERFKILL {
-                throw TransportError.system(name, SystemError("ioctl(HCIDEVUP) — blocked by rfkill (try 'rfkill unblock bluetooth')", errno: ERFKILL))
+                throw TransportError.system(name, SystemError("ioctl(HCIDEVUP) — blocked by rfkill (try 'rfkill unblock bluetooth')", errno: .rfkilled))
             }
-            if up != -EALREADY { try negErrno("ioctl(HCIDEVUP)", up) }
+            if up != -EALREADY { try SystemError.check("ioctl(HCIDEVUP)", negatedErrno: up) }
         }
-        try negErrno("bind(HCI_CHANNEL_RAW)", beacond_hci_bind(fd, index, Int32(HCI_CHANNEL_RAW)))
-        try negErrno("setsockopt(HCI_FILTER)", beacond_hci_set_event_filter(fd))
-        ok = true
-        return Transport(spec: spec, fd: fd)
+        try SystemError.check("bind(HCI_CHANNEL_RAW)", negatedErrno: beacond_hci_bind(fd, index, Int32(HCI_CHANNEL_RAW)))
+        try SystemError.check("setsockopt(HCI_FILTER)", negatedErrno: beacond_hci_set_event_filter(fd))
+        return Transport(spec: spec, descriptor: socket)
     }
 
-    static func connectTCP(host: String, port: UInt16) throws -> Int32 {
+    static func connectTCP(host: String, port: UInt16) throws -> FileDescriptor {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         hints.ai_family = AF_UNSPEC
         var list: UnsafeMutablePointer<addrinfo>?
         let g = getaddrinfo(host, String(port), &hints, &list)
         guard g == 0, let first = list else {
-            throw TransportError.system("tcp:\(host):\(port)", SystemError("getaddrinfo(\(host)): \(String(cString: gai_strerror(g)))", errno: EHOSTUNREACH))
+            throw TransportError.system("tcp:\(host):\(port)", SystemError("getaddrinfo(\(host)): \(String(cString: gai_strerror(g)))", errno: .hostUnreachable))
         }
         defer { freeaddrinfo(list) }
-        var lastError = SystemError("connect", errno: ECONNREFUSED)
+        var lastError = SystemError("connect", errno: .connectionRefused)
         var ai: UnsafeMutablePointer<addrinfo>? = first
         while let a = ai {
             ai = a.pointee.ai_next
-            let fd = try syscall("socket") {
-                socket(a.pointee.ai_family, a.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), a.pointee.ai_protocol)
-            }
+            let socket = try FileDescriptor.socket(a.pointee.ai_family, a.pointee.ai_socktype, a.pointee.ai_protocol)
             do {
-                try connectWithTimeout(fd, a.pointee.ai_addr, a.pointee.ai_addrlen)
+                try connectWithTimeout(socket, a.pointee.ai_addr, a.pointee.ai_addrlen)
                 var one: Int32 = 1
-                setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-                return fd
+                setsockopt(socket.rawValue, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+                return socket
             } catch {
-                Glibc.close(fd)
                 lastError = error
             }
         }
         throw lastError
     }
 
-    static func connectUnix(path: String) throws -> Int32 {
+    static func connectUnix(path: String) throws -> FileDescriptor {
         var addr = sockaddr_un()
         addr.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
         guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else {
-            throw SystemError("connect(\(path)) — path too long for a unix socket", errno: ENAMETOOLONG)
+            throw SystemError("connect(\(path)) — path too long for a unix socket", errno: .nameTooLong)
         }
         withUnsafeMutableBytes(of: &addr.sun_path) { raw in
             raw.copyBytes(from: bytes)
             raw[bytes.count] = 0
         }
-        let fd = try syscall("socket(AF_UNIX)") {
-            socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        }
-        do {
-            try withUnsafePointer(to: &addr) { p in
-                try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                    try connectWithTimeout(fd, sa, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
+        let socket = try FileDescriptor.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, call: "socket(AF_UNIX)")
+        try withUnsafePointer(to: &addr) { p in
+            try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+                try connectWithTimeout(socket, sa, socklen_t(MemoryLayout<sockaddr_un>.size))
             }
-        } catch {
-            Glibc.close(fd)
-            throw error
         }
-        return fd
+        return socket
     }
 
     /// connect() on a non-blocking socket, waiting at most 2 s for it to finish.
-    static func connectWithTimeout(_ fd: Int32, _ addr: UnsafePointer<sockaddr>, _ len: socklen_t) throws(SystemError) {
+    static func connectWithTimeout(_ socket: FileDescriptor, _ addr: UnsafePointer<sockaddr>, _ len: socklen_t) throws(SystemError) {
+        let fd = socket.rawValue
         if Glibc.connect(fd, addr, len) == 0 { return }
-        let e = Glibc.errno
-        guard e == EINPROGRESS || e == EAGAIN || e == EINTR else { throw SystemError("connect", errno: e) }
-        var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-        let n = try syscall("poll") { poll(&p, 1, 2000) }
-        guard n > 0 else { throw SystemError("connect", errno: ETIMEDOUT) }
+        let e = Errno.current
+        guard e == .inProgress || e == .wouldBlock || e == .interrupted else { throw SystemError("connect", errno: e) }
+        guard socket.poll(events: Int16(POLLOUT), milliseconds: 2000) else { throw SystemError("connect", errno: .timedOut) }
         var soError: Int32 = 0
         var len = socklen_t(MemoryLayout<Int32>.size)
-        _ = try syscall("getsockopt(SO_ERROR)") { getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &len) }
+        _ = try retryingInterrupts("getsockopt(SO_ERROR)") { getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &len) }
         if soError != 0 { throw SystemError("connect", errno: soError) }
     }
 
-    static func openSerial(path: String, baud: Int) throws -> Int32 {
-        let fd = try syscall("open(\(path))") { Glibc.open(path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC) }
-        var ok = false
-        defer { if !ok { Glibc.close(fd) } }
+    static func openSerial(path: String, baud: Int) throws -> FileDescriptor {
+        let serial = try FileDescriptor.open(path, O_RDWR | O_NOCTTY | O_NONBLOCK)
+        let fd = serial.rawValue
         var t = termios()
-        _ = try syscall("tcgetattr(\(path))") { tcgetattr(fd, &t) }
+        _ = try retryingInterrupts("tcgetattr(\(path))") { tcgetattr(fd, &t) }
         cfmakeraw(&t)  // 8 data bits, no parity, no echo, no signals
         let speed = speedConstant(baud)
         _ = cfsetispeed(&t, speed)
@@ -225,11 +193,10 @@ public final class Transport {
         t.c_cflag &= ~tcflag_t(CSTOPB)
         t.c_cc.6 = 0  // VMIN
         t.c_cc.5 = 0  // VTIME
-        _ = try syscall("tcsetattr(\(path))") { tcsetattr(fd, TCSANOW, &t) }
+        _ = try retryingInterrupts("tcsetattr(\(path))") { tcsetattr(fd, TCSANOW, &t) }
         // Hardware flow control where the device supports it: a pty or a 3-wire UART silently drops CRTSCTS.
         _ = tcflush(fd, TCIOFLUSH)
-        ok = true
-        return fd
+        return serial
     }
 
     static func speedConstant(_ baud: Int) -> speed_t {

@@ -2,21 +2,12 @@
 // C callbacks reach their Swift handler through Unmanaged userdata, here and nowhere else.
 import CSystemd
 import Glibc
+import SystemCalls
 
-/// An sd-* call that failed: its name and the errno it returned.
-public struct SystemdError: Error, Sendable, Hashable, CustomStringConvertible {
-    public let call: String
-    public let errno: Int32
-    public init(call: String, errno: Int32) {
-        self.call = call
-        self.errno = errno
-    }
-    public var description: String { "\(call): \(String(cString: strerror(errno)))" }
-}
-
+/// sd-* calls return -errno.
 @inline(__always)
-func check(_ call: String, _ r: Int32) throws(SystemdError) {
-    if r < 0 { throw SystemdError(call: call, errno: -r) }
+func check(_ call: String, _ r: Int32) throws(SystemError) {
+    try SystemError.check(call, negatedErrno: r)
 }
 
 /// A registered source. Keep it to change or cancel it; the loop keeps it alive until it is cancelled.
@@ -61,7 +52,7 @@ public final class EventLoop {
     private var event: OpaquePointer?
     private var sources: [ObjectIdentifier: EventSource] = [:]
 
-    public init() throws(SystemdError) {
+    public init() throws(SystemError) {
         try check("sd_event_new", sd_event_new(&event))
     }
 
@@ -79,7 +70,7 @@ public final class EventLoop {
     }
 
     /// Calls `handler(revents)` whenever `fd` is readable (EPOLLIN) or broken (EPOLLHUP/EPOLLERR).
-    public func addReader(fd: Int32, handler: @escaping (UInt32) -> Void) throws(SystemdError) -> EventSource {
+    public func addReader(fd: Int32, handler: @escaping (UInt32) -> Void) throws(SystemError) -> EventSource {
         let s = EventSource(handler: handler)
         let userdata = register(s)
         let r = sd_event_add_io(event, &s.source, fd, UInt32(EPOLLIN.rawValue), { _, _, revents, userdata in
@@ -92,7 +83,7 @@ public final class EventLoop {
     }
 
     /// A one-shot CLOCK_MONOTONIC timer, `after` from now; rearm it to use it again.
-    public func addTimer(after: Duration, handler: @escaping () -> Void) throws(SystemdError) -> EventSource {
+    public func addTimer(after: Duration, handler: @escaping () -> Void) throws(SystemError) -> EventSource {
         let s = EventSource(handler: { _ in handler() })
         let userdata = register(s)
         let r = sd_event_add_time_relative(event, &s.source, CLOCK_MONOTONIC, microseconds(after), 1000, { _, _, userdata in
@@ -105,18 +96,15 @@ public final class EventLoop {
     }
 
     /// A disarmed timer, for rearming later.
-    public func addIdleTimer(handler: @escaping () -> Void) throws(SystemdError) -> EventSource {
+    public func addIdleTimer(handler: @escaping () -> Void) throws(SystemError) -> EventSource {
         let s = try addTimer(after: .seconds(3600), handler: handler)
         s.disarm()
         return s
     }
 
     /// Delivers `signo` as an event. The signal is blocked for the process so it only ever arrives here.
-    public func addSignal(_ signo: Int32, handler: @escaping () -> Void) throws(SystemdError) -> EventSource {
-        var set = sigset_t()
-        sigemptyset(&set)
-        sigaddset(&set, signo)
-        try check("sigprocmask", pthread_sigmask(SIG_BLOCK, &set, nil) == 0 ? 0 : -Glibc.errno)
+    public func addSignal(_ signo: Int32, handler: @escaping () -> Void) throws(SystemError) -> EventSource {
+        try blockSignal(signo)
         let s = EventSource(handler: { _ in handler() })
         let userdata = register(s)
         let r = sd_event_add_signal(event, &s.source, signo, { _, _, userdata in
@@ -131,7 +119,7 @@ public final class EventLoop {
     /// Sends WATCHDOG=1 at half of WATCHDOG_USEC from the loop itself (and once at once); false when systemd
     /// asked for no watchdog.
     @discardableResult
-    public func enableWatchdog() throws(SystemdError) -> Bool {
+    public func enableWatchdog() throws(SystemError) -> Bool {
         let r = sd_event_set_watchdog(event, 1)
         try check("sd_event_set_watchdog", r)
         return r > 0
@@ -145,7 +133,7 @@ public final class EventLoop {
     }
 
     /// Runs until `exit(code:)`; returns the code.
-    public func run() throws(SystemdError) -> Int32 {
+    public func run() throws(SystemError) -> Int32 {
         let r = sd_event_loop(event)
         try check("sd_event_loop", r)
         return r

@@ -1,16 +1,16 @@
 // Native journal logging (sd_journal_sendv; the variadic sd_journal_send cannot be called from Swift).
 import CSystemd
 import Glibc
+import SystemCalls
 
 public enum Journal {
     /// True when stderr is connected to journald: JOURNAL_STREAM names stderr's device and inode.
     public static func stderrIsJournal() -> Bool {
-        guard let env = getenv("JOURNAL_STREAM") else { return false }
-        let parts = String(cString: env).split(separator: ":")
-        guard parts.count == 2, let dev = UInt64(parts[0]), let ino = UInt64(parts[1]) else { return false }
-        var st = stat()
-        guard fstat(2, &st) == 0 else { return false }
-        return UInt64(st.st_dev) == dev && UInt64(st.st_ino) == ino
+        guard let env = environment("JOURNAL_STREAM") else { return false }
+        let parts = env.split(separator: ":")
+        guard parts.count == 2, let dev = UInt64(parts[0]), let ino = UInt64(parts[1]),
+              let stderr = deviceAndInode(ofUnowned: 2) else { return false }
+        return stderr.device == dev && stderr.inode == ino
     }
 
     /// Sends one entry; fields are `NAME=value` (MESSAGE and PRIORITY among them). Returns false if journald refused.
@@ -34,7 +34,7 @@ public enum Journal {
 /// Random identifiers from the kernel's CSPRNG.
 public enum RandomID {
     /// 16 random bytes formatted by sd_id128_randomize as an RFC 9562 version-4 UUID.
-    public static func uuid4Bytes() throws(SystemdError) -> [UInt8] {
+    public static func uuid4Bytes() throws(SystemError) -> [UInt8] {
         var id = sd_id128_t()
         try check("sd_id128_randomize", sd_id128_randomize(&id))
         return withUnsafeBytes(of: &id) { Array($0) }

@@ -1,10 +1,10 @@
 // sd_notify: tells the service manager about readiness, status, reloads, stops and fatal errors.
 import CSystemd
-import Glibc
+import SystemCalls
 
 public enum Notifier {
     /// True when a service manager listens (NOTIFY_SOCKET is set).
-    public static var isListening: Bool { getenv("NOTIFY_SOCKET") != nil }
+    public static var isListening: Bool { environment("NOTIFY_SOCKET") != nil }
 
     /// Sends the newline-separated assignments as one datagram. A no-op without NOTIFY_SOCKET.
     public static func send(_ assignments: [String]) {
@@ -13,9 +13,5 @@ public enum Notifier {
     }
 
     /// CLOCK_MONOTONIC now in microseconds, for RELOADING=1's MONOTONIC_USEC.
-    public static func monotonicMicroseconds() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000 + UInt64(ts.tv_nsec) / 1000
-    }
+    public static func monotonicMicroseconds() -> UInt64 { SystemCalls.monotonicMicroseconds() }
 }

@@ -1,6 +1,7 @@
 // The iBeacon frame against golden vectors, UUIDs, device specs.
 @testable import BeaconCore
 import BluetoothHCI
+import HCITransport
 import Testing
 
 private let apple = try! BeaconUUID(parsing: "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0")

@@ -43,9 +43,43 @@ struct CommandFlowTests {
         _ = f.enqueue(.reset, token: 1)
         _ = f.enqueue(.readBDAddr, token: 2)
         let a = f.received(complete(.reset, credits: 0))
-        #expect(a == [.cancelTimer, .complete(1, .success([0]))])  // nothing written: no credit
+        // Nothing written without a credit; the credit timer runs instead of a command timer.
+        #expect(a == [.cancelTimer, .complete(1, .success([0])), .armTimer(.seconds(4))])
         let b = f.received(.commandComplete(credits: 1, opcode: Opcode(rawValue: 0), returnParameters: []))
         #expect(b == [.write(HCICommand.readBDAddr.h4Frame), .armTimer(.seconds(2))])
+    }
+
+    @Test("zero credits and silence: after the credit timeout the controller is hung and everything waiting fails")
+    func zeroCreditsForever() {
+        // The bug: a Reset answered with Num_HCI_Command_Packets = 0, then nothing — beacond waited forever.
+        var f = CommandFlow(creditTimeout: .seconds(4))
+        _ = f.enqueue(.reset, token: 1)
+        _ = f.enqueue(.readLocalVersionInformation, token: 2)
+        _ = f.enqueue(.readBDAddr, token: 3)
+        let a = f.received(complete(.reset, credits: 0))
+        #expect(a.last == .armTimer(.seconds(4)))
+        // Unrelated events do not send anything or restart the wait.
+        #expect(f.received(.hardwareError(code: 0)) == [.unsolicited(.hardwareError(code: 0))])
+        let b = f.timerFired()
+        let e: (Opcode) -> CommandError = { CommandError(opcode: $0, reason: .noCredit(.seconds(4))) }
+        #expect(b == [.cancelTimer, .complete(2, .failure(e(.readLocalVersionInformation))), .complete(3, .failure(e(.readBDAddr))),
+                      .controllerHung(.seconds(4))])
+        #expect(e(.readBDAddr).description.contains("gave no command credit back within 4 s"))
+        #expect(f.isIdle)
+        // Afterwards the flow starts over with one credit (a reopened controller).
+        #expect(f.enqueue(.reset, token: 4) == [.write(HCICommand.reset.h4Frame), .armTimer(.seconds(2))])
+    }
+
+    @Test("a credit that comes back late, within the bound, lets the waiting command go")
+    func lateCredit() {
+        var f = CommandFlow()
+        _ = f.enqueue(.reset, token: 1)
+        _ = f.received(complete(.reset, credits: 0))
+        _ = f.enqueue(.readBDAddr, token: 2)
+        // Still waiting: a second command does not arm a second timer.
+        #expect(f.enqueue(.readLocalVersionInformation, token: 3) == [])
+        let a = f.received(.commandStatus(status: .success, credits: 1, opcode: Opcode(rawValue: 0)))
+        #expect(a == [.write(HCICommand.readBDAddr.h4Frame), .armTimer(.seconds(2))])
     }
 
     @Test("on a kernel socket the credits in events are the kernel's and do not hold our queue")

@@ -48,11 +48,15 @@ EXTENDED_ADV_OPCODES = {
 @dataclasses.dataclass
 class Fault:
     """Answer `opcode` with `status` (or not at all when status is None) for the next `times` commands (-1 = always),
-    only those whose parameters start with `when` (e.g. b'\\x01' for an enable)."""
+    only those whose parameters start with `when` (e.g. b'\\x01' for an enable). `credits`: the
+    Num_HCI_Command_Packets of that reply (0 = the controller takes no further command). `delay`: instead of a fault,
+    the real reply, `delay` seconds late."""
     opcode: int
     status: int | None
     times: int = 1
     when: bytes = b''
+    credits: int = 1
+    delay: float | None = None
 
 
 class RelayingLegacyAdvertiser(LegacyAdvertiser):
@@ -94,9 +98,14 @@ class LabController(Controller):
             if fault.opcode == opcode and fault.times != 0 and bytes(command.parameters or b'').startswith(fault.when):
                 if fault.times > 0:
                     fault.times -= 1
+                if fault.delay is not None:
+                    asyncio.get_running_loop().call_later(fault.delay, super().on_hci_command_packet, command)
+                    return
                 if fault.status is None:
                     return  # never answer
-                self._complete(opcode, fault.status)
+                if opcode == hci.HCI_RESET_COMMAND and fault.status == 0:
+                    self._reset_state()
+                self._complete(opcode, fault.status, fault.credits)
                 return
         if self.enforce_mixing_rule:
             family = 'legacy' if opcode in LEGACY_ADV_OPCODES else 'extended' if opcode in EXTENDED_ADV_OPCODES else None
@@ -106,19 +115,29 @@ class LabController(Controller):
                     return
                 self.family_in_use = family
         if opcode == hci.HCI_RESET_COMMAND:
-            # WORKAROUND: the stock emulator's Reset keeps advertising running; a real controller stops it.
-            self.le_legacy_advertiser.stop()
-            self.le_legacy_advertiser.advertising_data = b''
-            for s in list(self.advertising_sets.values()):
-                s.stop()
-            self.advertising_sets.clear()
-            self.family_in_use = None
+            self._reset_state()
+        if opcode == hci.HCI_LE_REMOVE_ADVERTISING_SET_COMMAND:
+            # WORKAROUND: the emulator removes an enabled set; the Core spec (Vol 4 Part E §7.8.59) says a controller
+            # refuses that with Command Disallowed, and real ones do, which leaves the set on the air.
+            s = self.advertising_sets.get(command.parameters[0]) if command.parameters else None
+            if s is not None and s.enabled:
+                self._complete(opcode, hci.HCI_COMMAND_DISALLOWED_ERROR)
+                return
         super().on_hci_command_packet(command)
 
-    def _complete(self, opcode: int, status: int) -> None:
+    def _reset_state(self) -> None:
+        # WORKAROUND: the stock emulator's Reset keeps advertising running; a real controller stops it.
+        self.le_legacy_advertiser.stop()
+        self.le_legacy_advertiser.advertising_data = b''
+        for s in list(self.advertising_sets.values()):
+            s.stop()
+        self.advertising_sets.clear()
+        self.family_in_use = None
+
+    def _complete(self, opcode: int, status: int, credits: int = 1) -> None:
         # Command Complete with only the status byte: what a controller returns for a refused command.
         self.send_hci_packet(hci.HCI_Command_Complete_Event(
-            num_hci_command_packets=1, command_opcode=opcode,
+            num_hci_command_packets=credits, command_opcode=opcode,
             return_parameters=hci.HCI_StatusReturnParameters(status)))
 
 
@@ -319,8 +338,26 @@ class Lab:
                 if (op in (hci.HCI_LE_SET_ADVERTISING_ENABLE_COMMAND, hci.HCI_LE_SET_EXTENDED_ADVERTISING_ENABLE_COMMAND)
                     and p[:1] == b'\x01')]
 
-    def add_fault(self, opcode: int, status: int | None, times: int = 1, when: bytes = b'') -> None:
-        self.call(lambda: self.controller.faults.append(Fault(opcode, status, times, when)))
+    def add_fault(self, opcode: int, status: int | None, times: int = 1, when: bytes = b'', credits: int = 1,
+                  delay: float | None = None) -> None:
+        self.call(lambda: self.controller.faults.append(Fault(opcode, status, times, when, credits, delay)))
+
+    def on_command(self, fn: Callable[[int], None] | None) -> None:
+        """Calls fn(opcode) on the lab's thread as each command from beacond arrives (before it is answered)."""
+        self.call(lambda: setattr(self.controller, 'on_command', fn))
+
+    def connect_central(self) -> None:
+        """The scanning radio connects to beacond's radio as a central, as a phone would to a connectable beacon."""
+        async def go() -> None:
+            await self.scanner.stop_scanning()
+            self.central_connection = await self.scanner.connect(
+                hci.Address('F0:F1:F2:F3:F4:F5', hci.Address.PUBLIC_DEVICE_ADDRESS), timeout=10)
+        self.call(go)
+
+    def disconnect_central(self) -> None:
+        async def go() -> None:
+            await self.central_connection.disconnect()
+        self.call(go)
 
     def clear_faults(self) -> None:
         self.call(lambda: self.controller.faults.clear())

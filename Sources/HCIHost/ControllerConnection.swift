@@ -1,34 +1,50 @@
-// Executes the pure command flow against a real transport and a real timer on the event loop.
+// The shell around CommandFlow: executes its actions against a real transport and a real timer on the event loop.
+// It knows no policy; it runs commands and step sequences and reports what it sees.
 import BluetoothHCI
-import HCIHost
 import HCITransport
+import SystemCalls
 import SystemdSupport
 
 /// A step sequence that stopped: which step and why.
-struct StepFailure: Error {
-    let index: Int
-    let step: Step
-    let error: CommandError
+public struct StepFailure: Error, Sendable {
+    public let index: Int
+    public let step: Step
+    public let error: CommandError
 }
 
-final class ControllerConnection {
-    let transport: Transport
+/// Why a connection ended without being closed by its owner.
+public enum ConnectionLoss: Error, Sendable, CustomStringConvertible {
+    /// The transport failed or the peer went away.
+    case transport(TransportError)
+    /// The controller kept no credit for us for this long (the kernel's ncmd timer).
+    case hung(Duration)
+
+    public var description: String {
+        switch self {
+        case .transport(let e): "\(e)"
+        case .hung(let d): "the controller gave no command credit back within \(d.components.seconds) s"
+        }
+    }
+}
+
+public final class ControllerConnection {
+    public let transport: Transport
     private var flow: CommandFlow
     private var framer = H4Framer()
     private var reader: EventSource?
     private var timer: EventSource?
     private var callbacks: [CommandToken: (Result<[UInt8], CommandError>) -> Void] = [:]
     private var nextToken: CommandToken = 1
-    private(set) var isClosed = false
+    public private(set) var isClosed = false
 
     /// Events that answer none of our commands.
-    var onUnsolicited: (HCIEvent) -> Void = { _ in }
+    public var onUnsolicited: (HCIEvent) -> Void = { _ in }
     /// A command another program sent to the same kernel device (the raw channel shows them): opcode and parameters.
-    var onForeignCommand: (Opcode, [UInt8]) -> Void = { _, _ in }
-    /// The transport broke; everything pending has already failed.
-    var onClosed: (TransportError) -> Void = { _ in }
+    public var onForeignCommand: (Opcode, [UInt8]) -> Void = { _, _ in }
+    /// The connection ended by itself; everything pending has already failed.
+    public var onClosed: (ConnectionLoss) -> Void = { _ in }
 
-    init(transport: Transport, loop: EventLoop, timeout: Duration = .seconds(2)) throws(SystemdError) {
+    public init(transport: Transport, loop: EventLoop, timeout: Duration = .seconds(2)) throws(SystemError) {
         self.transport = transport
         flow = CommandFlow(timeout: timeout, respectsCredits: transport.ownsController)
         timer = try loop.addIdleTimer { [weak self] in self?.perform(self?.flow.timerFired() ?? []) }
@@ -36,7 +52,7 @@ final class ControllerConnection {
     }
 
     /// Sends one command; `completion` gets the return parameters (status first) or the error.
-    func send(_ command: HCICommand, completion: @escaping (Result<[UInt8], CommandError>) -> Void) {
+    public func send(_ command: HCICommand, completion: @escaping (Result<[UInt8], CommandError>) -> Void) {
         guard !isClosed else {
             completion(.failure(CommandError(opcode: command.opcode, reason: .transportClosed)))
             return
@@ -48,7 +64,7 @@ final class ControllerConnection {
     }
 
     /// Runs the steps in order, stopping at the first failure; a tolerated status counts as success.
-    func run(_ steps: [Step], completion: @escaping (Result<[[UInt8]], StepFailure>) -> Void) {
+    public func run(_ steps: [Step], completion: @escaping (Result<[[UInt8]], StepFailure>) -> Void) {
         var replies: [[UInt8]] = []
         func next(_ i: Int) {
             guard i < steps.count else { return completion(.success(replies)) }
@@ -72,7 +88,7 @@ final class ControllerConnection {
     }
 
     /// Closes the transport and fails whatever is pending (without calling onClosed).
-    func close() {
+    public func close() {
         guard !isClosed else { return }
         isClosed = true
         reader?.cancel()
@@ -102,13 +118,13 @@ final class ControllerConnection {
                 }
             }
         } catch let e as TransportError {
-            fail(e)
+            fail(.transport(e))
         } catch {
-            fail(.broken(transport.spec.description, reason: "broken H4 stream: \(error)"))
+            fail(.transport(.broken(transport.spec.description, reason: "broken H4 stream: \(error)")))
         }
     }
 
-    private func fail(_ reason: TransportError) {
+    private func fail(_ reason: ConnectionLoss) {
         guard !isClosed else { return }
         close()
         onClosed(reason)
@@ -120,7 +136,7 @@ final class ControllerConnection {
             case .write(let frame):
                 guard !isClosed else { continue }
                 do { try transport.write(frame) } catch {
-                    fail(error)
+                    fail(.transport(error))
                     return
                 }
             case .armTimer(let d): timer?.rearm(after: d)
@@ -128,6 +144,9 @@ final class ControllerConnection {
             case .complete(let token, let result):
                 if let cb = callbacks.removeValue(forKey: token) { cb(result) }
             case .unsolicited(let event): onUnsolicited(event)
+            case .controllerHung(let d):
+                fail(.hung(d))
+                return
             }
         }
     }

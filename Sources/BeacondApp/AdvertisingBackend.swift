@@ -1,0 +1,30 @@
+// The contract between the lifecycle's executor and the two ways of advertising on a controller: raw HCI
+// commands (any device) and the kernel's management interface (hciN).
+import BeaconCore
+import DaemonCore
+import HCIHost
+
+/// Things a backend notices on its own.
+enum BackendEvent {
+    /// The connection or the controller is gone: close this backend and retry.
+    case lost(BackendFailure)
+    /// Still connected, but the beacon is off the air because of someone else: apply it again after `delay`.
+    case reapply(reason: String, delay: Duration, fields: [String])
+}
+
+/// One way of advertising on one controller. Single-threaded; every callback comes from the event loop.
+protocol AdvertisingBackend: AnyObject {
+    var kind: BackendKind { get }
+    var onEvent: (BackendEvent) -> Void { get set }
+    /// Opens the controller and learns what it can do.
+    func open(_ done: @escaping (BackendFailure?) -> Void)
+    /// Puts `request` on the air. With `dataOnlyAllowed`, a change of data alone is made without taking
+    /// advertising down; otherwise the full sequence runs.
+    func apply(_ request: AdvertisingRequest, dataOnlyAllowed: Bool, _ done: @escaping (Result<OnAir, BackendFailure>) -> Void)
+    /// Takes everything of beacond's off the controller (best effort); `done` is always called.
+    func stop(_ done: @escaping () -> Void)
+    /// Releases everything; no callbacks after this.
+    func close()
+    /// The kernel advertising instance this backend uses (mgmt), which outlives the backend in the kernel.
+    var kernelInstance: UInt8? { get }
+}

@@ -1,0 +1,100 @@
+// The words the lifecycle and the backends share: which backend, what is on the air, why something failed, the
+// exit codes, and the retry backoff.
+import BeaconCore
+import BluetoothHCI
+
+/// The two ways of advertising on a controller.
+public enum BackendKind: String, Sendable, Hashable, CustomStringConvertible {
+    /// Raw HCI commands (any device).
+    case hci
+    /// The kernel's management interface (hciN), next to bluetoothd.
+    case mgmt
+    public var description: String { rawValue }
+}
+
+/// What the controller (or the kernel) confirmed is on the air.
+public struct OnAir: Sendable, Hashable {
+    /// The interval actually used (may differ from the config: raised for an old controller, or the kernel's
+    /// default when the kernel cannot take one).
+    public var interval: AdvertisingInterval
+    /// Short facts for STATUS: the backend and command family, the instance, the TX power.
+    public var details: [String]
+    /// True when the interval is the kernel's default, not the configured one.
+    public var intervalIsKernelDefault: Bool
+
+    public init(interval: AdvertisingInterval, details: [String], intervalIsKernelDefault: Bool = false) {
+        self.interval = interval
+        self.details = details
+        self.intervalIsKernelDefault = intervalIsKernelDefault
+    }
+}
+
+/// Why a backend could not do what it was asked.
+public struct BackendFailure: Error, Sendable, Hashable {
+    /// A full sentence for the log and STATUS, naming the command and status where there is one.
+    public var message: String
+    public var level: LogLevel
+    public var fields: [String]
+    /// Set when retrying cannot help: a missing capability (77), no Bluetooth in this kernel (69).
+    public var fatal: ExitCode?
+
+    public init(message: String, level: LogLevel = .err, fields: [String] = [], fatal: ExitCode? = nil) {
+        self.message = message
+        self.level = level
+        self.fields = fields
+        self.fatal = fatal
+    }
+}
+
+/// Exit codes (sysexits.h, as systemd and swift-argument-parser use them).
+public enum ExitCode: Int32, Sendable, Hashable {
+    case success = 0
+    case failure = 1
+    case usage = 64
+    /// No controller reachable.
+    case unavailable = 69
+    /// Missing privilege (a capability).
+    case noPermission = 77
+    /// Config file errors.
+    case config = 78
+}
+
+/// Exponential backoff from 250 ms to 30 s with ±20 % jitter (never above 30 s), so a fleet does not retry in
+/// lockstep. The jitter comes from a seeded generator, so a test can replay a sequence.
+public struct Backoff: Sendable {
+    public static let first = Duration.milliseconds(250)
+    public static let limit = Duration.seconds(30)
+    public private(set) var attempt = 0
+    private var state: UInt64
+
+    public init(seed: UInt64) { state = seed }
+
+    public mutating func next() -> Duration {
+        var base = Self.first
+        for _ in 0..<attempt where base < Self.limit { base *= 2 }
+        if base > Self.limit { base = Self.limit }
+        attempt += 1
+        let jittered = base * (0.8 + 0.4 * unitRandom())
+        return min(jittered, Self.limit)
+    }
+
+    public mutating func reset() { attempt = 0 }
+
+    /// SplitMix64, mapped to [0, 1).
+    private mutating func unitRandom() -> Double {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        z ^= z >> 31
+        return Double(z >> 11) / Double(1 << 53)
+    }
+}
+
+/// `250 ms`, `4 s`, `1.5 s`.
+public func formatDuration(_ d: Duration) -> String {
+    let ms = Int(d.components.seconds) * 1000 + Int(d.components.attoseconds / 1_000_000_000_000_000)
+    if ms < 1000 { return "\(ms) ms" }
+    if ms % 1000 == 0 || ms >= 10_000 { return "\((ms + 500) / 1000) s" }
+    return "\(ms / 1000).\((ms % 1000) / 100) s"
+}

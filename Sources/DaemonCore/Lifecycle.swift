@@ -1,0 +1,512 @@
+// The daemon's whole policy as a value: which backend, when to retry, how a reload and a stop go, what systemd
+// is told. Events in, actions out, no I/O; `Daemon` in the app only carries the actions out.
+import BeaconCore
+import BluetoothHCI
+import HCIHost
+import HCITransport
+
+public struct Lifecycle: Sendable {
+    /// Where the daemon is. Every phase but `exited` has a timer armed or an open backend whose fd moves it on
+    /// (tests check this after every event).
+    public enum Phase: Sendable, Hashable {
+        /// Before `start`.
+        case idle
+        /// A backend is being opened (probe); the operation deadline is armed.
+        case opening
+        /// An apply is running; the operation deadline is armed.
+        case applying
+        /// The controller confirmed the beacon on the air. Nothing is armed: the backend's fd (loss, foreign
+        /// commands, connections), signals and device events move it on.
+        case advertising
+        /// Open, but the beacon was taken off the air by someone else; the timer puts it back.
+        case reapplyWait
+        /// No backend; the retry timer is armed.
+        case waiting
+        /// SIGTERM: taking the beacon off the air; the stop deadline is armed.
+        case stopping
+        /// Final.
+        case exited(ExitCode)
+    }
+
+    public enum Event: Sendable {
+        case start
+        case opened
+        case openFailed(BackendFailure)
+        case applied(OnAir)
+        case applyFailed(BackendFailure)
+        /// The backend finished taking the beacon off the air (or there was nothing to take off).
+        case stopped
+        case lost(BackendFailure)
+        /// The beacon is off the air because of another program or a connection; `at` is CLOCK_MONOTONIC in µs.
+        case reapply(reason: String, delay: Duration, fields: [String], at: UInt64)
+        /// A kernel device event for our hciN.
+        case device(KernelDeviceEvent.Kind)
+        case hangup
+        case terminate(signal: String)
+        case timerFired
+        case configLoaded(BeaconConfiguration)
+        case configRefused(ConfigError)
+    }
+
+    public enum Action: Sendable, Hashable {
+        /// Make a backend of this kind and open it; answer with `opened` or `openFailed`.
+        case open(BackendKind, mayBringUp: Bool)
+        /// Answer with `applied` or `applyFailed`.
+        case apply(AdvertisingRequest, dataOnlyAllowed: Bool)
+        /// Take everything of beacond's off the controller (with no backend open: what the kernel still keeps for
+        /// beacond, such as a mgmt instance). Answer with `stopped`, always.
+        case stopAdvertising
+        /// Release the backend; none of its callbacks may arrive after this.
+        case closeBackend
+        /// Read and validate the config file; answer with `configLoaded` or `configRefused`.
+        case loadConfig
+        case armTimer(Duration)
+        case cancelTimer
+        /// Send these sd_notify assignments as one datagram.
+        case notify([String])
+        /// RELOADING=1 with MONOTONIC_USEC (the executor reads the clock).
+        case notifyReloading
+        case log(LogLevel, String, [String])
+        case setLogLevel(LogLevel)
+        case exit(ExitCode)
+    }
+
+    /// The bound on an open or an apply. Each command has its own timeout (2 s HCI, 3 s mgmt) and a hung
+    /// controller is caught within 4 s; this is the backstop that keeps any backend from holding the daemon.
+    public static let operationDeadline = Duration.seconds(45)
+    /// How long a stop may take before beacond exits anyway.
+    public static let stopDeadline = Duration.seconds(3)
+
+    public private(set) var phase: Phase = .idle
+    public private(set) var config: BeaconConfiguration
+    private let deviceOverride: DeviceSpec?
+    private let logLevelOverride: LogLevel?
+    private let configPath: String
+
+    /// The backend in use (nil when none is open).
+    public private(set) var backend: BackendKind?
+    /// Backend `auto` fell back to raw HCI because the management interface refused beacond.
+    private var mgmtRefused = false
+    private var lastBackendNote = ""
+    /// What was last confirmed on air.
+    private var applied: AdvertisingRequest?
+    private var onAir: OnAir?
+    /// The apply running now.
+    private var applying: (request: AdvertisingRequest, dataOnly: Bool)?
+    /// Something asked for an apply while one was running: apply the current config once more after it.
+    private var applyAgain = false
+    /// SIGTERM came during an open or an apply: stop as soon as it answers.
+    private var stopWhenAnswered = false
+    private var backoff: Backoff
+    private var reapplyTimes: [UInt64] = []
+    /// False after the kernel reported our hciN taken down: someone meant it, so wait for it to come back up.
+    private var mayBringUp = true
+    private var readySent = false
+    /// Between RELOADING=1 and its READY=1.
+    private var reloading = false
+    private var lastStatus = ""
+
+    public init(config: BeaconConfiguration, configPath: String, device: DeviceSpec? = nil, logLevel: LogLevel? = nil,
+                seed: UInt64) {
+        self.config = config
+        self.configPath = configPath
+        deviceOverride = device
+        logLevelOverride = logLevel
+        backoff = Backoff(seed: seed)
+    }
+
+    public var device: DeviceSpec { deviceOverride ?? config.controller.device }
+    /// The last STATUS text (without a kept-configuration note).
+    public var status: String { lastStatus }
+    /// True while an open, an apply or a stop waits for the backend.
+    public var isWaitingForBackend: Bool {
+        switch phase {
+        case .opening, .applying: true
+        case .stopping: backend != nil
+        default: false
+        }
+    }
+
+    // MARK: events
+
+    public mutating func handle(_ event: Event) -> [Action] {
+        if case .exited = phase { return [] }
+        var out: [Action] = []
+        switch event {
+        case .start:
+            guard phase == .idle else { return [] }
+            out.append(.log(.info, "beacond \(Self.version) starting: \(describe(config.beacon)) on \(device)", beaconFields))
+            open(&out)
+        case .opened:
+            switch phase {
+            case .opening: apply(&out, dataOnlyAllowed: false)
+            case .stopping: stopNow(&out)
+            default: break
+            }
+        case .openFailed(let f), .applyFailed(let f):
+            applying = nil
+            switch phase {
+            case .opening, .applying:
+                applied = nil
+                failed(f, &out)
+            case .stopping: stopNow(&out)
+            default: break
+            }
+        case .applied(let result):
+            guard let done = applying else { break }
+            applying = nil
+            if phase == .stopping { stopNow(&out); break }
+            guard phase == .applying else { break }
+            confirmed(done.request, result, dataOnly: done.dataOnly, &out)
+        case .stopped:
+            guard phase == .stopping else { break }
+            finish(&out)
+        case .lost(let f):
+            guard backend != nil else { break }
+            applying = nil
+            applied = nil
+            if phase == .stopping { finish(&out); break }
+            failed(f, &out)
+        case .reapply(let reason, let delay, let fields, let at):
+            reapply(reason, delay: delay, fields: fields, at: at, &out)
+        case .device(let kind):
+            deviceEvent(kind, &out)
+        case .hangup:
+            if phase == .stopping { break }
+            out.append(.notifyReloading)
+            reloading = true
+            out.append(.log(.info, "Reloading configuration from \(configPath)", ["CONFIG_FILE=\(configPath)"]))
+            out.append(.loadConfig)
+        case .configLoaded(let new):
+            reload(new, &out)
+        case .configRefused(let error):
+            for d in error.diagnostics { out.append(.log(.err, d.formatted(path: error.path), configFields(error.path, d))) }
+            let n = error.diagnostics.count
+            out.append(.log(.warning, "Keeping the previous configuration: \(configPath) has \(n) error\(n == 1 ? "" : "s")", ["CONFIG_FILE=\(configPath)"]))
+            // lastStatus stays the plain state: the note lasts in systemd until the state changes, and a second bad
+            // reload does not stack notes.
+            reloading = false
+            out.append(.notify(["READY=1", "STATUS=\(lastStatus); kept previous configuration: \(error.summary)"]))
+        case .terminate(let signal):
+            terminate(signal, &out)
+        case .timerFired:
+            timerFired(&out)
+        }
+        return out
+    }
+
+    // MARK: bring-up and apply
+
+    private var request: AdvertisingRequest {
+        AdvertisingRequest(data: config.beacon.advertisingData, type: config.advertising.legacyType,
+                           interval: config.advertising.interval, txPower: config.advertising.txPower)
+    }
+
+    private mutating func chooseBackend(_ out: inout [Action]) -> BackendKind {
+        let kind: BackendKind
+        let why: String
+        switch device {
+        case .kernel:
+            switch config.controller.backend {
+            case .mgmt: (kind, why) = (.mgmt, "backend mgmt")
+            case .hci: (kind, why) = (.hci, "backend hci")
+            case .auto where mgmtRefused: (kind, why) = (.hci, "backend auto: the management interface refused beacond")
+            case .auto: (kind, why) = (.mgmt, "backend auto: cooperates with bluetoothd")
+            }
+        default:
+            (kind, why) = (.hci, "H4 device: beacond owns the controller")
+        }
+        let note = kind == .mgmt ? "Using the kernel's management interface for \(device) (\(why))"
+                                 : "Using raw HCI commands on \(device) (\(why))"
+        if note != lastBackendNote {
+            lastBackendNote = note
+            out.append(.log(.info, note, ["HCI_DEVICE=\(device)"]))
+        }
+        return kind
+    }
+
+    private mutating func open(_ out: inout [Action]) {
+        if backend != nil { closeBackend(&out) }
+        let kind = chooseBackend(&out)
+        backend = kind
+        phase = .opening
+        out.append(.open(kind, mayBringUp: mayBringUp))
+        out.append(.armTimer(Self.operationDeadline))
+        setStatus(kind == .mgmt ? "Probing \(device) through the management interface" : "Probing the controller on \(device)", &out)
+    }
+
+    private mutating func apply(_ out: inout [Action], dataOnlyAllowed: Bool) {
+        let wanted = request
+        let dataOnly = dataOnlyAllowed && applied.map { !$0.needsRestart(for: wanted) } == true
+        applying = (wanted, dataOnly)
+        applyAgain = false
+        phase = .applying
+        out.append(.apply(wanted, dataOnlyAllowed: dataOnlyAllowed))
+        out.append(.armTimer(Self.operationDeadline))
+    }
+
+    private mutating func confirmed(_ wanted: AdvertisingRequest, _ result: OnAir, dataOnly: Bool, _ out: inout [Action]) {
+        let changed = applied != wanted
+        applied = wanted
+        onAir = result
+        backoff.reset()
+        if applyAgain {
+            // A reload or another program changed things while this apply ran: once more, with what is wanted now.
+            return apply(&out, dataOnlyAllowed: true)
+        }
+        phase = .advertising
+        out.append(.cancelTimer)
+        let s = advertisingStatus
+        if changed || !dataOnly {
+            out.append(.log(.notice, dataOnly ? "\(s) (data updated)" : s, beaconFields))
+            if result.intervalIsKernelDefault {
+                out.append(.log(.warning, "The configured interval \(config.advertising.interval) is not used: the kernel's management interface here can only advertise at its default interval (about 1.28 s). Set backend = \"hci\" when the interval matters.", []))
+            }
+        }
+        setStatus(s, ready: true, &out)
+        settle(&out)
+    }
+
+    private var advertisingStatus: String {
+        let every = onAir.map { $0.intervalIsKernelDefault ? "about 1.28 s (kernel default)" : $0.interval.description }
+            ?? config.advertising.interval.description
+        var details = onAir?.details ?? []
+        if config.advertising.connectable { details.append("connectable") }
+        return "Advertising \(describe(config.beacon)) every \(every) on \(device) (\(details.joined(separator: ", ")))"
+    }
+
+    // MARK: failures
+
+    private mutating func failed(_ f: BackendFailure, _ out: inout [Action]) {
+        if f.fatal == .noPermission, backend == .mgmt, config.controller.backend == .auto, !mgmtRefused {
+            mgmtRefused = true
+            out.append(.log(.notice, "\(f.message); backend auto falls back to raw HCI commands", f.fields))
+            return open(&out)
+        }
+        if let code = f.fatal {
+            out.append(.log(.err, f.message, ["HCI_DEVICE=\(device)"]))
+            out.append(.notify(["STATUS=\(f.message)", "EXIT_STATUS=\(code.rawValue)"]))
+            closeBackend(&out)
+            out.append(.cancelTimer)
+            out.append(.exit(code))
+            phase = .exited(code)
+            return
+        }
+        closeBackend(&out)
+        retry(after: f.message, level: f.level, fields: f.fields, &out)
+    }
+
+    /// Logs `message`, says in STATUS when the next attempt comes, and arms the retry timer.
+    private mutating func retry(after message: String, level: LogLevel, fields: [String] = [], _ out: inout [Action]) {
+        let delay = backoff.next()
+        let line = "\(message), retrying in \(formatDuration(delay))"
+        out.append(.log(level, line, fields + (fields.contains { $0.hasPrefix("HCI_DEVICE=") } ? [] : ["HCI_DEVICE=\(device)"])))
+        phase = .waiting
+        out.append(.armTimer(delay))
+        // Settled into waiting counts as ready: boot must not wait for a controller.
+        setStatus(line, ready: true, &out)
+        settle(&out)
+    }
+
+    private mutating func closeBackend(_ out: inout [Action]) {
+        guard backend != nil else { return }
+        backend = nil
+        applied = nil
+        applying = nil
+        out.append(.closeBackend)
+    }
+
+    private mutating func reapply(_ reason: String, delay: Duration, fields: [String], at now: UInt64, _ out: inout [Action]) {
+        switch phase {
+        case .advertising, .reapplyWait: break
+        case .applying:
+            applyAgain = true
+            return
+        default: return
+        }
+        applied = nil
+        reapplyTimes = reapplyTimes.filter { now &- $0 < 60_000_000 } + [now]
+        let d: Duration
+        if reapplyTimes.count > 5 {
+            d = backoff.next()
+            let hint = backend == .hci ? ". If bluetoothd runs, use backend = \"mgmt\"" : ""
+            out.append(.log(.warning, "\(reason), again; re-applying the beacon in \(formatDuration(d))\(hint)", fields))
+        } else {
+            d = delay
+            out.append(.log(.warning, "\(reason); re-applying the beacon", fields))
+        }
+        phase = .reapplyWait
+        out.append(.armTimer(d))
+    }
+
+    private mutating func timerFired(_ out: inout [Action]) {
+        switch phase {
+        case .waiting:
+            open(&out)
+        case .reapplyWait:
+            apply(&out, dataOnlyAllowed: false)
+        case .opening, .applying:
+            let what = phase == .opening ? "open the controller" : "apply the beacon"
+            failed(BackendFailure(message: "The \(backend?.rawValue ?? "") backend on \(device) did not \(what) within \(formatDuration(Self.operationDeadline)); starting over",
+                                  level: .err, fields: ["HCI_DEVICE=\(device)"]), &out)
+        case .stopping:
+            out.append(.log(.warning, "The controller on \(device) did not confirm advertising disabled within \(formatDuration(Self.stopDeadline)); exiting anyway", []))
+            finish(&out)
+        case .idle, .advertising, .exited:
+            break
+        }
+    }
+
+    // MARK: kernel device events
+
+    private mutating func deviceEvent(_ kind: KernelDeviceEvent.Kind, _ out: inout [Action]) {
+        guard case .kernel = device else { return }
+        switch phase {
+        case .idle, .stopping, .exited: return
+        default: break
+        }
+        out.append(.log(.debug, "Kernel: \(device) \(kind)", []))
+        switch kind {
+        case .registered, .up:
+            if kind == .up { mayBringUp = true }
+            guard phase == .waiting || phase == .reapplyWait else { return }
+            // The controller is back: start over now, with a fresh backoff.
+            backoff.reset()
+            out.append(.cancelTimer)
+            open(&out)
+        case .down:
+            mayBringUp = false
+            guard backend != nil else { return }
+            closeBackend(&out)
+            retry(after: "\(device) was taken down; waiting for it to come up", level: .warning, &out)
+        case .unregistered:
+            guard backend != nil else { return }
+            closeBackend(&out)
+            retry(after: "\(device) was removed; waiting for it to appear", level: .warning, &out)
+        }
+    }
+
+    // MARK: reload
+
+    private mutating func reload(_ new: BeaconConfiguration, _ out: inout [Action]) {
+        let old = config
+        config = new
+        out.append(.setLogLevel(logLevelOverride ?? new.daemon.logLevel ?? .info))
+        let oldDevice = deviceOverride ?? old.controller.device
+        if device != oldDevice || new.controller.backend != old.controller.backend {
+            out.append(.log(.notice, "Controller settings changed (now \(device), backend \(new.controller.backend.rawValue)); starting over", []))
+            mgmtRefused = false
+            backoff.reset()
+            out.append(.cancelTimer)
+            // Nothing of beacond's may stay on the old controller: stop there first when something is on the air.
+            if backend != nil && phase == .advertising {
+                phase = .stopping
+                restartAfterStop = true
+                out.append(.armTimer(Self.stopDeadline))
+                out.append(.stopAdvertising)
+                return
+            }
+            closeBackend(&out)
+            return open(&out)
+        }
+        switch phase {
+        case .advertising:
+            apply(&out, dataOnlyAllowed: true)
+        case .opening, .applying:
+            // The running bring-up ends in a settled phase, and READY=1 goes out then.
+            applyAgain = applying != nil
+        case .reapplyWait, .waiting:
+            // The next attempt uses the new configuration.
+            settle(&out)
+        default:
+            break
+        }
+    }
+
+    /// A controller change is waiting for the old controller's stop.
+    private var restartAfterStop = false
+
+    /// Entering a settled phase ends a reload: READY=1 with whatever STATUS is true now.
+    private mutating func settle(_ out: inout [Action]) {
+        guard reloading else { return }
+        reloading = false
+        out.append(.notify(["READY=1", "STATUS=\(lastStatus)"]))
+    }
+
+    /// Sends STATUS when it changed. `ready`: this state also completes start-up, so READY=1 goes with the first.
+    private mutating func setStatus(_ s: String, ready: Bool = false, _ out: inout [Action]) {
+        if ready && !readySent {
+            readySent = true
+            lastStatus = s
+            out.append(.notify(["READY=1", "STATUS=\(s)"]))
+            return
+        }
+        guard s != lastStatus else { return }
+        lastStatus = s
+        // During a reload the final state goes out with its READY=1.
+        if !reloading { out.append(.notify(["STATUS=\(s)"])) }
+    }
+
+    // MARK: stop
+
+    private mutating func terminate(_ signal: String, _ out: inout [Action]) {
+        if phase == .stopping {
+            // Already taking the beacon off the old controller for a controller change: exit after it instead.
+            guard restartAfterStop else { return }
+            restartAfterStop = false
+            out.append(.log(.info, "Received \(signal), disabling advertising and exiting", []))
+            out.append(.notify(["STOPPING=1", "STATUS=Stopping: disabling advertising"]))
+            return
+        }
+        out.append(.log(.info, "Received \(signal), disabling advertising and exiting", []))
+        out.append(.notify(["STOPPING=1", "STATUS=Stopping: disabling advertising"]))
+        let answerPending = phase == .opening || phase == .applying
+        phase = .stopping
+        out.append(.armTimer(Self.stopDeadline))
+        // An open or apply in flight finishes first: a disable sent between its commands would be overtaken by its
+        // enable, and the beacon would stay on the air.
+        stopWhenAnswered = answerPending
+        if !answerPending { out.append(.stopAdvertising) }
+    }
+
+    private mutating func stopNow(_ out: inout [Action]) {
+        guard stopWhenAnswered else { return }
+        stopWhenAnswered = false
+        out.append(.stopAdvertising)
+    }
+
+    private mutating func finish(_ out: inout [Action]) {
+        closeBackend(&out)
+        if restartAfterStop {
+            // The stop was for a controller change, not for exiting.
+            restartAfterStop = false
+            out.append(.cancelTimer)
+            open(&out)
+            settle(&out)
+            return
+        }
+        out.append(.cancelTimer)
+        out.append(.exit(.success))
+        phase = .exited(.success)
+    }
+
+    // MARK: journal fields
+
+    private var beaconFields: [String] {
+        ["BEACON_UUID=\(config.beacon.uuid)", "BEACON_MAJOR=\(config.beacon.major)", "BEACON_MINOR=\(config.beacon.minor)",
+         "HCI_DEVICE=\(device)"]
+    }
+
+    private func describe(_ b: IBeacon) -> String { "\(b.uuid) major \(b.major) minor \(b.minor)" }
+
+    public static var version: String { beacondVersion }
+}
+
+/// The version `--version` prints and the start line names.
+public let beacondVersion = "0.1.0"
+
+private func configFields(_ path: String, _ d: ConfigDiagnostic) -> [String] {
+    var f = ["CONFIG_FILE=\(path)"]
+    if let l = d.location { f.append("CONFIG_LINE=\(l.line)") }
+    return f
+}

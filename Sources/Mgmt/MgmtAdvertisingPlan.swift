@@ -1,0 +1,81 @@
+// What to send through mgmt to put an advertising instance on the air, and when to fall back from the extended
+// commands (Add Extended Advertising Parameters/Data, kernel 5.10+) to the older Add Advertising. Pure.
+import BluetoothHCI
+
+public enum MgmtAdvertisingPlan {
+    /// The two ways of adding an instance.
+    public enum Commands: Sendable, Hashable {
+        /// Add Extended Advertising Parameters + Data: the interval and TX power can be set.
+        case extended
+        /// Add Advertising: the kernel's default interval (about 1.28 s), no TX power.
+        case legacy
+    }
+
+    /// An instance as beacond wants it.
+    public struct Instance: Sendable, Hashable {
+        public var number: UInt8
+        public var flags: MgmtAdvertisingFlags
+        /// 0.625 ms units.
+        public var interval: UInt32
+        public var txPower: Int8
+        public var data: [UInt8]
+        public init(number: UInt8, flags: MgmtAdvertisingFlags, interval: UInt32, txPower: Int8, data: [UInt8]) {
+            self.number = number
+            self.flags = flags
+            self.interval = interval
+            self.txPower = txPower
+            self.data = data
+        }
+    }
+
+    /// The steps that add (or replace) the instance.
+    ///
+    /// The kernel skips sending data it believes the controller already has. If another program (a raw HCI client,
+    /// hcitool, beacond's own hci backend) changed the controller's data behind the kernel's back, that belief is
+    /// wrong and a stale beacon stays on the air. So the data goes in twice: first with one padding byte (an empty
+    /// AD structure, invisible to scanners), then as it is — the second always differs from the kernel's copy and
+    /// so always reaches the controller.
+    public static func add(_ i: Instance, using commands: Commands) -> [MgmtStep] {
+        switch commands {
+        case .extended:
+            return [
+                MgmtStep(.addExtendedAdvertisingParameters(instance: i.number, flags: i.flags, duration: 0, timeout: 0,
+                                                           minInterval: i.interval, maxInterval: i.interval, txPower: i.txPower)),
+                MgmtStep(.addExtendedAdvertisingData(instance: i.number, data: i.data + [0], scanResponse: []), mayFail: true),
+                MgmtStep(.addExtendedAdvertisingData(instance: i.number, data: i.data, scanResponse: [])),
+            ]
+        case .legacy:
+            let flags = i.flags.intersection(.connectable)
+            return [
+                MgmtStep(.addAdvertising(instance: i.number, flags: flags, duration: 0, timeout: 0, data: i.data + [0], scanResponse: []),
+                         mayFail: true),
+                MgmtStep(.addAdvertising(instance: i.number, flags: flags, duration: 0, timeout: 0, data: i.data, scanResponse: [])),
+            ]
+        }
+    }
+
+    /// New data for an instance that is on the air with the extended commands.
+    public static func updateData(instance: UInt8, data: [UInt8]) -> [MgmtStep] {
+        [MgmtStep(.addExtendedAdvertisingData(instance: instance, data: data, scanResponse: []))]
+    }
+
+    /// Why an extended add that failed should be done again with Add Advertising, or nil when it should not.
+    /// - Unknown Command on Add Extended Advertising Parameters: a kernel older than 5.10.
+    /// - Invalid Parameters on Add Extended Advertising Data: Raspberry Pi kernels 6.12.93 and 6.18.34 refuse it
+    ///   while Add Advertising still works (it took all of bluetoothd's advertising down there).
+    public static func fallbackReason(after failure: MgmtStepFailure) -> String? {
+        switch (failure.step.command.opcode, failure.failure.status) {
+        case (.addExtendedAdvertisingParameters, .unknownCommand?):
+            return "the kernel has no Add Extended Advertising Parameters (it is older than 5.10)"
+        case (.addExtendedAdvertisingData, .invalidParameters?):
+            return "the kernel refused Add Extended Advertising Data with Invalid Parameters (0x0D), as Raspberry Pi kernels 6.12.93 and 6.18.34 do"
+        default:
+            return nil
+        }
+    }
+
+    /// Taking the instance away; Invalid Parameters means it is not there (any more), which is fine.
+    public static func remove(instance: UInt8) -> [MgmtStep] {
+        [MgmtStep(.removeAdvertising(instance: instance), mayFail: true)]
+    }
+}

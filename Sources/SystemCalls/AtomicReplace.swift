@@ -1,0 +1,113 @@
+// Editing a file in place without a window: open it once, work from that descriptor and its directory's
+// descriptor (openat, renameat), and check before the rename that the name still is the file that was read.
+import Glibc
+
+/// A file opened once for an atomic edit: its bytes, and where it lives.
+public final class EditableFile {
+    /// The path as given (for messages).
+    public let path: String
+    /// The opened file (symlinks in `path` followed once, at open).
+    public let file: FileDescriptor
+    /// Its directory and its name there, found from the opened file itself, not from `path` again.
+    public let directory: FileDescriptor
+    public let name: String
+    /// Device, inode, mode and owner of the opened file.
+    public let original: stat
+
+    public enum Failure: Error, Sendable, Hashable, CustomStringConvertible {
+        case system(SystemError)
+        /// The name in the directory is no longer the file that was opened: someone swapped it.
+        case replacedMeanwhile(String)
+        case notRegularFile(String)
+        public var description: String {
+            switch self {
+            case .system(let e): "\(e)"
+            case .replacedMeanwhile(let p): "\(p) was replaced by another file while beacond worked on it; nothing was written"
+            case .notRegularFile(let p): "\(p) is not a regular file"
+            }
+        }
+    }
+
+    /// Opens `path` for reading and locates it: the real directory comes from /proc/self/fd of the open file.
+    public init(opening path: String) throws(Failure) {
+        self.path = path
+        do {
+            file = try FileDescriptor.open(path, O_RDONLY | O_NOCTTY)
+            original = try file.status()
+        } catch { throw .system(error) }
+        guard original.st_mode & S_IFMT == S_IFREG else { throw .notRegularFile(path) }
+        let real: String
+        do { real = try Self.realPath(of: file) } catch { throw .system(error) }
+        var parts = real.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        name = parts.popLast() ?? ""
+        let dir = parts.joined(separator: "/")
+        do { directory = try FileDescriptor.open(dir.isEmpty ? "/" : dir, O_RDONLY | O_DIRECTORY) } catch { throw .system(error) }
+        try checkUnchanged()
+    }
+
+    /// The contents, at most `limit` + 1 bytes (so a caller can tell "too big").
+    public func read(limit: Int) throws(SystemError) -> [UInt8] { try file.readAll(limit: limit) }
+
+    /// The name in the directory still names the opened file (same device and inode, not a symlink).
+    public func checkUnchanged() throws(Failure) {
+        var st = stat()
+        let r = fstatat(directory.rawValue, name, &st, AT_SYMLINK_NOFOLLOW)
+        if r != 0 { throw .system(SystemError("fstatat(\(name))", errno: .current)) }
+        guard st.st_dev == original.st_dev, st.st_ino == original.st_ino else { throw .replacedMeanwhile(path) }
+    }
+
+    /// Replaces the file with `bytes`: a new file beside it (same directory) with the original's mode and owner,
+    /// synced, checked, renamed over the name, and the directory synced. `beforeRename` is a test hook.
+    ///
+    /// What does not carry over: ACLs and extended attributes (the new file has none), and hard links (other names
+    /// of the old inode keep the old contents). That is what every editor that saves atomically does.
+    public func replace(with bytes: [UInt8], beforeRename: () -> Void = {}) throws(Failure) {
+        var tmpName = ""
+        var tmp: FileDescriptor?
+        for attempt in 0..<16 {
+            let candidate = ".\(name).\(Self.suffix(attempt))"
+            do throws(SystemError) {
+                tmp = try directory.openAt(candidate, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
+                tmpName = candidate
+                break
+            } catch {
+                if error.errno == Errno(rawValue: EEXIST) { continue }
+                throw .system(error)
+            }
+        }
+        guard let tmp else { throw .system(SystemError("openat(temporary file)", errno: Errno(rawValue: EEXIST))) }
+        var committed = false
+        defer { if !committed { _ = unlinkat(directory.rawValue, tmpName, 0) } }
+        do throws(SystemError) {
+            try tmp.writeAll(bytes)
+            if fchmod(tmp.rawValue, original.st_mode & 0o7777) != 0 { throw SystemError("fchmod", errno: .current) }
+            if fchown(tmp.rawValue, original.st_uid, original.st_gid) != 0 && Glibc.errno != EPERM {
+                throw SystemError("fchown", errno: .current)
+            }
+            try tmp.sync()
+        } catch { throw .system(error) }
+        tmp.close()
+        beforeRename()
+        try checkUnchanged()
+        if renameat(directory.rawValue, tmpName, directory.rawValue, name) != 0 {
+            throw .system(SystemError("renameat(\(name))", errno: .current))
+        }
+        committed = true
+        _ = try? directory.sync()
+    }
+
+    private static func realPath(of fd: FileDescriptor) throws(SystemError) -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let link = "/proc/self/fd/\(fd.rawValue)"
+        let n = readlink(link, &buffer, buffer.count - 1)
+        if n < 0 { throw SystemError("readlink(\(link))", errno: .current) }
+        return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    private static func suffix(_ attempt: Int) -> String {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        let x = UInt64(bitPattern: Int64(ts.tv_nsec)) &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(getpid()) &+ UInt64(attempt)
+        return String(x & 0xFF_FFFF_FFFF, radix: 36)
+    }
+}

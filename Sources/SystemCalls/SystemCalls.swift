@@ -1,0 +1,213 @@
+// The one module that calls into libc for the kernel: a typed errno, one error type for failed system calls,
+// an owning file descriptor with read and write loops, and atomic file replacement. EINTR is retried here and
+// nowhere else; EBADF and EFAULT are bugs in beacond (trap); every other failure is the world's and is thrown.
+import Glibc
+
+/// An errno value with its symbolic meaning.
+public struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: Int32
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+
+    /// The calling thread's errno now.
+    public static var current: Errno { Errno(rawValue: Glibc.errno) }
+
+    public static let interrupted = Errno(rawValue: EINTR)
+    public static let wouldBlock = Errno(rawValue: EAGAIN)
+    public static let inProgress = Errno(rawValue: EINPROGRESS)
+    public static let noEntry = Errno(rawValue: ENOENT)
+    public static let accessDenied = Errno(rawValue: EACCES)
+    public static let notPermitted = Errno(rawValue: EPERM)
+    public static let noDevice = Errno(rawValue: ENODEV)
+    public static let brokenPipe = Errno(rawValue: EPIPE)
+    public static let connectionReset = Errno(rawValue: ECONNRESET)
+    public static let connectionRefused = Errno(rawValue: ECONNREFUSED)
+    public static let networkDown = Errno(rawValue: ENETDOWN)
+    public static let ioError = Errno(rawValue: EIO)
+    public static let timedOut = Errno(rawValue: ETIMEDOUT)
+    public static let addressFamilyNotSupported = Errno(rawValue: EAFNOSUPPORT)
+    public static let alreadyInProgress = Errno(rawValue: EALREADY)
+    public static let rfkilled = Errno(rawValue: ERFKILL)
+    public static let nameTooLong = Errno(rawValue: ENAMETOOLONG)
+    public static let hostUnreachable = Errno(rawValue: EHOSTUNREACH)
+    public static let isDirectory = Errno(rawValue: EISDIR)
+    public static let stale = Errno(rawValue: ESTALE)
+
+    /// strerror's text: `Connection refused`.
+    public var description: String { String(cString: strerror(rawValue)) }
+}
+
+/// A failed system call: which call and why. The one error type for system errors in beacond.
+public struct SystemError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let call: String
+    public let errno: Errno
+    public init(_ call: String, errno: Errno) {
+        self.call = call
+        self.errno = errno
+    }
+    public init(_ call: String, errno: Int32) { self.init(call, errno: Errno(rawValue: errno)) }
+    /// For C wrappers that return -errno themselves (0 or more is success).
+    public static func check(_ call: String, negatedErrno r: Int32) throws(SystemError) {
+        if r < 0 { throw SystemError(call, errno: -r) }
+    }
+    public var description: String { "\(call): \(errno)" }
+}
+
+/// Runs `body` until it does not fail with EINTR; a negative result becomes a SystemError naming `call`.
+/// EBADF and EFAULT are bugs in this program, not the world's doing: trap.
+@inline(__always)
+public func retryingInterrupts<T: BinaryInteger>(_ call: String, _ body: () -> T) throws(SystemError) -> T {
+    while true {
+        let r = body()
+        if r >= 0 { return r }
+        let e = Glibc.errno
+        if e == EINTR { continue }
+        precondition(e != EBADF && e != EFAULT, "\(call) failed with \(e == EBADF ? "EBADF" : "EFAULT"): a bug in beacond")
+        throw SystemError(call, errno: e)
+    }
+}
+
+/// An owned file descriptor: closed exactly once, by `close()` or when the last reference goes.
+public final class FileDescriptor {
+    public private(set) var rawValue: Int32
+
+    /// Takes ownership of `fd`.
+    public init(owning fd: Int32) { rawValue = fd }
+    deinit { close() }
+
+    public var isOpen: Bool { rawValue >= 0 }
+
+    public func close() {
+        if rawValue >= 0 {
+            _ = Glibc.close(rawValue)
+            rawValue = -1
+        }
+    }
+
+    /// open(2), close-on-exec always.
+    public static func open(_ path: String, _ flags: Int32, mode: mode_t = 0) throws(SystemError) -> FileDescriptor {
+        FileDescriptor(owning: try retryingInterrupts("open(\(path))") { Glibc.open(path, flags | O_CLOEXEC, mode) })
+    }
+
+    /// openat(2) relative to this directory descriptor, close-on-exec always.
+    public func openAt(_ name: String, _ flags: Int32, mode: mode_t = 0) throws(SystemError) -> FileDescriptor {
+        let dir = rawValue
+        return FileDescriptor(owning: try retryingInterrupts("openat(\(name))") { Glibc.openat(dir, name, flags | O_CLOEXEC, mode) })
+    }
+
+    /// socket(2), close-on-exec and non-blocking.
+    public static func socket(_ domain: Int32, _ type: Int32, _ proto: Int32, call: String = "socket") throws(SystemError) -> FileDescriptor {
+        let flags = Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
+        return FileDescriptor(owning: try retryingInterrupts(call) { Glibc.socket(domain, type | flags, proto) })
+    }
+
+    /// One read(2) into `buffer`: the byte count (0 = end of file), EINTR retried.
+    public func read(into buffer: inout [UInt8]) throws(SystemError) -> Int {
+        let fd = rawValue
+        return try retryingInterrupts("read") { buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }
+    }
+
+    /// Reads to end of file, refusing more than `limit` bytes (it stops reading once past it).
+    public func readAll(limit: Int) throws(SystemError) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        while bytes.count <= limit {
+            let n = try read(into: &chunk)
+            if n == 0 { break }
+            bytes += chunk[0..<n]
+        }
+        return bytes
+    }
+
+    /// One write(2) of `bytes[offset...]`: how many bytes went, EINTR retried.
+    public func write(_ bytes: [UInt8], from offset: Int = 0) throws(SystemError) -> Int {
+        let fd = rawValue
+        return try retryingInterrupts("write") {
+            bytes.withUnsafeBytes { raw in Glibc.write(fd, raw.baseAddress.map { $0 + offset }, raw.count - offset) }
+        }
+    }
+
+    /// Writes all of `bytes`; on a would-block, waits for the descriptor to take more (at most `patience` polls
+    /// of 20 ms), then gives up with EAGAIN.
+    public func writeAll(_ bytes: [UInt8], patience: Int = 100) throws(SystemError) {
+        var offset = 0
+        var spins = 0
+        while offset < bytes.count {
+            do throws(SystemError) {
+                offset += try write(bytes, from: offset)
+            } catch {
+                guard error.errno == .wouldBlock, spins < patience else { throw error }
+                spins += 1
+                _ = poll(events: Int16(POLLOUT), milliseconds: 20)
+            }
+        }
+    }
+
+    /// poll(2) on this descriptor alone: true when one of `events` is ready within the time.
+    public func poll(events: Int16, milliseconds: Int32) -> Bool {
+        var p = pollfd(fd: rawValue, events: events, revents: 0)
+        let n = (try? retryingInterrupts("poll") { Glibc.poll(&p, 1, milliseconds) }) ?? 0
+        return n > 0
+    }
+
+    /// fstat(2).
+    public func status() throws(SystemError) -> stat {
+        var st = stat()
+        let fd = rawValue
+        _ = try retryingInterrupts("fstat") { fstat(fd, &st) }
+        return st
+    }
+
+    /// fsync(2).
+    public func sync() throws(SystemError) {
+        let fd = rawValue
+        _ = try retryingInterrupts("fsync") { fsync(fd) }
+    }
+
+    /// True when this descriptor is a terminal.
+    public var isTerminal: Bool { isatty(rawValue) == 1 }
+}
+
+/// Writes all of `bytes` to a descriptor this process does not own (stdout, stderr); gives up silently on error
+/// (a closed pipe must not take the daemon down).
+public func writeAll(toUnowned fd: Int32, _ bytes: [UInt8]) {
+    var offset = 0
+    while offset < bytes.count {
+        let n = bytes.withUnsafeBytes { raw in
+            try? retryingInterrupts("write") { Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset) }
+        }
+        guard let n, n > 0 else { return }
+        offset += n
+    }
+}
+
+/// CLOCK_MONOTONIC now, in microseconds.
+public func monotonicMicroseconds() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000 + UInt64(ts.tv_nsec) / 1000
+}
+
+/// The value of an environment variable, if set.
+public func environment(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
+
+/// fstat of a descriptor this process does not own (stderr for JOURNAL_STREAM): device and inode.
+public func deviceAndInode(ofUnowned fd: Int32) -> (device: UInt64, inode: UInt64)? {
+    var st = stat()
+    guard fstat(fd, &st) == 0 else { return nil }
+    return (UInt64(st.st_dev), UInt64(st.st_ino))
+}
+
+/// Blocks `signo` for the process, so it only ever arrives through a signal fd (sd-event's signal source).
+public func blockSignal(_ signo: Int32) throws(SystemError) {
+    var set = sigset_t()
+    sigemptyset(&set)
+    sigaddset(&set, signo)
+    let r = pthread_sigmask(SIG_BLOCK, &set, nil)
+    if r != 0 { throw SystemError("pthread_sigmask", errno: r) }
+}
+
+/// exit(3): ends the process with `code`.
+public func exitProcess(_ code: Int32) -> Never { exit(code) }
+
+/// True when the descriptor (not owned: stdout, stderr) is a terminal.
+public func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }

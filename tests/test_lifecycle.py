@@ -1,0 +1,126 @@
+"""Lifecycle races against a real virtual controller: credits that never come back, a reload during a failing
+bring-up, a stop in the middle of an apply, a central that connects to a connectable beacon, and the unit's restart
+policy for fatal exits. Each one was a bug; each test failed before its fix.
+
+Assertions read the controller's state and the commands it received, or the sd_notify datagrams systemd would get.
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+
+from bumble import hci
+
+from conftest import ROOT, config_text, ibeacon_bytes, run_cli
+from harness.lab import wait_for
+from test_faults import start
+from test_run import EXT_DATA, EXT_ENABLE, EXT_PARAMS, on_air
+
+RESET = hci.HCI_RESET_COMMAND
+EXT_REMOVE = hci.HCI_LE_REMOVE_ADVERTISING_SET_COMMAND
+VERSION = hci.HCI_READ_LOCAL_VERSION_INFORMATION_COMMAND
+
+
+def test_zero_command_credits_after_reset_are_treated_as_a_hung_controller_and_it_is_reopened(
+        tmp_path, processes, tcp_lab, notify):
+    lab, device = tcp_lab
+    # Reset is answered with Num_HCI_Command_Packets = 0 and nothing else ever comes: beacond may not send again.
+    lab.add_fault(RESET, 0, times=1, credits=0)
+    b = start(tmp_path, processes, device, notify)
+    wait_for(lambda: lab.opcodes().count(RESET) >= 1, timeout=5, what='the first Reset')
+    # The kernel's ncmd timer is 4 s; beacond's bound is the same. Then it reopens, resets again, and advertises.
+    on_air(lab, ibeacon_bytes(), timeout=15)
+    ops = lab.opcodes()
+    assert ops[0] == RESET and ops[1] == RESET, [hex(o) for o in ops[:4]]  # nothing was sent without a credit
+    status = notify.wait_for('STATUS=Failed to probe the controller')
+    assert 'gave no command credit back within 4 s and is treated as hung, retrying in' in status, status
+    assert b.proc.poll() is None
+
+
+def test_a_reload_during_a_failing_bring_up_is_answered_with_ready(tmp_path, processes, tcp_lab, notify):
+    lab, device = tcp_lab
+    # The probe's Read Local Version goes unanswered: each bring-up takes the 2 s command timeout and fails before
+    # anything is applied.
+    lab.add_fault(VERSION, None, times=-1)
+    pid = {}
+    sent = []
+
+    def hup_once(op):
+        if op == VERSION and not sent and 'pid' in pid:
+            sent.append(time.monotonic())
+            os.kill(pid['pid'], signal.SIGHUP)  # arrives while the bring-up waits for its answer
+
+    b = start(tmp_path, processes, device, notify)
+    pid['pid'] = b.proc.pid
+    notify.wait_for('READY=1')  # settled into retrying; the SIGHUP lands in a later bring-up
+    lab.on_command(hup_once)
+    wait_for(lambda: sent, timeout=10, what='the SIGHUP during a bring-up')
+    notify.wait_for('RELOADING=1')
+    n = notify.assignments().index('RELOADING=1')
+    # READY=1 must follow, with a STATUS that tells the truth (still retrying), well inside systemd's reload timeout.
+    ready = wait_for(lambda: 'READY=1' in notify.assignments()[n:], timeout=8, what='READY=1 after RELOADING=1')
+    later = notify.assignments()[n:]
+    assert any(a.startswith('STATUS=') and 'retrying in' in a for a in later), later
+    # And STATUS keeps following the retries after the reload.
+    k = len(notify.assignments())
+    wait_for(lambda: any(a.startswith('STATUS=') for a in notify.assignments()[k:]), timeout=10,
+             what='a STATUS update after the reload')
+    assert ready and b.proc.poll() is None
+
+
+def test_a_stop_between_set_data_and_enable_leaves_nothing_on_air(tmp_path, processes, tcp_lab, notify):
+    lab, device = tcp_lab
+    pid = {}
+    lab.add_fault(EXT_DATA, 0, times=1, delay=0.5)  # the real reply, half a second late
+
+    def term_on_data(op):
+        if op == EXT_DATA and 'pid' in pid:
+            os.kill(pid['pid'], signal.SIGTERM)
+
+    lab.on_command(term_on_data)
+    b = start(tmp_path, processes, device, notify)
+    pid['pid'] = b.proc.pid
+    assert b.wait(10) == 0
+    time.sleep(0.3)
+    assert lab.advertising() is None, lab.state()['sets']
+    s = lab.state()
+    assert s['sets'] == {}, s['sets']  # the set was removed, not only disabled
+    after = [(op, p) for _, op, p in s['commands']]
+    data = next(i for i, (op, _) in enumerate(after) if op == EXT_DATA)
+    tail = after[data + 1:]
+    # Whatever the order, no enable may come after the stop's disable, and the last word is a successful remove.
+    disables = [i for i, (op, p) in enumerate(tail) if op == EXT_ENABLE and p[:1] == b'\x00']
+    assert disables, tail
+    assert not any(op == EXT_ENABLE and p[:1] == b'\x01' for op, p in tail[disables[0]:]), tail
+    assert tail[-1][0] == EXT_REMOVE, tail
+
+
+def test_connectable_advertising_is_back_after_a_central_connects_and_after_it_disconnects(
+        tmp_path, processes, tcp_lab, notify):
+    lab, device = tcp_lab
+    b = start(tmp_path, processes, device, notify, connectable=True)
+    on_air(lab, ibeacon_bytes())
+    enables = len(lab.enabled_at())
+    lab.connect_central()
+    # The controller stopped advertising when the central connected; beacond must turn it back on.
+    wait_for(lambda: len(lab.enabled_at()) > enables, timeout=5, what='advertising re-enabled after the connection')
+    on_air(lab, ibeacon_bytes(), timeout=5)
+    enables = len(lab.enabled_at())
+    lab.disconnect_central()
+    wait_for(lambda: len(lab.enabled_at()) > enables, timeout=5, what='advertising re-enabled after the disconnection')
+    on_air(lab, ibeacon_bytes(), timeout=5)
+    assert b.proc.poll() is None
+
+
+def test_every_fatal_exit_status_of_run_prevents_a_restart_in_both_units():
+    text = run_cli('run', '--help').stdout
+    exit_section = text.split('EXIT STATUS:', 1)[1]
+    fatal = {int(n) for n in re.findall(r'\b(\d+) ', exit_section) if int(n) != 0}
+    assert {64, 69, 77, 78} <= fatal, exit_section
+    for unit in ('beacond.service', 'beacond@.service'):
+        body = (ROOT / 'systemd' / unit).read_text()
+        m = re.search(r'^RestartPreventExitStatus=(.*)$', body, re.M)
+        assert m, unit
+        assert fatal <= {int(x) for x in m.group(1).split()}, (unit, m.group(1), fatal)
