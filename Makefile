@@ -4,7 +4,7 @@
 #   make test       the whole test suite: unit tests, fuzzing, the VM end-to-end test (root, qemu, debootstrap),
 #                   the benchmark in smoke mode, integration tests on Bumble
 #   make test-fast  the same without the VM test and the benchmark (no root needed)
-#   make vm-test    only the VM end-to-end test (tests/vm/run.sh)
+#   make vm-test    only the VM end-to-end test (Tests/VM/run.sh)
 #   make bench      the full benchmark (docs/benchmarks.md)
 #   make demo       beacond advertising on a virtual controller, heard by a second virtual radio
 #   make install    release binary + units + example config via scripts/install.sh (DESTDIR, PREFIX honoured)
@@ -35,9 +35,9 @@ release: deps
 	cp .build/release/beacond build/beacond
 	strip build/beacond
 
-$(VENV)/.installed: tests/requirements.txt
+$(VENV)/.installed: Tests/Integration/requirements.txt
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r Tests/Integration/requirements.txt
 	touch $@
 
 venv: $(VENV)/.installed
@@ -46,13 +46,13 @@ unit-test: deps
 	$(SWIFT) test
 
 integration-test: build venv
-	BEACOND=$(CURDIR)/.build/debug/beacond $(PY) -m pytest -q tests
+	BEACOND=$(CURDIR)/.build/debug/beacond $(PY) -m pytest -q Tests/Integration
 
 fuzz: deps
 	fuzz/run.sh $(FUZZ_SECONDS)
 
 vm-test: release
-	sh tests/vm/run.sh build/beacond
+	sh Tests/VM/run.sh build/beacond
 
 bench: release venv
 	$(PY) bench/run.py --beacond build/beacond
@@ -69,7 +69,7 @@ test: deps-all unit-test fuzz check-units vm-test bench-smoke integration-test
 test-fast: unit-test fuzz check-units integration-test
 
 demo: build venv
-	$(PY) tests/harness/demo.py
+	$(PY) Tests/Integration/harness/demo.py
 
 install: release
 	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" sh scripts/install.sh build/beacond

@@ -41,15 +41,33 @@ final class MgmtBackend: AdvertisingBackend {
 
     var kernelInstance: UInt8? { instance }
 
-    /// A connection for removing what the kernel keeps of beacond's (its instance) when no backend is open, for
-    /// example after the adapter was powered off: the kernel would put the instance back on air at the next
-    /// power-on while beacond is stopped. Remove Advertising works on a powered-off controller.
+    /// Removes what the kernel keeps of beacond's (its instance) when no backend is open, for example after the
+    /// adapter was powered off: the kernel would put the instance back on the air at the next power-on while beacond
+    /// is stopped. The kernel refuses Remove Advertising on a powered-off adapter (ENETDOWN), so then beacond powers
+    /// it on for a moment, removes the instance and powers it off again — the adapter ends as it was found, and the
+    /// beacon is on the air only for the few milliseconds between the power-on and the removal.
     static func removeLeftover(instance: UInt8, index: UInt16, device: DeviceSpec, loop: EventLoop, log: Logger,
                                _ done: @escaping () -> Void) {
         guard let c = try? MgmtConnection(index: index, loop: loop) else { return done() }
-        c.run(MgmtAdvertisingPlan.remove(instance: instance)) { result in
-            if case .success(let r) = result, r.first?.isEmpty == false {
+        c.send(.removeAdvertising(instance: instance)) { result in
+            switch result {
+            case .success:
                 log.info("Advertising instance \(instance) removed on \(device)")
+            case .failure(let f) where f.status == .notPowered:
+                c.run([MgmtStep(.setPowered(true)), MgmtStep(.removeAdvertising(instance: instance), mayFail: true),
+                       MgmtStep(.setPowered(false))]) { result in
+                    switch result {
+                    case .success:
+                        log.info("\(device) was powered off: powered it on for a moment to remove advertising instance \(instance), and off again")
+                    case .failure(let f):
+                        log.warning("Advertising instance \(instance) stays in the kernel for \(device), which is powered off: \(f.step.command.opcode) → \(f.failure.status.map(\.description) ?? "no answer"); the kernel advertises it again at the next power-on until beacond runs again")
+                    }
+                    c.close()
+                    done()
+                }
+                return
+            case .failure:
+                break  // Invalid Parameters: the kernel has no such instance (any more); nothing to remove
             }
             c.close()
             done()

@@ -91,6 +91,12 @@ public final class MgmtConnection {
             case .write(let frame):
                 guard !isClosed else { continue }
                 do { try socket.write(frame) } catch {
+                    // The kernel runs a command inside write() and hands back the command's own error there. ENETDOWN
+                    // is "hciN is not running" (powered off): the command failed, the socket is fine.
+                    if case .system(_, let e) = error, e.errno == .networkDown, let op = flow.pendingOpcode {
+                        perform(flow.received(MgmtEvent(index: index, kind: .commandStatus(op, .notPowered))))
+                        continue
+                    }
                     close()
                     return onClosed(error)
                 }

@@ -14,7 +14,7 @@ import pytest
 from harness.lab import Lab, wait_for
 from harness.notify import NotifyListener
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 FIXTURES = ROOT / 'Tests' / 'Fixtures'
 APPLE_UUID = 'E2C56DB5-DFFB-48D2-B060-D0F5A71096E0'
 

@@ -68,6 +68,20 @@ class RelayingLegacyAdvertiser(LegacyAdvertiser):
         self.controller.send_advertising_pdu(ll.AdvInd(advertiser_address=self.address, data=self.advertising_data))
 
 
+class FloodingAdvertiser(LegacyAdvertiser):
+    """A radio that cycles its identity on every advertisement, as an ESP32 can at 100 new ones a second: an
+    iBeacon whose minor (and major, past 65535) counts up each time it is sent."""
+    counter = 0
+    base: bytes = b''
+
+    def send_advertising_data(self) -> None:
+        if not self.enabled:
+            return
+        n = FloodingAdvertiser.counter = FloodingAdvertiser.counter + 1
+        data = self.base[:25] + (n >> 16 & 0xFFFF).to_bytes(2, 'big') + (n & 0xFFFF).to_bytes(2, 'big') + self.base[29:30]
+        self.controller.send_advertising_pdu(ll.AdvInd(advertiser_address=self.address, data=data))
+
+
 class LabController(Controller):
     """Bumble's controller with the harness's recording, rule enforcement and fault injection on the command path."""
 
@@ -81,6 +95,16 @@ class LabController(Controller):
         self.on_command: Callable[[int], None] | None = None
         self.close_after: int | None = None  # drop the connection when this many more commands have arrived
         self.drop_connection: Callable[[], None] | None = None
+        # A hostile controller: every packet Bumble's controller sends goes through this (H4 bytes in, the list of
+        # byte strings actually sent out); None sends it unchanged.
+        self.mutate: Callable[[bytes], list[bytes]] | None = None
+
+    def send_hci_packet(self, packet: hci.HCI_Packet) -> None:
+        data = bytes(packet)
+        out = self.mutate(data) if self.mutate else [data]
+        if self.host:
+            for b in out:
+                asyncio.get_running_loop().call_soon(self.host.on_packet, b)
 
     def on_hci_command_packet(self, command: hci.HCI_Command) -> None:
         opcode = command.op_code
@@ -154,7 +178,8 @@ class Lab:
 
     def __init__(self, transport: str, *, extended: bool = True, hci_version: int = hci.HCI_VERSION_BLUETOOTH_CORE_5_0,
                  enforce_mixing_rule: bool = True, family_in_use: str | None = None, scan: bool = True,
-                 advertisers: list[tuple[str, bytes]] = (), second_transport: str | None = None) -> None:
+                 advertisers: list[tuple[str, bytes]] = (), second_transport: str | None = None,
+                 flooders: list[tuple[str, bytes]] = ()) -> None:
         """advertisers: other radios on the same link, each (public address, advertising data), advertising from the
         start with legacy ADV_NONCONN_IND. second_transport: a second controller on the link behind its own H4 server
         (for a second beacond)."""
@@ -166,6 +191,7 @@ class Lab:
         self.scan = scan
         self.received: list[Received] = []
         self.advertisers = list(advertisers)
+        self.flooders = list(flooders)
         self.second_transport_spec = second_transport
         self.controller2: LabController | None = None
         self._transport2 = None
@@ -202,11 +228,17 @@ class Lab:
         c.family_in_use = self.initial_family
         c.drop_connection = self._drop_now
         self.controller = c
-        for i, (address, data) in enumerate(self.advertisers):
+        for i, (address, data) in enumerate(self.advertisers + self.flooders):
             # Another beacon in the room: a controller of its own on the link, driven through HCI commands directly.
             other = LabController(f'advertiser-{i}', link=link, public_address=address)
+            flooding = i >= len(self.advertisers)
+            if flooding:
+                other.le_legacy_advertiser = FloodingAdvertiser(other)
+                other.le_legacy_advertiser.base = data
             for command in (hci.HCI_LE_Set_Advertising_Parameters_Command(
-                                advertising_interval_min=0xA0, advertising_interval_max=0xA0,
+                                # Bumble reads the interval as milliseconds: 160 ms, or 10 ms for a flooder.
+                                advertising_interval_min=10 if flooding else 0xA0,
+                                advertising_interval_max=10 if flooding else 0xA0,
                                 advertising_type=hci.HCI_LE_Set_Advertising_Parameters_Command.AdvertisingType.ADV_NONCONN_IND,
                                 own_address_type=0, peer_address_type=0, peer_address=hci.Address.ANY,
                                 advertising_channel_map=7, advertising_filter_policy=0),
@@ -341,6 +373,17 @@ class Lab:
     def add_fault(self, opcode: int, status: int | None, times: int = 1, when: bytes = b'', credits: int = 1,
                   delay: float | None = None) -> None:
         self.call(lambda: self.controller.faults.append(Fault(opcode, status, times, when, credits, delay)))
+
+    def mutate(self, fn: Callable[[bytes], list[bytes]] | None) -> None:
+        """Passes every packet the controller sends to beacond through fn (H4 bytes in, byte strings out)."""
+        self.call(lambda: setattr(self.controller, 'mutate', fn))
+
+    def inject(self, *packets: bytes) -> None:
+        """Sends raw bytes to beacond as if the controller had sent them (anything: garbage is allowed)."""
+        def go() -> None:
+            for p in packets:
+                self.controller.host.on_packet(p)
+        self.call(go)
 
     def on_command(self, fn: Callable[[int], None] | None) -> None:
         """Calls fn(opcode) on the lab's thread as each command from beacond arrives (before it is answered)."""

@@ -142,5 +142,5 @@ def test_gen_uuid_set_refuses_a_broken_file_and_leaves_it_untouched(tmp_path):
     text = '[beacon]\nuuid = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\nmajor = 1\nminor = 1\n'
     conf.write_text(text)
     r = run_cli('gen-uuid', '--set', str(conf))
-    assert r.returncode == 78 and f'{conf}:2:8: error: unterminated string' in r.stderr
+    assert r.returncode == 78 and f"{conf}:2:8: error: 'uuid' in [beacon]: unterminated string" in r.stderr
     assert conf.read_text() == text

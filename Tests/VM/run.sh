@@ -2,7 +2,7 @@
 # The end-to-end VM test: beacond installed the way users install it, under real systemd (PID 1), driving a
 # kernel-owned hci0 (BlueZ's emulated controller, btvirt), with and without bluetoothd.
 #
-#   sh tests/vm/run.sh [BINARY]      BINARY: the release binary (default build/beacond; make release)
+#   sh Tests/VM/run.sh [BINARY]      BINARY: the release binary (default build/beacond; make release)
 #
 # Builds the guest image once and caches it outside the checkout (BEACOND_VM_CACHE, default
 # /var/cache/beacond-vm), keyed by build-image.sh's content; boots it under qemu (KVM only where kvm_intel or
@@ -40,6 +40,7 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/src/build" "$work/out"
 cp -r "$top/scripts" "$top/systemd" "$top/config" "$top/README.md" "$work/src/"
 mkdir -p "$work/src/tests"
+# The guest image runs tests/vm/guest-entry.sh from the share: keep that path inside the share.
 cp -r "$here" "$work/src/tests/vm"
 cp "$binary" "$work/src/build/beacond"
 

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import threading
+import time
 
 import pytest
 
-from conftest import APPLE_UUID, config_text, free_port, ibeacon_bytes, run_cli
+from conftest import APPLE_UUID, beacond_path, config_text, free_port, ibeacon_bytes, run_cli
 from harness.lab import Lab, wait_for
 
 OTHER_UUID = '74278BDA-B644-4520-8F0C-720EAF059935'
@@ -34,7 +37,7 @@ def scan(device, *args, duration='2'):
     r = run_cli('scan', '--device', device, '--duration', duration, '--json', *args)
     assert r.returncode == 0, r.stderr
     lines = [json.loads(l) for l in r.stdout.splitlines()]
-    return [l for l in lines if l.get('final')], lines
+    return [l for l in lines if l.get('final') and l['kind'] != 'summary'], lines
 
 
 @pytest.fixture(params=[True, False], ids=['extended', 'legacy'])
@@ -166,3 +169,55 @@ def test_live_table_on_a_terminal():
         assert text.count('\x1b[H\x1b[2J') >= 2  # redrawn in place at least twice
         assert 'UUID' in text and 'PROXIMITY' in text and APPLE_UUID in text
         assert '{' not in text  # no JSON on a terminal
+
+
+def test_beacons_with_measured_power_outside_the_model_do_not_crash_scan_and_get_no_distance():
+    # A positive measured power is allowed by the config (measured_power = 1), so one beacond near another would crash
+    # every `beacond scan` around it: the distance model left its domain and an integer conversion trapped.
+    odd = [('D0:00:00:00:00:11', 1), ('D0:00:00:00:00:12', 0), ('D0:00:00:00:00:13', 127), ('D0:00:00:00:00:14', -128)]
+    port = free_port()
+    with Lab(f'tcp-server:127.0.0.1:{port}', scan=False,
+             advertisers=[(a, ibeacon_bytes(APPLE_UUID, 9, i, p)) for i, (a, p) in enumerate(odd)]) as lab:
+        r = run_cli('scan', '--device', f'tcp:127.0.0.1:{port}', '--duration', '2', '--json')
+    assert r.returncode == 0, (r.returncode, r.stderr[-400:])
+    final = {l['minor']: l for l in map(json.loads, r.stdout.splitlines()) if l.get('final') and l.get('kind') == 'ibeacon'}
+    assert sorted(final) == [0, 1, 2, 3], r.stdout
+    for minor in (0, 1, 2):  # +1, 0 and +127 dBm: no distance, proximity unknown
+        assert final[minor]['distance_m'] is None and final[minor]['proximity'] == 'unknown', final[minor]
+    assert final[3]['distance_m'] == pytest.approx((50 / 128) ** 10, abs=0.01)  # -128 dBm is in the model
+    assert 'NaN' not in r.stdout and 'Infinity' not in r.stdout
+
+
+def rss_kib(pid: int) -> int:
+    for line in open(f'/proc/{pid}/status'):
+        if line.startswith('VmRSS:'):
+            return int(line.split()[1])
+    raise AssertionError('no VmRSS')
+
+
+def test_a_flood_of_distinct_beacons_keeps_memory_flat_and_the_table_bounded():
+    # Three radios that each send a new identity every 10 ms: about 300 new beacons a second.
+    port = free_port()
+    flooders = [(f'D1:00:00:00:00:0{i}', ibeacon_bytes(OTHER_UUID, 0, 0, -60)) for i in range(3)]
+    with Lab(f'tcp-server:127.0.0.1:{port}', scan=False, flooders=flooders):
+        p = subprocess.Popen([str(beacond_path()), 'scan', '--device', f'tcp:127.0.0.1:{port}', '--duration', '24',
+                              '--json'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        got: list[str] = []
+        reader = threading.Thread(target=lambda: got.extend(p.stdout), daemon=True)  # a full pipe would stall scan
+        reader.start()
+        samples = []
+        for t in (8, 14, 20):
+            time.sleep(t - (samples[-1][0] if samples else 0))
+            samples.append((t, rss_kib(p.pid)))
+        p.wait(timeout=30)
+        reader.join(timeout=5)
+        err = p.stderr.read()
+    assert p.returncode == 0, err[-400:]
+    lines = [json.loads(l) for l in got]
+    final = [l for l in lines if l.get('final') and l['kind'] == 'ibeacon']
+    print(f'flood: RSS {samples} KiB; {len(final)} beacons in the final table')
+    assert samples[-1][1] - samples[0][1] <= 1024, f'RSS grew from {samples[0][1]} to {samples[-1][1]} KiB under the flood'
+    summary = next(l for l in lines if l['kind'] == 'summary')
+    print(f'flood: summary {summary}')
+    assert summary['capacity'] == 1024 and summary['entries'] == len(final) <= 1024
+    assert summary['evicted'] >= 2000, summary  # the flood was real: thousands of identities came and went

@@ -463,6 +463,32 @@ def s11_capabilities_for_mgmt():
     return 'mgmt: exit 77 naming CAP_NET_ADMIN; auto: fell back to raw HCI and advertised'
 
 
+def s12_mgmt_stop_while_powered_off_leaves_nothing():
+    # The kernel keeps an advertising instance through a power cycle. If beacond is stopped while the adapter is off,
+    # the instance must still be removed, or the kernel puts the beacon back on the air at the next power-on while
+    # beacond is not running.
+    write_conf(backend='auto', minor=5)
+    sh('systemctl restart beacond', check=True)
+    wait_advertising('mgmt instance')
+    wait_on_air(ibeacon(minor=5))
+    sh('btmgmt --index 0 power off', check=True)
+    wait(lambda: not on_air(ibeacon(minor=5)), 20, 'the beacon off the air after power off')
+    wait(lambda: 'powered' in status(), 20, f'a STATUS that waits for power (now {status()!r})')
+    sh('systemctl stop beacond', check=True)
+    t0 = now_us()
+    sh('btmgmt --index 0 power on', check=True)
+    time.sleep(3)
+    came_back = [ts for ts, on in transitions(ibeacon(minor=5), t0) if on]
+    info = sh('btmgmt --index 0 advinfo')
+    assert not came_back, f'the beacon came back on the air {(came_back[0] - t0) / 1000:.0f} ms after power-on with beacond stopped; advinfo: {info}'
+    journal = sh('journalctl -u beacond --no-pager -o cat -n 20')
+    assert 'removed on hci0' in journal, journal[-600:]
+    write_conf(backend='auto', minor=2)
+    sh('systemctl start beacond', check=True)
+    wait_on_air(ibeacon(minor=2), 30)
+    return 'nothing on the air after power-on; ' + ' '.join(l.strip() for l in info.splitlines() if 'nstance' in l)[:120]
+
+
 def s9_privilege():
     pid = show('MainPID')['MainPID']
     fields = dict(l.split(':', 1) for l in open(f'/proc/{pid}/status').read().splitlines() if ':' in l)
@@ -500,6 +526,7 @@ def main():
         run('9. privilege: unprivileged user, exactly CAP_NET_ADMIN and CAP_NET_RAW, exposure as offline', s9_privilege)
         run('10. backend=hci: another program disables advertising, beacond puts the beacon back', s10_foreign_disable_is_undone)
         run('11. without CAP_NET_ADMIN: backend=mgmt exits 77 naming it, auto falls back to raw HCI', s11_capabilities_for_mgmt)
+        run('12. mgmt: stopped while the adapter is powered off, nothing comes back at power-on', s12_mgmt_stop_while_powered_off_leaves_nothing)
     finally:
         tap.write(f'1..{counter}\n')
         sh(f'cp {SNOOP} {OUT}/hci.snoop; btmon -r {SNOOP} > {OUT}/btmon.txt 2>&1; '

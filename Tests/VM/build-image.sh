@@ -1,7 +1,7 @@
 #!/bin/sh
 # Builds the minimal Debian bookworm guest for the VM test: systemd, udev, kmod, dbus, bluez (bluetoothd, btmon,
 # hciconfig), bluez-test-tools (btvirt), python3, the Debian kernel and a small initramfs.
-#   sh tests/vm/build-image.sh OUTDIR     writes OUTDIR/rootfs.ext4, OUTDIR/vmlinuz, OUTDIR/initrd.img
+#   sh Tests/VM/build-image.sh OUTDIR     writes OUTDIR/rootfs.ext4, OUTDIR/vmlinuz, OUTDIR/initrd.img
 # The test payload (beacond, its units, the scenarios) is not in the image: it comes over 9p at run time, so the
 # image only changes when this file does (run.sh caches it keyed by this file's hash).
 set -eu
