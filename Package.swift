@@ -40,6 +40,7 @@ let package = Package(
         .testTarget(name: "MgmtTests", dependencies: ["Mgmt"]),
         .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore", "BeaconCore", "BluetoothHCI", "HCIHost", "HCITransport"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
+        .testTarget(name: "SystemdSupportTests", dependencies: ["SystemdSupport"]),
         .testTarget(name: "BeacondAppTests", dependencies: ["BeacondApp"]),
     ],
     swiftLanguageModes: [.v6]

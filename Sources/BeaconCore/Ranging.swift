@@ -69,10 +69,14 @@ public enum Proximity: String, Sendable, Hashable {
 public enum Ranging {
     public static let model = "Android Beacon Library curve: ratio = rssi/measured_power; d = ratio^10 if ratio < 1 else 0.89976*ratio^7.7095 + 0.111"
 
+    /// Metres, or nil where the model does not hold: it is a curve of two received powers, so both must be real
+    /// negative dBm values (a measured power of 0 or above, a positive RSSI or RSSI 127 "not available" are not).
+    /// Within that domain the ratio lies in [1/128, 128] and the result is finite.
     public static func distance(rssi: Double, measuredPower: Int8) -> Double? {
-        guard rssi != 0, measuredPower != 0 else { return nil }
+        guard rssi.isFinite, rssi < 0, rssi >= -128, measuredPower < 0 else { return nil }
         let ratio = rssi / Double(measuredPower)
-        return ratio < 1 ? pow(ratio, 10) : 0.89976 * pow(ratio, 7.7095) + 0.111
+        let d = ratio < 1 ? pow(ratio, 10) : 0.89976 * pow(ratio, 7.7095) + 0.111
+        return d.isFinite ? d : nil
     }
 
     public static func proximity(distance: Double?) -> Proximity {

@@ -18,26 +18,15 @@ struct ScanOptions: Equatable {
     var all: Bool = false
 }
 
-/// What the scanner knows about one sender (an iBeacon by identity, anything else by address).
-private struct Seen {
-    var frame: BeaconFrame
-    var address: String
-    var addressType: String
-    var lastRSSI: Int8
-    var filter = RSSIFilter()
-    var packets = 0
-    var updated = false
-    var data: [UInt8]
-}
-
 final class Scanner {
     private let options: ScanOptions
     private let loop: EventLoop
     private let json: Bool
     private var connection: ControllerConnection?
     private var family: CommandFamily = .legacy
-    private var seen: [String: Seen] = [:]
-    private var order: [String] = []
+    /// Bounded: beyond `tableCapacity` senders the least recently heard one goes (the summary counts them).
+    private var seen = ScanTable<ScanEntry>(capacity: Scanner.tableCapacity)
+    static let tableCapacity = 1024
     private var exitCode: ExitCode = .success
     private var stopping = false
 
@@ -134,27 +123,18 @@ final class Scanner {
     private func record(_ r: AdvertisingReport) {
         guard !r.isScanResponse else { return }
         let frame = BeaconFrame(advertisingData: r.data)
-        let key: String
         switch frame {
         case .iBeacon(let b):
             if let u = options.uuid, u != b.uuid { return }
             if let m = options.major, m != b.major { return }
             if let m = options.minor, m != b.minor { return }
-            key = "\(b.uuid)/\(b.major)/\(b.minor)"
         case .malformedIBeacon, .other:
             guard options.all else { return }
-            key = r.addressString + "/" + hexString(r.data)
         }
-        if seen[key] == nil {
-            order.append(key)
-            seen[key] = Seen(frame: frame, address: r.addressString, addressType: r.addressTypeName, lastRSSI: r.rssi, data: r.data)
-        }
-        seen[key]!.lastRSSI = r.rssi
-        seen[key]!.address = r.addressString
-        seen[key]!.addressType = r.addressTypeName
-        if r.rssi != 127 { seen[key]!.filter.add(r.rssi, at: loop.nowMicroseconds) }
-        seen[key]!.packets += 1
-        seen[key]!.updated = true
+        let now = loop.nowMicroseconds
+        seen.record(ScanEntry.key(for: frame, r), at: now, make: {
+            ScanEntry(frame: frame, report: r)
+        }) { $0.heard(r, at: now) }
     }
 
     private func scheduleRefresh() {
@@ -193,37 +173,12 @@ final class Scanner {
 
     private func emitJSON(final: Bool) {
         var out = ""
-        for key in order {
-            guard var s = seen[key], final || s.updated else { continue }
-            s.updated = false
-            seen[key] = s
-            out += jsonLine(s, final: final) + "\n"
+        for s in seen.entries where final || s.updated { out += s.jsonLine(final: final) + "\n" }
+        seen.forEach { $0.updated = false }
+        if final {
+            out += "{\"kind\":\"summary\",\"entries\":\(seen.count),\"capacity\":\(seen.capacity),\"evicted\":\(seen.evicted),\"final\":true}\n"
         }
         if !out.isEmpty { Output.out(out) }
-    }
-
-    private func jsonLine(_ s: Seen, final: Bool) -> String {
-        var fields: [String] = []
-        switch s.frame {
-        case .iBeacon(let b):
-            let smoothed = s.filter.value
-            let d = smoothed.flatMap { Ranging.distance(rssi: $0, measuredPower: b.measuredPower) }
-            fields = ["\"kind\":\"ibeacon\"", "\"uuid\":\(jsonString(b.uuid.description))", "\"major\":\(b.major)",
-                      "\"minor\":\(b.minor)", "\"measured_power\":\(b.measuredPower)", "\"rssi\":\(s.lastRSSI)",
-                      "\"rssi_smoothed\":\(smoothed.map { decimal($0, 1) } ?? "null")",
-                      "\"rssi_filter\":\(jsonString(RSSIFilter.description))",
-                      "\"distance_m\":\(d.map { decimal($0, 2) } ?? "null")",
-                      "\"distance_model\":\"android-beacon-library\"",
-                      "\"proximity\":\"\(Ranging.proximity(distance: d).rawValue)\""]
-        case .malformedIBeacon(let reason):
-            fields = ["\"kind\":\"malformed_ibeacon\"", "\"reason\":\(jsonString(reason))", "\"rssi\":\(s.lastRSSI)",
-                      "\"data\":\"\(hexString(s.data))\""]
-        case .other:
-            fields = ["\"kind\":\"other\"", "\"rssi\":\(s.lastRSSI)", "\"data\":\"\(hexString(s.data))\""]
-        }
-        fields += ["\"packets\":\(s.packets)", "\"address\":\"\(s.address)\"", "\"address_type\":\"\(s.addressType)\""]
-        if final { fields.append("\"final\":true") }
-        return "{" + fields.joined(separator: ",") + "}"
     }
 
     private func render(final: Bool = false) {
@@ -233,8 +188,7 @@ final class Scanner {
         out += "\nrssi: last / \(RSSIFilter.description); distance: Android Beacon Library curve\n\n"
         out += pad("UUID", 37) + pad("MAJOR", 6) + pad("MINOR", 6) + pad("RSSI", 11) + pad("POWER", 6) + pad("DIST", 8)
             + pad("PROXIMITY", 10) + pad("PKTS", 6) + "ADDRESS\n"
-        for key in order {
-            guard let s = seen[key] else { continue }
+        for s in seen.entries {
             let addr = "\(s.address) (\(s.addressType))"
             switch s.frame {
             case .iBeacon(let b):
@@ -250,21 +204,10 @@ final class Scanner {
                 out += pad("(other: \(hexString(s.data.prefix(20)))\(s.data.count > 20 ? "…" : ""))", 74) + pad("\(s.packets)", 6) + addr + "\n"
             }
         }
-        if order.isEmpty { out += "(no beacons yet)\n" }
+        if seen.count == 0 { out += "(no beacons yet)\n" }
+        if seen.evicted > 0 { out += "(\(seen.evicted) least recently heard dropped: the table keeps \(seen.capacity))\n" }
         Output.out(out)
     }
 
     private func pad(_ s: String, _ width: Int) -> String { s.padding(to: width) }
-}
-
-/// `x` with `digits` decimals, rounded half away from zero (no Foundation formatting).
-func decimal(_ x: Double, _ digits: Int) -> String {
-    var scale = 1.0
-    for _ in 0..<digits { scale *= 10 }
-    let scaled = (abs(x) * scale).rounded()
-    let whole = Int(scaled / scale)
-    var frac = "\(Int(scaled) - whole * Int(scale))"
-    while frac.count < digits { frac = "0" + frac }
-    let sign = x < 0 && scaled != 0 ? "-" : ""
-    return digits == 0 ? "\(sign)\(whole)" : "\(sign)\(whole).\(frac)"
 }

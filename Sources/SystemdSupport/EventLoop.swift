@@ -15,6 +15,8 @@ public final class EventSource {
     fileprivate var source: OpaquePointer?
     fileprivate let handler: (UInt32) -> Void
     fileprivate weak var loop: EventLoop?
+    /// A fire-once timer: released once it has fired, unless its handler rearmed it.
+    fileprivate var releasedAfterFiring = false
 
     fileprivate init(handler: @escaping (UInt32) -> Void) { self.handler = handler }
 
@@ -31,6 +33,13 @@ public final class EventSource {
         guard let s = source else { return }
         _ = sd_event_source_set_time_relative(s, microseconds(after))
         _ = sd_event_source_set_enabled(s, Int32(SD_EVENT_ONESHOT))
+    }
+
+    /// For timers: armed to fire (not disabled).
+    public var isArmed: Bool {
+        guard let s = source else { return false }
+        var state: Int32 = 0
+        return sd_event_source_get_enabled(s, &state) >= 0 && state != Int32(SD_EVENT_OFF)
     }
 
     /// For timers: do not fire until rearmed.
@@ -63,6 +72,9 @@ public final class EventLoop {
 
     fileprivate func forget(_ s: EventSource) { sources[ObjectIdentifier(s)] = nil }
 
+    /// How many sources are registered (I/O, timers, signals): for tests and diagnostics.
+    public var sourceCount: Int { sources.count }
+
     private func register(_ s: EventSource) -> UnsafeMutableRawPointer {
         s.loop = self
         sources[ObjectIdentifier(s)] = s
@@ -82,23 +94,32 @@ public final class EventLoop {
         return s
     }
 
-    /// A one-shot CLOCK_MONOTONIC timer, `after` from now; rearm it to use it again.
+    /// A fire-once CLOCK_MONOTONIC timer, `after` from now. Once it has fired it is released, unless its handler
+    /// rearmed it (then it stays, as one source, until a run that does not rearm it).
     public func addTimer(after: Duration, handler: @escaping () -> Void) throws(SystemError) -> EventSource {
+        let s = try makeTimer(after: after, handler: handler)
+        s.releasedAfterFiring = true
+        return s
+    }
+
+    /// A disarmed timer that stays registered, for rearming whenever needed; `cancel()` releases it.
+    public func addIdleTimer(handler: @escaping () -> Void) throws(SystemError) -> EventSource {
+        let s = try makeTimer(after: .seconds(3600), handler: handler)
+        s.disarm()
+        return s
+    }
+
+    private func makeTimer(after: Duration, handler: @escaping () -> Void) throws(SystemError) -> EventSource {
         let s = EventSource(handler: { _ in handler() })
         let userdata = register(s)
         let r = sd_event_add_time_relative(event, &s.source, CLOCK_MONOTONIC, microseconds(after), 1000, { _, _, userdata in
-            Unmanaged<EventSource>.fromOpaque(userdata!).takeUnretainedValue().handler(0)
+            let source = Unmanaged<EventSource>.fromOpaque(userdata!).takeUnretainedValue()
+            source.handler(0)
+            if source.releasedAfterFiring && !source.isArmed { source.cancel() }
             return 0
         }, userdata)
         if r < 0 { forget(s) }
         try check("sd_event_add_time_relative", r)
-        return s
-    }
-
-    /// A disarmed timer, for rearming later.
-    public func addIdleTimer(handler: @escaping () -> Void) throws(SystemError) -> EventSource {
-        let s = try addTimer(after: .seconds(3600), handler: handler)
-        s.disarm()
         return s
     }
 

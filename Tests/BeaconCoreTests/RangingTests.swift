@@ -48,6 +48,24 @@ struct RangingTests {
         #expect(Ranging.proximity(distance: Ranging.distance(rssi: -65, measuredPower: -59)) == .near)
         #expect(Ranging.proximity(distance: Ranging.distance(rssi: -90, measuredPower: -59)) == .far)
         #expect(Ranging.distance(rssi: 0, measuredPower: -59) == nil)
+    }
+
+    @Test("bug: the model holds only for negative powers; everything else is nil, and every value inside is finite")
+    func domain() {
+        // measured_power = 1 in a config made every `beacond scan` nearby trap: (-50 / 1)^10 overflowed an Int.
+        #expect(Ranging.distance(rssi: -50, measuredPower: 1) == nil)
+        #expect(Ranging.distance(rssi: -50, measuredPower: 0) == nil)
+        #expect(Ranging.distance(rssi: -50, measuredPower: 127) == nil)
+        #expect(Ranging.distance(rssi: 127, measuredPower: -59) == nil)  // RSSI not available
+        #expect(Ranging.distance(rssi: 20, measuredPower: -59) == nil)
+        #expect(Ranging.distance(rssi: .nan, measuredPower: -59) == nil)
+        #expect(Ranging.distance(rssi: -.infinity, measuredPower: -59) == nil)
+        for power in Int8.min ... -1 {
+            for rssi in stride(from: -128.0, through: -1.0, by: 0.5) {
+                let d = Ranging.distance(rssi: rssi, measuredPower: power)
+                #expect(d != nil && d!.isFinite && d! >= 0, "rssi \(rssi), power \(power)")
+            }
+        }
         #expect(Ranging.proximity(distance: nil) == .unknown)
     }
 

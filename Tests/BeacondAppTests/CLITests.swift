@@ -53,3 +53,16 @@ struct CLITests {
         }
     }
 }
+
+@Suite("number formatting")
+struct DecimalTests {
+    @Test("decimal is total: huge values in exponent form, NaN and infinities as null, never a trap")
+    func total() {
+        #expect(decimal(0.189, 2) == "0.19")
+        #expect(decimal(-1.25, 1) == "-1.3")
+        #expect(decimal(9.7e16, 2) == "9.7e+16")
+        #expect(decimal(.nan, 2) == "null" && decimal(.infinity, 1) == "null" && decimal(-.infinity, 1) == "null")
+        #expect(decimal(Double.greatestFiniteMagnitude, 2) == "\(Double.greatestFiniteMagnitude)")
+        #expect(decimal(999_999_999_999.99, 2) == "999999999999.99")
+    }
+}

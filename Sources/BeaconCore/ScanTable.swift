@@ -1,0 +1,111 @@
+// The scanner's table of what it heard: bounded, so a radio that cycles identities (an ESP32 can make 100 new
+// ones a second) cannot grow it; the least recently heard entry goes first, and the table counts what it dropped.
+import BluetoothHCI
+
+public struct ScanTable<Entry>: Sendable where Entry: Sendable {
+    private struct Slot: Sendable {
+        var entry: Entry
+        var firstSeen: UInt64
+        var lastHeard: UInt64
+    }
+
+    public let capacity: Int
+    /// Entries dropped to make room, since the start.
+    public private(set) var evicted = 0
+    private var slots: [String: Slot] = [:]
+    private var sequence: UInt64 = 0
+
+    public init(capacity: Int) {
+        precondition(capacity > 0, "a scan table holds at least one entry")
+        self.capacity = capacity
+    }
+
+    public var count: Int { slots.count }
+
+    /// Updates the entry under `key` (made by `make` when it is new) and marks it heard at `now` (any clock that
+    /// does not go back). A new key in a full table evicts the least recently heard entry.
+    public mutating func record(_ key: String, at now: UInt64, make: () -> Entry, _ change: (inout Entry) -> Void) {
+        if slots[key] == nil {
+            if slots.count >= capacity, let oldest = slots.min(by: { $0.value.lastHeard < $1.value.lastHeard })?.key {
+                slots[oldest] = nil
+                evicted += 1
+            }
+            sequence += 1
+            slots[key] = Slot(entry: make(), firstSeen: sequence, lastHeard: now)
+        }
+        change(&slots[key]!.entry)
+        slots[key]!.lastHeard = now
+    }
+
+    /// Changes every entry in place.
+    public mutating func forEach(_ change: (inout Entry) -> Void) {
+        for k in Array(slots.keys) { change(&slots[k]!.entry) }
+    }
+
+    /// The entries in the order they were first heard.
+    public var entries: [Entry] { slots.values.sorted { $0.firstSeen < $1.firstSeen }.map(\.entry) }
+}
+
+
+/// What the scanner knows about one sender (an iBeacon by identity, anything else by address and data).
+public struct ScanEntry: Sendable {
+    public var frame: BeaconFrame
+    public var address: String
+    public var addressType: String
+    public var lastRSSI: Int8
+    public var filter = RSSIFilter()
+    public var packets = 0
+    /// Heard since the last JSON refresh.
+    public var updated = false
+    public var data: [UInt8]
+
+    public init(frame: BeaconFrame, report r: AdvertisingReport) {
+        self.frame = frame
+        address = r.addressString
+        addressType = r.addressTypeName
+        lastRSSI = r.rssi
+        data = r.data
+    }
+
+    /// One more advertisement from this sender.
+    public mutating func heard(_ r: AdvertisingReport, at now: UInt64) {
+        lastRSSI = r.rssi
+        address = r.addressString
+        addressType = r.addressTypeName
+        if r.rssi != 127 { filter.add(r.rssi, at: now) }
+        packets += 1
+        updated = true
+    }
+
+    /// The key the scan table files a report under: an iBeacon by its identity, anything else by address and data.
+    public static func key(for frame: BeaconFrame, _ r: AdvertisingReport) -> String {
+        if case .iBeacon(let b) = frame { return "\(b.uuid)/\(b.major)/\(b.minor)" }
+        return r.addressString + "/" + hexString(r.data)
+    }
+
+    /// The JSON line for this entry: never NaN or Infinity (numbers outside the model are null).
+    public func jsonLine(final: Bool) -> String {
+        let s = self
+        var fields: [String] = []
+        switch s.frame {
+        case .iBeacon(let b):
+            let smoothed = s.filter.value
+            let d = smoothed.flatMap { Ranging.distance(rssi: $0, measuredPower: b.measuredPower) }
+            fields = ["\"kind\":\"ibeacon\"", "\"uuid\":\(jsonString(b.uuid.description))", "\"major\":\(b.major)",
+                      "\"minor\":\(b.minor)", "\"measured_power\":\(b.measuredPower)", "\"rssi\":\(s.lastRSSI)",
+                      "\"rssi_smoothed\":\(smoothed.map { decimal($0, 1) } ?? "null")",
+                      "\"rssi_filter\":\(jsonString(RSSIFilter.description))",
+                      "\"distance_m\":\(d.map { decimal($0, 2) } ?? "null")",
+                      "\"distance_model\":\"android-beacon-library\"",
+                      "\"proximity\":\"\(Ranging.proximity(distance: d).rawValue)\""]
+        case .malformedIBeacon(let reason):
+            fields = ["\"kind\":\"malformed_ibeacon\"", "\"reason\":\(jsonString(reason))", "\"rssi\":\(s.lastRSSI)",
+                      "\"data\":\"\(hexString(s.data))\""]
+        case .other:
+            fields = ["\"kind\":\"other\"", "\"rssi\":\(s.lastRSSI)", "\"data\":\"\(hexString(s.data))\""]
+        }
+        fields += ["\"packets\":\(s.packets)", "\"address\":\"\(s.address)\"", "\"address_type\":\"\(s.addressType)\""]
+        if final { fields.append("\"final\":true") }
+        return "{" + fields.joined(separator: ",") + "}"
+    }
+}
