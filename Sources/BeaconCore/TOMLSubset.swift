@@ -259,7 +259,10 @@ private struct Parser {
         }
         i += 1
         skipWhitespace()
-        guard let item = parseValue(key: key) else {
+        let before = diagnostics.count
+        let parsed = parseValue(key: key)
+        nameKey(key, inDiagnosticsFrom: before)
+        guard let item = parsed else {
             tables[tables.count - 1].failedKeys.append(key)
             return false
         }
@@ -275,6 +278,18 @@ private struct Parser {
             skipLine()
         }
         return true
+    }
+
+    /// Every mistake found in a value names its key (and table), whatever the kind of mistake: "'interval_ms' in
+    /// [advertising]: floating-point values are not supported …".
+    mutating func nameKey(_ key: String, inDiagnosticsFrom start: Int) {
+        guard start < diagnostics.count else { return }
+        let table = tables[tables.count - 1].name
+        let prefix = "'\(key)'" + (table.map { " in [\($0)]" } ?? "") + ": "
+        for k in start..<diagnostics.count where diagnostics[k].key == nil {
+            diagnostics[k].message = prefix + diagnostics[k].message
+            diagnostics[k].key = table.map { "\($0).\(key)" } ?? key
+        }
     }
 
     mutating func parseValue(key: String) -> TOMLItem? {
@@ -299,7 +314,7 @@ private struct Parser {
             guard let (s, escaped) = c == ASCII.quote ? parseBasicString() : parseLiteralString() else { return nil }
             return item(.string(s), contentColumn: escaped ? nil : contentColumn)
         case ASCII.lbracket:
-            error("arrays are not supported by beacond; '\(key)' takes a single value", at: i)
+            error("arrays are not supported by beacond; it takes a single value", at: i)
             skipArray()
             return nil
         case ASCII.lbrace:
