@@ -65,6 +65,10 @@ final class HCIBackend: AdvertisingBackend {
             }
         }
         c.onUnsolicited = { [weak self] event in self?.unsolicited(event) }
+        c.onMalformed = { [weak self] code, reason in
+            guard let self else { return }
+            self.oddity("malformed-\(code)", "The controller on \(self.device) sent a malformed event \(hex8(code)) (\(reason)); ignoring it")
+        }
         c.onForeignCommand = { [weak self] opcode, params in self?.foreignCommand(opcode, params) }
 
         // beacond owns an H4 controller and resets it to a known state; a kernel-owned one is never reset.
@@ -211,10 +215,30 @@ final class HCIBackend: AdvertisingBackend {
         connection = nil
     }
 
+    /// What a misbehaving controller did, each kind logged once per connection as a warning (then at debug level),
+    /// so a flood cannot flood the journal.
+    private var oddities: Set<String> = []
+
+    private func oddity(_ kind: String, _ message: String) {
+        let first = oddities.insert(kind).inserted
+        log.log(first ? .warning : .debug, message, ["HCI_DEVICE=\(device)"])
+    }
+
     private func unsolicited(_ event: HCIEvent) {
         guard !closed else { return }
         if case .hardwareError(let code) = event {
             return onEvent(.lost(BackendFailure(message: "The controller on \(device) reported Hardware Error \(hex8(code)); its advertising state is gone, starting over")))
+        }
+        // On a kernel device, replies to other programs' commands arrive here too; on a controller beacond owns, a
+        // reply to a command it did not send is the controller's mistake.
+        if connection?.transport.ownsController == true {
+            switch event {
+            case .commandComplete(_, let op, _) where op.rawValue != 0, .commandStatus(_, _, let op) where op.rawValue != 0:
+                oddity("unsolicited-\(op.rawValue)", "The controller on \(device) answered \(op), which beacond did not send or no longer waits for; ignoring it")
+            case .other(let code, let p) where event.connectableAdvertisingInterruption == nil:
+                oddity("event-\(code)", "The controller on \(device) sent event \(hex8(code)) (\(p.count) bytes), which beacond does not use; ignoring it")
+            default: break
+            }
         }
         // A controller stops connectable advertising when a central connects, and nothing turns it back on by
         // itself. Put it back (controllers that cannot advertise while connected refuse, and beacond retries).

@@ -41,6 +41,8 @@ public final class ControllerConnection {
     public var onUnsolicited: (HCIEvent) -> Void = { _ in }
     /// A command another program sent to the same kernel device (the raw channel shows them): opcode and parameters.
     public var onForeignCommand: (Opcode, [UInt8]) -> Void = { _, _ in }
+    /// An event packet that does not decode (too short for its code, a length that disagrees): skipped.
+    public var onMalformed: (_ code: UInt8, _ reason: String) -> Void = { _, _ in }
     /// The connection ended by itself; everything pending has already failed.
     public var onClosed: (ConnectionLoss) -> Void = { _ in }
 
@@ -114,6 +116,7 @@ public final class ControllerConnection {
                     perform(flow.received(try HCIEvent(packet: packet.bytes)))
                 } catch {
                     // A malformed event on an otherwise sound stream: skip it, the command timeout covers the rest.
+                    onMalformed(error.code, error.reason)
                     continue
                 }
             }
