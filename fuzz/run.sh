@@ -1,28 +1,51 @@
 #!/bin/sh
-# Builds the libFuzzer target (ASan) and runs it for a bounded time on a seed corpus of the config fixtures.
-# Usage: fuzz/run.sh [SECONDS]   (default 60). Exits non-zero on a crash, a leak-free hang or a build failure.
+# Builds the libFuzzer targets (ASan) and runs each one on its seed corpus.
+#   fuzz/run.sh [SECONDS]            every target for SECONDS each (default 30); CI runs this
+#   fuzz/run.sh --runs N [TARGET…]   each target (default all) for N executions (make fuzz-long: 10 million)
+# Exits non-zero on a crash, a timeout or a build failure, naming the target and the crashing input.
 set -eu
 cd "$(dirname "$0")/.."
-seconds=${1:-60}
+targets="config hci adv mgmt device"
+limit="-max_total_time=30"
+if [ "${1:-}" = "--runs" ]; then
+    limit="-runs=$2"
+    shift 2
+    [ $# -gt 0 ] && targets="$*"
+elif [ $# -gt 0 ]; then
+    limit="-max_total_time=$1"
+fi
 out=.build/fuzz
-mkdir -p "$out/src" "$out/corpus"
-# One module: the sources of the two pure targets and the device spec, without their cross-module imports, plus
-# the entry point.
-for f in Sources/BluetoothHCI/*.swift Sources/BeaconCore/*.swift Sources/HCITransport/DeviceSpec.swift; do
+mkdir -p "$out/src"
+rm -f "$out"/src/*.swift
+# One module: the pure sources, without their cross-module imports, plus the entry points.
+for f in Sources/BluetoothHCI/*.swift Sources/BeaconCore/*.swift Sources/HCITransport/DeviceSpec.swift \
+         Sources/HCIHost/CommandFlow.swift Sources/HCIHost/Advertising.swift Sources/HCIHost/HCIEventMeaning.swift \
+         Sources/Mgmt/MgmtCodec.swift Sources/Mgmt/MgmtCommandFlow.swift Sources/Mgmt/MgmtAdvertisingPlan.swift; do
     sed '/^import BluetoothHCI$/d; /^import HCITransport$/d' "$f" > "$out/src/$(basename "$(dirname "$f")")-$(basename "$f")"
 done
-swiftc -O -sanitize=fuzzer,address -parse-as-library -use-ld=lld -module-name FuzzTarget \
-    "$out"/src/*.swift fuzz/ConfigFuzz.swift -o "$out/config-fuzz"
-cp Tests/Fixtures/bad/*.conf Tests/Fixtures/good/*.conf config/beacond.conf "$out/corpus/"
-printf '\004\016\004\001\012\040\000' > "$out/corpus/h4-command-complete"
-# The Swift backtracer hangs after a crash under the fuzzer: turn it off.
-status=0
-SWIFT_BACKTRACE=enable=no "$out/config-fuzz" -max_total_time="$seconds" -max_len=4096 -timeout=10 \
-    -print_final_stats=1 "$out/corpus" > "$out/fuzz.log" 2>&1 || status=$?
-grep -E '^(Done|stat::number_of_executed_units|stat::new_units_added)|ERROR|SUMMARY' "$out/fuzz.log" || true
-if [ "$status" -ne 0 ]; then
-    tail -n 60 "$out/fuzz.log"
-    echo "fuzz: FAILED (exit $status); the crashing input is in the current directory (crash-*)" >&2
-    exit "$status"
+if [ ! -x "$out/beacond-fuzz" ] || [ -n "$(find fuzz Sources -newer "$out/beacond-fuzz" -name '*.swift' | head -n 1)" ]; then
+    echo "fuzz: building the targets"
+    swiftc -O -sanitize=fuzzer,address -parse-as-library -use-ld=lld -module-name FuzzTarget \
+        "$out"/src/*.swift fuzz/Targets.swift -o "$out/beacond-fuzz"
 fi
-echo "fuzz: no crash in ${seconds} s"
+status=0
+for t in $targets; do
+    corpus="$out/corpus-$t"
+    mkdir -p "$corpus"
+    cp fuzz/seeds/"$t"/* "$corpus/" 2>/dev/null || true
+    if [ "$t" = config ]; then cp Tests/Fixtures/bad/*.conf Tests/Fixtures/good/*.conf config/beacond.conf "$corpus/"; fi
+    # The Swift backtracer hangs after a crash under the fuzzer: turn it off.
+    s=0
+    (cd "$out" && SWIFT_BACKTRACE=enable=no BEACOND_FUZZ_TARGET="$t" ./beacond-fuzz "$limit" -max_len=4096 -timeout=10 \
+        -print_final_stats=1 -artifact_prefix="crash-$t-" "corpus-$t" > "fuzz-$t.log" 2>&1) || s=$?
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out/fuzz-$t.log")
+    secs=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$out/fuzz-$t.log")
+    if [ "$s" -ne 0 ]; then
+        tail -n 40 "$out/fuzz-$t.log"
+        echo "fuzz: $t FAILED (exit $s); the crashing input is in $out (crash-$t-*)" >&2
+        status=$s
+    else
+        echo "fuzz: $t: ${execs:-?} executions in ${secs:-?} s, no crash"
+    fi
+done
+exit "$status"

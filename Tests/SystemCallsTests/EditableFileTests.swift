@@ -1,1 +1,81 @@
+// Atomic replacement from one descriptor: mode and owner kept, and a symlink swapped in at the worst moment
+// (after the read, just before the rename) makes the edit fail with nothing else written.
+import Glibc
+@testable import SystemCalls
 import Testing
+
+private func tempDir() -> String {
+    var template = Array("/tmp/beacond-edit.XXXXXX".utf8CString)
+    let p = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+    return String(cString: p!)
+}
+
+private func write(_ path: String, _ text: String, mode: mode_t = 0o640) {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode)
+    _ = text.utf8CString.withUnsafeBufferPointer { Glibc.write(fd, $0.baseAddress, $0.count - 1) }
+    fchmod(fd, mode)
+    close(fd)
+}
+
+private func read(_ path: String) -> String {
+    guard let fd = try? FileDescriptor.open(path, O_RDONLY), let b = try? fd.readAll(limit: 1 << 16) else { return "<none>" }
+    return String(decoding: b, as: UTF8.self)
+}
+
+@Suite("editable file")
+struct EditableFileTests {
+    @Test("replace keeps the mode, leaves no temporary file, and writes through a symlink given at open")
+    func replace() throws {
+        let d = tempDir()
+        write("\(d)/real.conf", "old\n", mode: 0o640)
+        symlink("\(d)/real.conf", "\(d)/link.conf")
+        let f = try EditableFile(opening: "\(d)/link.conf")
+        #expect(String(decoding: try f.read(limit: 100), as: UTF8.self) == "old\n")
+        try f.replace(with: Array("new\n".utf8))
+        #expect(read("\(d)/real.conf") == "new\n")
+        var st = stat()
+        lstat("\(d)/link.conf", &st)
+        #expect(st.st_mode & S_IFMT == S_IFLNK)  // the link is still a link
+        stat("\(d)/real.conf", &st)
+        #expect(st.st_mode & 0o7777 == 0o640)
+        let entries = try listing(d)
+        #expect(entries.sorted() == ["link.conf", "real.conf"])
+    }
+
+    @Test("a file swapped for a symlink to another file just before the rename: refused, nothing written anywhere")
+    func swapBeforeRename() throws {
+        let d = tempDir()
+        write("\(d)/beacond.conf", "mine\n")
+        write("\(d)/victim", "do not touch\n", mode: 0o600)
+        let f = try EditableFile(opening: "\(d)/beacond.conf")
+        _ = try f.read(limit: 100)
+        #expect(throws: EditableFile.Failure.replacedMeanwhile("\(d)/beacond.conf")) {
+            try f.replace(with: Array("written\n".utf8)) {
+                // The attacker's moment: the name now points somewhere else.
+                rename("\(d)/beacond.conf", "\(d)/moved.conf")
+                symlink("\(d)/victim", "\(d)/beacond.conf")
+            }
+        }
+        #expect(read("\(d)/victim") == "do not touch\n")
+        #expect(read("\(d)/moved.conf") == "mine\n")
+        #expect(try listing(d).sorted() == ["beacond.conf", "moved.conf", "victim"])  // the temporary file is gone
+    }
+
+    @Test("opening a directory or a missing file fails with the call and errno")
+    func failures() {
+        let d = tempDir()
+        #expect(throws: EditableFile.Failure.notRegularFile(d)) { try EditableFile(opening: d) }
+        #expect(throws: EditableFile.Failure.system(SystemError("open(\(d)/nope)", errno: .noEntry))) { try EditableFile(opening: "\(d)/nope") }
+    }
+}
+
+private func listing(_ d: String) throws -> [String] {
+    guard let dir = opendir(d) else { return [] }
+    defer { closedir(dir) }
+    var names: [String] = []
+    while let e = readdir(dir) {
+        let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        if name != "." && name != ".." { names.append(name) }
+    }
+    return names
+}
