@@ -6,7 +6,8 @@ Measures, for beacond, a Python program using Bumble's own host API (bench/peer_
 client in C (bench/raw_h4_client.c, the floor): exec → advertising enabled in the controller (read from the
 controller's own command log) and peak RSS (VmHWM); for beacond also exec → READY=1, the stripped binary size, its
 idle cost over a window with and without a systemd watchdog (context switches, CPU time, syscalls by strace -c), and
-SIGHUP → new data in the controller for a data-only change and an interval change, with the advertising gap of each.
+SIGHUP → new data in the controller for a data-only change and an interval change, with the advertising gap of each;
+then scan at scale (bench/scan_throughput.py): reports per CPU second against beacontools and Bumble.
 Prints markdown tables (median, min, max, and beacond/peer ratios). `--smoke` runs everything briefly (CI keeps it
 working; it asserts nothing about times).
 """
@@ -26,6 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'Tests' / 'Integration'))
+sys.path.insert(0, str(ROOT / 'bench'))
 from harness.lab import Lab, wait_for  # noqa: E402
 from harness.notify import NotifyListener  # noqa: E402
 
@@ -256,7 +258,10 @@ def main() -> int:
     print(f'| data only (new minor) | {fmt(d_ms, "ms", 2)} | {fmt(d_gap, "ms", 2)} |')
     print(f'| interval 100 ↔ 200 ms | {fmt(i_ms, "ms", 2)} | {fmt(i_gap, "ms", 2)} |')
     shutil.rmtree(tmp, ignore_errors=True)
-    return 0
+
+    import scan_throughput
+    sys.argv = [sys.argv[0], '--beacond', beacond, '--reports', '5000' if args.smoke else '200000']
+    return scan_throughput.main()
 
 
 def platform_line() -> str:

@@ -86,7 +86,7 @@ private func scanReports(_ sub: UInt8, _ p: [UInt8]) {
     for r in reports {
         let frame = BeaconFrame(advertisingData: r.data)
         clock &+= 100_000
-        table.record(ScanEntry.key(for: frame, r), at: clock, make: { ScanEntry(frame: frame, report: r) }) { $0.heard(r, at: clock) }
+        table.record(ScanEntry.key(for: frame, r), make: { ScanEntry(frame: frame, report: r) }) { $0.heard(r, at: clock) }
         if case .iBeacon(let b) = frame {
             let d = Ranging.distance(rssi: Double(r.rssi), measuredPower: b.measuredPower)
             precondition(d.map { $0.isFinite && $0 >= 0 } ?? true, "distance \(String(describing: d))")

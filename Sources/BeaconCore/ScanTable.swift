@@ -3,16 +3,23 @@
 import BluetoothHCI
 
 public struct ScanTable<Entry>: Sendable where Entry: Sendable {
+    /// Entries live in `slots`; `index` finds them by key; a doubly linked list through the slots (by position)
+    /// keeps them in the order they were last heard, so finding the least recently heard one is O(1).
     private struct Slot: Sendable {
+        var key: String
         var entry: Entry
         var firstSeen: UInt64
-        var lastHeard: UInt64
+        var older: Int
+        var newer: Int
     }
 
     public let capacity: Int
     /// Entries dropped to make room, since the start.
     public private(set) var evicted = 0
-    private var slots: [String: Slot] = [:]
+    private var slots: [Slot] = []
+    private var index: [String: Int] = [:]
+    private var oldest = -1
+    private var newest = -1
     private var sequence: UInt64 = 0
 
     public init(capacity: Int) {
@@ -22,30 +29,51 @@ public struct ScanTable<Entry>: Sendable where Entry: Sendable {
 
     public var count: Int { slots.count }
 
-    /// Updates the entry under `key` (made by `make` when it is new) and marks it heard at `now` (any clock that
-    /// does not go back). A new key in a full table evicts the least recently heard entry.
-    public mutating func record(_ key: String, at now: UInt64, make: () -> Entry, _ change: (inout Entry) -> Void) {
-        if slots[key] == nil {
-            if slots.count >= capacity, let oldest = slots.min(by: { $0.value.lastHeard < $1.value.lastHeard })?.key {
-                slots[oldest] = nil
+    /// Updates the entry under `key` (made by `make` when it is new) and marks it the most recently heard. A new
+    /// key in a full table takes the place of the least recently heard entry.
+    public mutating func record(_ key: String, make: () -> Entry, _ change: (inout Entry) -> Void) {
+        let i: Int
+        if let found = index[key] {
+            i = found
+            unlink(i)
+        } else {
+            sequence += 1
+            let slot = Slot(key: key, entry: make(), firstSeen: sequence, older: -1, newer: -1)
+            if slots.count < capacity {
+                i = slots.count
+                slots.append(slot)
+            } else {
+                i = oldest
+                unlink(i)
+                index[slots[i].key] = nil
+                slots[i] = slot
                 evicted += 1
             }
-            sequence += 1
-            slots[key] = Slot(entry: make(), firstSeen: sequence, lastHeard: now)
+            index[key] = i
         }
-        change(&slots[key]!.entry)
-        slots[key]!.lastHeard = now
+        change(&slots[i].entry)
+        // The newest end of the list.
+        slots[i].older = newest
+        slots[i].newer = -1
+        if newest >= 0 { slots[newest].newer = i }
+        newest = i
+        if oldest < 0 { oldest = i }
+    }
+
+    private mutating func unlink(_ i: Int) {
+        let (o, n) = (slots[i].older, slots[i].newer)
+        if o >= 0 { slots[o].newer = n } else { oldest = n }
+        if n >= 0 { slots[n].older = o } else { newest = o }
     }
 
     /// Changes every entry in place.
     public mutating func forEach(_ change: (inout Entry) -> Void) {
-        for k in Array(slots.keys) { change(&slots[k]!.entry) }
+        for i in slots.indices { change(&slots[i].entry) }
     }
 
     /// The entries in the order they were first heard.
-    public var entries: [Entry] { slots.values.sorted { $0.firstSeen < $1.firstSeen }.map(\.entry) }
+    public var entries: [Entry] { slots.sorted { $0.firstSeen < $1.firstSeen }.map(\.entry) }
 }
-
 
 /// What the scanner knows about one sender (an iBeacon by identity, anything else by address and data).
 public struct ScanEntry: Sendable {

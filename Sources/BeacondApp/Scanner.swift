@@ -132,7 +132,7 @@ final class Scanner {
             guard options.all else { return }
         }
         let now = loop.nowMicroseconds
-        seen.record(ScanEntry.key(for: frame, r), at: now, make: {
+        seen.record(ScanEntry.key(for: frame, r), make: {
             ScanEntry(frame: frame, report: r)
         }) { $0.heard(r, at: now) }
     }
