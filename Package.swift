@@ -24,7 +24,7 @@ let package = Package(
         .target(name: "SystemdSupport", dependencies: ["CSystemd", "SystemCalls"]),
         // The command flows (pure) and the small shells that run them on an fd and a timer.
         .target(name: "HCIHost", dependencies: ["BluetoothHCI", "HCITransport", "SystemCalls", "SystemdSupport"]),
-        .target(name: "Mgmt", dependencies: ["BluetoothHCI", "HCITransport", "SystemCalls", "SystemdSupport"]),
+        .target(name: "Mgmt", dependencies: ["BluetoothHCI", "HCIHost", "HCITransport", "SystemCalls", "SystemdSupport"]),
         // Pure: the daemon's lifecycle as a state machine.
         .target(name: "DaemonCore", dependencies: ["BeaconCore", "BluetoothHCI", "HCIHost", "HCITransport"]),
 

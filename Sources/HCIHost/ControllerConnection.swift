@@ -67,26 +67,14 @@ public final class ControllerConnection {
 
     /// Runs the steps in order, stopping at the first failure; a tolerated status counts as success.
     public func run(_ steps: [Step], completion: @escaping (Result<[[UInt8]], StepFailure>) -> Void) {
-        var replies: [[UInt8]] = []
-        func next(_ i: Int) {
-            guard i < steps.count else { return completion(.success(replies)) }
-            let step = steps[i]
-            send(step.command) { result in
-                switch result {
-                case .success(let r):
-                    replies.append(r)
-                    next(i + 1)
-                case .failure(let e):
-                    if let s = e.status, step.tolerated.contains(s) {
-                        replies.append([s.rawValue])
-                        next(i + 1)
-                    } else {
-                        completion(.failure(StepFailure(index: i, step: step, error: e)))
-                    }
-                }
-            }
-        }
-        next(0)
+        runInOrder(steps, send: { [weak self] step, answer in
+            guard let self else { return answer(.failure(CommandError(opcode: step.command.opcode, reason: .transportClosed))) }
+            self.send(step.command, completion: answer)
+        }, tolerated: { step, e in
+            e.status.flatMap { step.tolerated.contains($0) ? [$0.rawValue] : nil }
+        }, done: { result in
+            completion(result.mapError { StepFailure(index: $0.index, step: $0.step, error: $0.failure) })
+        })
     }
 
     /// Closes the transport and fails whatever is pending (without calling onClosed).

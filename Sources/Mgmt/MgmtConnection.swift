@@ -1,5 +1,6 @@
 // The shell around MgmtCommandFlow: executes its actions against the management socket and a timer on the event
 // loop, and runs step sequences. No policy.
+import HCIHost
 import HCITransport
 import SystemdSupport
 
@@ -39,25 +40,17 @@ public final class MgmtConnection {
         perform(flow.enqueue(command, index: index, token: token))
     }
 
-    /// Runs the steps in order, stopping at the first failure of a step that may not fail; the replies of all.
+    /// Runs the steps in order, stopping at the first failure of a step that may not fail (a step that may fail
+    /// still stops the sequence when no answer came); the replies of all, empty for a tolerated failure.
     public func run(_ steps: [MgmtStep], _ done: @escaping (Result<[[UInt8]], MgmtStepFailure>) -> Void) {
-        var replies: [[UInt8]] = []
-        func next(_ i: Int) {
-            guard i < steps.count else { return done(.success(replies)) }
-            send(steps[i].command) { result in
-                switch result {
-                case .success(let r):
-                    replies.append(r)
-                    next(i + 1)
-                case .failure(let f) where steps[i].mayFail && f.status != nil:
-                    replies.append([])
-                    next(i + 1)
-                case .failure(let f):
-                    done(.failure(MgmtStepFailure(index: i, step: steps[i], failure: f)))
-                }
-            }
-        }
-        next(0)
+        runInOrder(steps, send: { [weak self] step, answer in
+            guard let self else { return answer(.failure(MgmtFailure(status: nil))) }
+            self.send(step.command, answer)
+        }, tolerated: { step, f in
+            step.mayFail && f.status != nil ? [] : nil
+        }, done: { result in
+            done(result.mapError { MgmtStepFailure(index: $0.index, step: $0.step, failure: $0.failure) })
+        })
     }
 
     /// Closes the socket and fails whatever is pending (without calling onClosed).
