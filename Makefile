@@ -1,11 +1,13 @@
 # beacond — build, test, demo and install entry points.
 #   make build      debug build
 #   make release    static-stdlib release binary in build/beacond (needs only libc, libbluetooth3, libsystemd0)
-#   make test       the whole test suite: unit tests, fuzzing, the VM end-to-end test (root, qemu, debootstrap),
+#   make test       the whole test suite: unit tests (Swift 6.3, and 6.0 in a build root), fuzzing, the VM
+#                   end-to-end test (root, qemu, debootstrap),
 #                   the benchmark in smoke mode, integration tests on Bumble
 #   make test-fast  the same without the VM test and the benchmark (no root needed)
 #   make vm-test    only the VM end-to-end test (Tests/VM/run.sh)
 #   make fuzz-long  every fuzz target for 10 million executions
+#   make swift60    build and unit-test with Debian 13's Swift 6.0 in a cached trixie build root (root)
 #   make bench      the full benchmark (docs/benchmarks.md)
 #   make demo       beacond advertising on a virtual controller, heard by a second virtual radio
 #   make install    release binary + units + example config via scripts/install.sh (DESTDIR, PREFIX honoured)
@@ -18,7 +20,7 @@ PYTHON ?= python3
 FUZZ_SECONDS ?= 30
 PY := $(VENV)/bin/python
 
-.PHONY: deps deps-all build release test test-fast unit-test integration-test fuzz fuzz-long vm-test bench bench-smoke check-units demo install venv clean
+.PHONY: deps deps-all build release test test-fast unit-test integration-test fuzz fuzz-long swift60 vm-test bench bench-smoke check-units demo install venv clean
 
 # The Debian packages (installed when missing and run as root; otherwise the command to run is printed).
 deps:
@@ -52,6 +54,9 @@ integration-test: build venv
 fuzz: deps
 	fuzz/run.sh $(FUZZ_SECONDS)
 
+swift60: deps-all
+	sh scripts/build-swift60.sh
+
 # Every fuzz target for at least 10 million executions (about an hour on two cores; docs/benchmarks.md has the counts).
 fuzz-long: deps
 	fuzz/run.sh --runs 10000000
@@ -69,7 +74,7 @@ bench-smoke: release venv
 check-units: build
 	sh scripts/check-units.sh .build/debug/beacond
 
-test: deps-all unit-test fuzz check-units vm-test bench-smoke integration-test
+test: deps-all unit-test swift60 fuzz check-units vm-test bench-smoke integration-test
 
 test-fast: unit-test fuzz check-units integration-test
 

@@ -34,14 +34,16 @@ let package = Package(
                                                    "HCITransport", "SystemCalls", "SystemdSupport"]),
         .executableTarget(name: "beacond", dependencies: ["BeacondApp"]),
 
+        // A helper the test targets share (no test framework in it).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "BluetoothHCITests", dependencies: ["BluetoothHCI"]),
-        .testTarget(name: "BeaconCoreTests", dependencies: ["BeaconCore", "HCITransport"]),
+        .testTarget(name: "BeaconCoreTests", dependencies: ["BeaconCore", "HCITransport", "TestSupport"]),
         .testTarget(name: "HCIHostTests", dependencies: ["HCIHost"]),
         .testTarget(name: "MgmtTests", dependencies: ["Mgmt"]),
         .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore", "BeaconCore", "BluetoothHCI", "HCIHost", "HCITransport"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
         .testTarget(name: "SystemdSupportTests", dependencies: ["SystemdSupport"]),
-        .testTarget(name: "BeacondAppTests", dependencies: ["BeacondApp"]),
+        .testTarget(name: "BeacondAppTests", dependencies: ["BeacondApp", "DaemonCore", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -34,7 +34,7 @@ final class Daemon {
         self.log = log
         self.options = options
         lifecycle = Lifecycle(config: config, configPath: options.configPath, device: options.device,
-                              logLevel: options.logLevel, seed: monotonicMicroseconds() ^ UInt64(getpid()) << 32)
+                              logLevel: options.logLevel, seed: monotonicMicroseconds() ^ UInt64(UInt32(bitPattern: processID())) << 32)
     }
 
     // MARK: entry

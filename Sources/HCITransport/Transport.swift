@@ -84,9 +84,12 @@ public final class Transport {
         do {
             switch spec {
             case .kernel(let index): return try openKernel(spec, index: Int32(index), mayBringUp: mayBringUp)
-            case .tcp(let host, let port): return Transport(spec: spec, descriptor: try connectTCP(host: host, port: port))
-            case .unix(let path): return Transport(spec: spec, descriptor: try connectUnix(path: path))
-            case .serial(let path, let baud): return Transport(spec: spec, descriptor: try openSerial(path: path, baud: baud))
+            case .tcp(let host, let port):
+                return Transport(spec: spec, descriptor: try FileDescriptor.connectTCP(host: host, port: port, timeoutMilliseconds: 2000))
+            case .unix(let path):
+                return Transport(spec: spec, descriptor: try FileDescriptor.connectUnix(path: path, timeoutMilliseconds: 2000))
+            case .serial(let path, let baud):
+                return Transport(spec: spec, descriptor: try FileDescriptor.openSerial(path: path, baud: baud))
             }
         } catch let error as TransportError {
             throw error
@@ -118,107 +121,5 @@ public final class Transport {
         try SystemError.check("bind(HCI_CHANNEL_RAW)", negatedErrno: beacond_hci_bind(fd, index, Int32(HCI_CHANNEL_RAW)))
         try SystemError.check("setsockopt(HCI_FILTER)", negatedErrno: beacond_hci_set_event_filter(fd))
         return Transport(spec: spec, descriptor: socket)
-    }
-
-    static func connectTCP(host: String, port: UInt16) throws -> FileDescriptor {
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_family = AF_UNSPEC
-        var list: UnsafeMutablePointer<addrinfo>?
-        let g = getaddrinfo(host, String(port), &hints, &list)
-        guard g == 0, let first = list else {
-            throw TransportError.system("tcp:\(host):\(port)", SystemError("getaddrinfo(\(host)): \(String(cString: gai_strerror(g)))", errno: .hostUnreachable))
-        }
-        defer { freeaddrinfo(list) }
-        var lastError = SystemError("connect", errno: .connectionRefused)
-        var ai: UnsafeMutablePointer<addrinfo>? = first
-        while let a = ai {
-            ai = a.pointee.ai_next
-            let socket = try FileDescriptor.socket(a.pointee.ai_family, a.pointee.ai_socktype, a.pointee.ai_protocol)
-            do {
-                try connectWithTimeout(socket, a.pointee.ai_addr, a.pointee.ai_addrlen)
-                var one: Int32 = 1
-                setsockopt(socket.rawValue, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-                return socket
-            } catch {
-                lastError = error
-            }
-        }
-        throw lastError
-    }
-
-    static func connectUnix(path: String) throws -> FileDescriptor {
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else {
-            throw SystemError("connect(\(path)) — path too long for a unix socket", errno: .nameTooLong)
-        }
-        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let socket = try FileDescriptor.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, call: "socket(AF_UNIX)")
-        try withUnsafePointer(to: &addr) { p in
-            try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                try connectWithTimeout(socket, sa, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        return socket
-    }
-
-    /// connect() on a non-blocking socket, waiting at most 2 s for it to finish.
-    static func connectWithTimeout(_ socket: FileDescriptor, _ addr: UnsafePointer<sockaddr>, _ len: socklen_t) throws(SystemError) {
-        let fd = socket.rawValue
-        if Glibc.connect(fd, addr, len) == 0 { return }
-        let e = Errno.current
-        guard e == .inProgress || e == .wouldBlock || e == .interrupted else { throw SystemError("connect", errno: e) }
-        guard socket.poll(events: Int16(POLLOUT), milliseconds: 2000) else { throw SystemError("connect", errno: .timedOut) }
-        var soError: Int32 = 0
-        var len = socklen_t(MemoryLayout<Int32>.size)
-        _ = try retryingInterrupts("getsockopt(SO_ERROR)") { getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &len) }
-        if soError != 0 { throw SystemError("connect", errno: soError) }
-    }
-
-    static func openSerial(path: String, baud: Int) throws -> FileDescriptor {
-        let serial = try FileDescriptor.open(path, O_RDWR | O_NOCTTY | O_NONBLOCK)
-        let fd = serial.rawValue
-        var t = termios()
-        _ = try retryingInterrupts("tcgetattr(\(path))") { tcgetattr(fd, &t) }
-        cfmakeraw(&t)  // 8 data bits, no parity, no echo, no signals
-        let speed = speedConstant(baud)
-        _ = cfsetispeed(&t, speed)
-        _ = cfsetospeed(&t, speed)
-        t.c_cflag |= tcflag_t(CLOCAL | CREAD) | tcflag_t(CRTSCTS)
-        t.c_cflag &= ~tcflag_t(CSTOPB)
-        t.c_cc.6 = 0  // VMIN
-        t.c_cc.5 = 0  // VTIME
-        _ = try retryingInterrupts("tcsetattr(\(path))") { tcsetattr(fd, TCSANOW, &t) }
-        // Hardware flow control where the device supports it: a pty or a 3-wire UART silently drops CRTSCTS.
-        _ = tcflush(fd, TCIOFLUSH)
-        return serial
-    }
-
-    static func speedConstant(_ baud: Int) -> speed_t {
-        switch baud {
-        case 9600: speed_t(B9600)
-        case 19200: speed_t(B19200)
-        case 38400: speed_t(B38400)
-        case 57600: speed_t(B57600)
-        case 230_400: speed_t(B230400)
-        case 460_800: speed_t(B460800)
-        case 500_000: speed_t(B500000)
-        case 576_000: speed_t(B576000)
-        case 921_600: speed_t(B921600)
-        case 1_000_000: speed_t(B1000000)
-        case 1_152_000: speed_t(B1152000)
-        case 1_500_000: speed_t(B1500000)
-        case 2_000_000: speed_t(B2000000)
-        case 2_500_000: speed_t(B2500000)
-        case 3_000_000: speed_t(B3000000)
-        case 3_500_000: speed_t(B3500000)
-        case 4_000_000: speed_t(B4000000)
-        default: speed_t(B115200)
-        }
     }
 }

@@ -211,3 +211,6 @@ public func exitProcess(_ code: Int32) -> Never { exit(code) }
 
 /// True when the descriptor (not owned: stdout, stderr) is a terminal.
 public func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
+
+/// getpid(2).
+public func processID() -> Int32 { getpid() }

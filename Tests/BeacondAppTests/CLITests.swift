@@ -1,6 +1,7 @@
 // Command-line parsing, usage errors and the retry backoff.
 @testable import BeacondApp
 import BeaconCore
+import TestSupport
 import Testing
 
 @Suite("command line")
@@ -39,7 +40,8 @@ struct CLITests {
         (["help", "nothing"], "unknown command 'nothing'"),
     ])
     func usageErrors(args: [String], message: String) {
-        let e = #expect(throws: UsageError.self) { try CLI.parse(args) }
+        let e = thrown(UsageError.self) { _ = try CLI.parse(args) }
+        #expect(e != nil)
         #expect(e?.message.contains(message) == true, "\(e?.message ?? "")")
         #expect(e?.rendered.hasPrefix("Error: ") == true)
         #expect(e?.rendered.hasSuffix("  See 'beacond --help' for more information.\n") == true)
