@@ -23,8 +23,9 @@ final class MgmtBackend: AdvertisingBackend {
     /// Extended until the kernel shows it cannot (older than 5.10, or a kernel that refuses the extended data).
     private var commands = MgmtAdvertisingPlan.Commands.extended
     private var instance: UInt8?
-    /// The instance was added (or its parameters were): the kernel keeps it until it is removed.
-    private var added = false
+    /// The instance was added (or its parameters were), by this backend or an earlier one: the kernel keeps it
+    /// until it is removed.
+    private var added: Bool
     private var applied: AdvertisingRequest?
     private var onAir: OnAir?
     private var closed = false
@@ -37,40 +38,49 @@ final class MgmtBackend: AdvertisingBackend {
         self.log = log
         self.mayPowerOn = mayPowerOn
         self.instance = instance
+        added = instance != nil
     }
 
     var kernelInstance: UInt8? { instance }
 
     /// Removes what the kernel keeps of beacond's (its instance) when no backend is open, for example after the
     /// adapter was powered off: the kernel would put the instance back on the air at the next power-on while beacond
-    /// is stopped. The kernel refuses Remove Advertising on a powered-off adapter (ENETDOWN), so then beacond powers
-    /// it on for a moment, removes the instance and powers it off again — the adapter ends as it was found, and the
-    /// beacon is on the air only for the few milliseconds between the power-on and the removal.
+    /// is stopped.
     static func removeLeftover(instance: UInt8, index: UInt16, device: DeviceSpec, loop: EventLoop, log: Logger,
                                _ done: @escaping () -> Void) {
         guard let c = try? MgmtConnection(index: index, loop: loop) else { return done() }
+        remove(instance, through: c, device: device, log: log) {
+            c.close()
+            done()
+        }
+    }
+
+    /// Removes the instance. The kernel refuses Remove Advertising on a powered-off adapter (ENETDOWN): then the
+    /// adapter is powered on for a moment, the instance removed and the adapter powered off again — it ends as it was
+    /// found, and the beacon is on the air only between the power-on and the removal (a few milliseconds).
+    private static func remove(_ instance: UInt8, through c: MgmtConnection, device: DeviceSpec, log: Logger,
+                               _ done: @escaping () -> Void) {
         c.send(.removeAdvertising(instance: instance)) { result in
             switch result {
             case .success:
                 log.info("Advertising instance \(instance) removed on \(device)")
+                done()
+            case .failure(let f) where f.status == .invalidParameters:
+                done()  // the kernel has no such instance (any more): nothing to remove
             case .failure(let f) where f.status == .notPowered:
-                c.run([MgmtStep(.setPowered(true)), MgmtStep(.removeAdvertising(instance: instance), mayFail: true),
-                       MgmtStep(.setPowered(false))]) { result in
+                c.run(MgmtAdvertisingPlan.removeWhilePoweredOff(instance: instance)) { result in
                     switch result {
                     case .success:
                         log.info("\(device) was powered off: powered it on for a moment to remove advertising instance \(instance), and off again")
                     case .failure(let f):
                         log.warning("Advertising instance \(instance) stays in the kernel for \(device), which is powered off: \(f.step.command.opcode) → \(f.failure.status.map(\.description) ?? "no answer"); the kernel advertises it again at the next power-on until beacond runs again")
                     }
-                    c.close()
                     done()
                 }
-                return
-            case .failure:
-                break  // Invalid Parameters: the kernel has no such instance (any more); nothing to remove
+            case .failure(let f):
+                log.warning("Failed to remove advertising instance \(instance) on \(device): \(MgmtOpcode.removeAdvertising) → \(f.status.map(\.description) ?? "no answer")")
+                done()
             }
-            c.close()
-            done()
         }
     }
 
@@ -235,13 +245,8 @@ final class MgmtBackend: AdvertisingBackend {
     func stop(_ done: @escaping () -> Void) {
         guard let instance, added, let c = connection, !c.isClosed else { return done() }
         applied = nil
-        c.run(MgmtAdvertisingPlan.remove(instance: instance)) { [weak self] result in
-            guard let self else { return done() }
-            switch result {
-            case .success: self.log.info("Advertising instance \(instance) removed on \(self.device)")
-            case .failure(let f): self.log.warning("Failed to remove advertising instance \(instance) on \(self.device): \(MgmtOpcode.removeAdvertising) → \(f.failure.status.map(\.description) ?? "no answer")")
-            }
-            self.added = false
+        Self.remove(instance, through: c, device: device, log: log) { [weak self] in
+            self?.added = false
             done()
         }
     }

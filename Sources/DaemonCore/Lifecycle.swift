@@ -116,8 +116,6 @@ public struct Lifecycle: Sendable {
     }
 
     public var device: DeviceSpec { deviceOverride ?? config.controller.device }
-    /// The last STATUS text (without a kept-configuration note).
-    public var status: String { lastStatus }
     /// True while an open, an apply or a stop waits for the backend.
     public var isWaitingForBackend: Bool {
         switch phase {
@@ -412,9 +410,12 @@ public struct Lifecycle: Sendable {
         switch phase {
         case .advertising:
             apply(&out, dataOnlyAllowed: true)
-        case .opening, .applying:
-            // The running bring-up ends in a settled phase, and READY=1 goes out then.
-            applyAgain = applying != nil
+        case .opening:
+            // The apply that follows the open uses the new configuration; READY=1 goes out when it settles.
+            break
+        case .applying:
+            // The apply running now has the old configuration: once more after it, then READY=1.
+            applyAgain = true
         case .reapplyWait, .waiting:
             // The next attempt uses the new configuration.
             settle(&out)

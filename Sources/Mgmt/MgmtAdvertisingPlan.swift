@@ -74,8 +74,9 @@ public enum MgmtAdvertisingPlan {
         }
     }
 
-    /// Taking the instance away; Invalid Parameters means it is not there (any more), which is fine.
-    public static func remove(instance: UInt8) -> [MgmtStep] {
-        [MgmtStep(.removeAdvertising(instance: instance), mayFail: true)]
+    /// Taking the instance away from a powered-off adapter, which the kernel refuses (ENETDOWN, Not Powered): power
+    /// it on, remove the instance (gone already is fine), power it off again.
+    public static func removeWhilePoweredOff(instance: UInt8) -> [MgmtStep] {
+        [MgmtStep(.setPowered(true)), MgmtStep(.removeAdvertising(instance: instance), mayFail: true), MgmtStep(.setPowered(false))]
     }
 }

@@ -90,8 +90,10 @@ struct MgmtPlanTests {
         #expect(MgmtAdvertisingPlan.fallbackReason(after: MgmtStepFailure(index: 2, step: steps[2], failure: MgmtFailure(status: .busy))) == nil)
     }
 
-    @Test("remove tolerates an instance that is already gone")
-    func remove() {
-        #expect(MgmtAdvertisingPlan.remove(instance: 4) == [MgmtStep(.removeAdvertising(instance: 4), mayFail: true)])
+    @Test("an instance on a powered-off adapter: power on, remove (gone already is fine), power off again")
+    func removeWhilePoweredOff() {
+        #expect(MgmtAdvertisingPlan.removeWhilePoweredOff(instance: 4) == [
+            MgmtStep(.setPowered(true)), MgmtStep(.removeAdvertising(instance: 4), mayFail: true), MgmtStep(.setPowered(false)),
+        ])
     }
 }
