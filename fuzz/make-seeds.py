@@ -27,6 +27,12 @@ def extended_report(data, rssi=0xC5):
 write('adv', 'legacy-ibeacon', b'\x00' + legacy_report(IBEACON))
 write('adv', 'extended-ibeacon', b'\x01' + extended_report(IBEACON))
 write('adv', 'positive-power', b'\x00' + legacy_report(IBEACON[:-1] + b'\x01', rssi=0xCE))
+ALTBEACON = bytes.fromhex('0201061bff1801beac') + bytes(range(20)) + bytes([0xC5, 0])
+EDDY_UID = bytes.fromhex('0201060303aafe1716aafe00ee00112233445566778899aabbccddeeff0000')
+EDDY_TLM = bytes.fromhex('0201060303aafe1116aafe200000001a800102030400008ca0')
+write('adv', 'altbeacon', b'\x00' + legacy_report(ALTBEACON))
+write('adv', 'eddystone-uid', b'\x01' + extended_report(EDDY_UID))
+write('adv', 'eddystone-tlm', b'\x00' + legacy_report(EDDY_TLM))
 write('adv', 'two-reports', b'\x00' + bytes([2]) + legacy_report(IBEACON)[1:] + legacy_report(b'\x02\x01\x06')[1:])
 # hci: H4 bytes as a controller sends them.
 write('hci', 'reset-complete', bytes.fromhex('040e0401030c00'))

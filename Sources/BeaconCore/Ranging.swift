@@ -2,13 +2,28 @@
 import BluetoothHCI
 import Glibc
 
-/// What a piece of advertising data is, as far as iBeacon goes.
+/// What a piece of advertising data is: one of the beacon frames beacond knows, or not a beacon.
 public enum BeaconFrame: Sendable, Hashable {
     case iBeacon(IBeacon)
+    case altBeacon(AltBeacon)
+    case eddystoneUID(EddystoneUID)
+    case eddystoneTLM(EddystoneTLM)
     /// Apple's iBeacon prefix (4C 00 02 15) but not a valid frame: the reason says what is wrong.
     case malformedIBeacon(reason: String)
-    /// Manufacturer data of another company, or no manufacturer data: not a beacon.
+    /// Anything else: not a beacon.
     case other
+
+    /// The JSON `kind`.
+    public var kind: String {
+        switch self {
+        case .iBeacon: "ibeacon"
+        case .altBeacon: "altbeacon"
+        case .eddystoneUID: "eddystone-uid"
+        case .eddystoneTLM: "eddystone-tlm"
+        case .malformedIBeacon: "malformed_ibeacon"
+        case .other: "other"
+        }
+    }
 
     /// Finds the iBeacon in advertising data (AD structures, Core Supplement Part A §1). Never traps: truncated
     /// structures and wrong lengths are reported, not read past.
@@ -31,7 +46,17 @@ public enum BeaconFrame: Sendable, Hashable {
             let type = d[i + 1]
             let value = Array(d[(i + 2)..<(i + 1 + length)])
             i += 1 + length
+            if type == 0x16, value.count >= 3, value[0] == 0xAA, value[1] == 0xFE {  // Eddystone service data
+                let frame = Array(value[2...])
+                if let uid = EddystoneUID(frame: frame) { self = .eddystoneUID(uid); return }
+                if let tlm = EddystoneTLM(frame: frame) { self = .eddystoneTLM(tlm); return }
+                continue
+            }
             guard type == 0xFF, value.count >= 2 else { continue }
+            if let alt = AltBeacon(manufacturerData: value) {
+                self = .altBeacon(alt)
+                return
+            }
             let company = UInt16(value[0]) | UInt16(value[1]) << 8
             guard value.count >= 4, value[2] == 0x02 else { continue }
             if company != IBeacon.appleCompanyID {

@@ -105,35 +105,52 @@ public struct ScanEntry: Sendable {
         updated = true
     }
 
-    /// The key the scan table files a report under: an iBeacon by its identity, anything else by address and data.
+    /// The key the scan table files a report under: a beacon by its identity, a TLM frame (which has none) by the
+    /// sender's address, anything else by address and data.
     public static func key(for frame: BeaconFrame, _ r: AdvertisingReport) -> String {
-        if case .iBeacon(let b) = frame { return "\(b.uuid)/\(b.major)/\(b.minor)" }
-        return r.addressString + "/" + hexString(r.data)
+        switch frame {
+        case .iBeacon(let b): "ibeacon/\(b.uuid)/\(b.major)/\(b.minor)"
+        case .altBeacon(let b): "altbeacon/\(hex16(b.companyID))/\(b.uuid)/\(b.major)/\(b.minor)"
+        case .eddystoneUID(let b): "eddystone/\(hexString(b.namespace))/\(hexString(b.instance))"
+        case .eddystoneTLM: "tlm/" + r.addressString
+        case .malformedIBeacon, .other: r.addressString + "/" + hexString(r.data)
+        }
     }
 
     /// The JSON line for this entry: never NaN or Infinity (numbers outside the model are null).
     public func jsonLine(final: Bool) -> String {
-        let s = self
-        var fields: [String] = []
-        switch s.frame {
+        var fields = ["\"kind\":\"\(frame.kind)\""]
+        switch frame {
         case .iBeacon(let b):
-            let smoothed = s.filter.value
-            let d = smoothed.flatMap { Ranging.distance(rssi: $0, measuredPower: b.measuredPower) }
-            fields = ["\"kind\":\"ibeacon\"", "\"uuid\":\(jsonString(b.uuid.description))", "\"major\":\(b.major)",
-                      "\"minor\":\(b.minor)", "\"measured_power\":\(b.measuredPower)", "\"rssi\":\(s.lastRSSI)",
-                      "\"rssi_smoothed\":\(smoothed.map { decimal($0, 1) } ?? "null")",
-                      "\"rssi_filter\":\(jsonString(RSSIFilter.description))",
-                      "\"distance_m\":\(d.map { decimal($0, 2) } ?? "null")",
-                      "\"distance_model\":\"android-beacon-library\"",
-                      "\"proximity\":\"\(Ranging.proximity(distance: d).rawValue)\""]
+            fields += ["\"uuid\":\(jsonString(b.uuid.description))", "\"major\":\(b.major)", "\"minor\":\(b.minor)",
+                       "\"measured_power\":\(b.measuredPower)"] + ranging(b.measuredPower)
+        case .altBeacon(let b):
+            fields += ["\"uuid\":\(jsonString(b.uuid.description))", "\"major\":\(b.major)", "\"minor\":\(b.minor)",
+                       "\"measured_power\":\(b.referenceRSSI)", "\"company_id\":\"\(hex16(b.companyID))\"",
+                       "\"reserved\":\(b.reserved)"] + ranging(b.referenceRSSI)
+        case .eddystoneUID(let b):
+            fields += ["\"namespace\":\"\(hexString(b.namespace))\"", "\"instance\":\"\(hexString(b.instance))\"",
+                       "\"tx_power_0m\":\(b.txPowerAt0m)", "\"measured_power\":\(b.measuredPowerAt1m)"] + ranging(b.measuredPowerAt1m)
+        case .eddystoneTLM(let t):
+            fields += ["\"battery_mv\":\(t.batteryMillivolts)", "\"temperature_c\":\(t.celsius.map { decimal($0, 2) } ?? "null")",
+                       "\"adv_count\":\(t.advertisingCount)", "\"uptime_s\":\(decimal(Double(t.uptimeTenths) / 10, 1))",
+                       "\"rssi\":\(lastRSSI)"]
         case .malformedIBeacon(let reason):
-            fields = ["\"kind\":\"malformed_ibeacon\"", "\"reason\":\(jsonString(reason))", "\"rssi\":\(s.lastRSSI)",
-                      "\"data\":\"\(hexString(s.data))\""]
+            fields += ["\"reason\":\(jsonString(reason))", "\"rssi\":\(lastRSSI)", "\"data\":\"\(hexString(data))\""]
         case .other:
-            fields = ["\"kind\":\"other\"", "\"rssi\":\(s.lastRSSI)", "\"data\":\"\(hexString(s.data))\""]
+            fields += ["\"rssi\":\(lastRSSI)", "\"data\":\"\(hexString(data))\""]
         }
-        fields += ["\"packets\":\(s.packets)", "\"address\":\"\(s.address)\"", "\"address_type\":\"\(s.addressType)\""]
+        fields += ["\"packets\":\(packets)", "\"address\":\"\(address)\"", "\"address_type\":\"\(addressType)\""]
         if final { fields.append("\"final\":true") }
         return "{" + fields.joined(separator: ",") + "}"
+    }
+
+    /// RSSI, smoothed RSSI, distance and proximity against the power expected at 1 m.
+    private func ranging(_ measuredPower: Int8) -> [String] {
+        let smoothed = filter.value
+        let d = smoothed.flatMap { Ranging.distance(rssi: $0, measuredPower: measuredPower) }
+        return ["\"rssi\":\(lastRSSI)", "\"rssi_smoothed\":\(smoothed.map { decimal($0, 1) } ?? "null")",
+                "\"rssi_filter\":\(jsonString(RSSIFilter.description))", "\"distance_m\":\(d.map { decimal($0, 2) } ?? "null")",
+                "\"distance_model\":\"android-beacon-library\"", "\"proximity\":\"\(Ranging.proximity(distance: d).rawValue)\""]
     }
 }

@@ -42,7 +42,7 @@ enum CLI {
         ("check-config", "Validate the config file and print the beacon it describes."),
         ("payload", "Print the advertising bytes as hex, hcitool commands or JSON."),
         ("gen-uuid", "Generate random (version 4) UUIDs, or write one into a config file."),
-        ("scan", "Show the iBeacons around, with distance and proximity as iOS ranges them."),
+        ("scan", "Show the beacons around, with distance and proximity as iOS ranges them."),
         ("help", "Show help for a command."),
     ]
 
@@ -130,10 +130,11 @@ enum CLI {
                 """
         case "scan":
             return """
-                OVERVIEW: Show the iBeacons around, with distance and proximity as iOS ranges them.
+                OVERVIEW: Show the beacons around, with distance and proximity as iOS ranges them.
 
                 Passive LE scanning (legacy or extended, whichever the controller supports) on
-                the same devices as 'run'. Per beacon: last and smoothed RSSI (trimmed mean of
+                the same devices as 'run', for iBeacon, AltBeacon and Eddystone UID and TLM
+                frames. Per beacon: last and smoothed RSSI (trimmed mean of
                 the last 10 s), measured power, estimated distance (the Android Beacon Library
                 curve), proximity (under 0.5 m immediate, under 4 m near, else far; no RSSI
                 unknown), packets, address. A live table on a terminal; JSON lines (one per
@@ -146,7 +147,8 @@ enum CLI {
                   -d, --device SPEC       hciN, tcp:HOST:PORT, unix:PATH or serial:PATH[:BAUD]
                                           (default: hci0).
                   --duration SECONDS      Stop after this long (default: until Ctrl-C).
-                  --uuid UUID             Only beacons with this proximity UUID.
+                  --uuid UUID             Only iBeacons and AltBeacons with this UUID (also for
+                                          --major and --minor: Eddystone frames then go).
                   --major N               Only beacons with this major.
                   --minor N               Only beacons with this minor.
                   --json                  JSON lines even on a terminal.

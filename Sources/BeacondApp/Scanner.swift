@@ -123,13 +123,16 @@ final class Scanner {
     private func record(_ r: AdvertisingReport) {
         guard !r.isScanResponse else { return }
         let frame = BeaconFrame(advertisingData: r.data)
+        let filtered = options.uuid != nil || options.major != nil || options.minor != nil
+        func matches(_ uuid: BeaconUUID, _ major: UInt16, _ minor: UInt16) -> Bool {
+            options.uuid.map { $0 == uuid } != false && options.major.map { $0 == major } != false
+                && options.minor.map { $0 == minor } != false
+        }
         switch frame {
-        case .iBeacon(let b):
-            if let u = options.uuid, u != b.uuid { return }
-            if let m = options.major, m != b.major { return }
-            if let m = options.minor, m != b.minor { return }
-        case .malformedIBeacon, .other:
-            guard options.all else { return }
+        case .iBeacon(let b): guard matches(b.uuid, b.major, b.minor) else { return }
+        case .altBeacon(let b): guard matches(b.uuid, b.major, b.minor) else { return }
+        case .eddystoneUID, .eddystoneTLM: guard !filtered else { return }  // no uuid, major or minor to match
+        case .malformedIBeacon, .other: guard options.all else { return }
         }
         let now = loop.nowMicroseconds
         seen.record(ScanEntry.key(for: frame, r), make: {
@@ -186,22 +189,29 @@ final class Scanner {
         out += "beacond scan on \(options.device) (\(family) scanning, passive)"
         out += options.duration.map { " for \(decimal($0, 1)) s" } ?? ", Ctrl-C to stop"
         out += "\nrssi: last / \(RSSIFilter.description); distance: Android Beacon Library curve\n\n"
-        out += pad("UUID", 37) + pad("MAJOR", 6) + pad("MINOR", 6) + pad("RSSI", 11) + pad("POWER", 6) + pad("DIST", 8)
-            + pad("PROXIMITY", 10) + pad("PKTS", 6) + "ADDRESS\n"
+        out += pad("KIND", 14) + pad("UUID / NAMESPACE:INSTANCE", 37) + pad("MAJOR", 6) + pad("MINOR", 6) + pad("RSSI", 11)
+            + pad("POWER", 6) + pad("DIST", 8) + pad("PROXIMITY", 10) + pad("PKTS", 6) + "ADDRESS\n"
         for s in seen.entries {
             let addr = "\(s.address) (\(s.addressType))"
-            switch s.frame {
-            case .iBeacon(let b):
+            func ranged(_ id: String, _ major: String, _ minor: String, _ power: Int8) -> String {
                 let smoothed = s.filter.value
-                let d = smoothed.flatMap { Ranging.distance(rssi: $0, measuredPower: b.measuredPower) }
-                out += pad(b.uuid.description, 37) + pad("\(b.major)", 6) + pad("\(b.minor)", 6)
-                    + pad("\(s.lastRSSI)/\(smoothed.map { decimal($0, 1) } ?? "-")", 11) + pad("\(b.measuredPower)", 6)
+                let d = smoothed.flatMap { Ranging.distance(rssi: $0, measuredPower: power) }
+                return pad(s.frame.kind, 14) + pad(id, 37) + pad(major, 6) + pad(minor, 6)
+                    + pad("\(s.lastRSSI)/\(smoothed.map { decimal($0, 1) } ?? "-")", 11) + pad("\(power)", 6)
                     + pad(d.map { decimal($0, 2) + "m" } ?? "-", 8) + pad(Ranging.proximity(distance: d).rawValue, 10)
                     + pad("\(s.packets)", 6) + addr + "\n"
-            case .malformedIBeacon(let reason):
-                out += pad("(malformed iBeacon: \(reason))", 74) + pad("\(s.packets)", 6) + addr + "\n"
-            case .other:
-                out += pad("(other: \(hexString(s.data.prefix(20)))\(s.data.count > 20 ? "…" : ""))", 74) + pad("\(s.packets)", 6) + addr + "\n"
+            }
+            func note(_ text: String) -> String { pad(s.frame.kind, 14) + pad(text, 84) + pad("\(s.packets)", 6) + addr + "\n" }
+            switch s.frame {
+            case .iBeacon(let b): out += ranged(b.uuid.description, "\(b.major)", "\(b.minor)", b.measuredPower)
+            case .altBeacon(let b): out += ranged(b.uuid.description, "\(b.major)", "\(b.minor)", b.referenceRSSI)
+            case .eddystoneUID(let b):
+                out += ranged(hexString(b.namespace) + ":" + hexString(b.instance), "-", "-", b.measuredPowerAt1m)
+            case .eddystoneTLM(let t):
+                out += note("battery \(t.batteryMillivolts) mV, \(t.celsius.map { decimal($0, 1) + " °C" } ?? "no temperature"), "
+                    + "\(t.advertisingCount) advertisements, up \(decimal(Double(t.uptimeTenths) / 10, 1)) s")
+            case .malformedIBeacon(let reason): out += note("(malformed iBeacon: \(reason))")
+            case .other: out += note("(other: \(hexString(s.data.prefix(20)))\(s.data.count > 20 ? "…" : ""))")
             }
         }
         if seen.count == 0 { out += "(no beacons yet)\n" }

@@ -32,7 +32,7 @@ struct FrameTests {
         switch f {
         case .other: #expect(kind == "other")
         case .malformedIBeacon: #expect(kind == "malformed")
-        case .iBeacon: Issue.record("\(data) read as an iBeacon")
+        case .iBeacon, .altBeacon, .eddystoneUID, .eddystoneTLM: Issue.record("\(data) read as \(f.kind)")
         }
     }
 }

@@ -221,3 +221,52 @@ def test_a_flood_of_distinct_beacons_keeps_memory_flat_and_the_table_bounded():
     print(f'flood: summary {summary}')
     assert summary['capacity'] == 1024 and summary['entries'] == len(final) <= 1024
     assert summary['evicted'] >= 2000, summary  # the flood was real: thousands of identities came and went
+
+
+def altbeacon_bytes(uuid: str, major: int, minor: int, power: int, company: int = 0x0118, reserved: int = 0) -> bytes:
+    """AltBeacon as its specification lays it out, written out here independently of beacond's code."""
+    return (bytes.fromhex('0201061bff') + company.to_bytes(2, 'little') + b'\xbe\xac' + bytes.fromhex(uuid.replace('-', ''))
+            + major.to_bytes(2, 'big') + minor.to_bytes(2, 'big') + power.to_bytes(1, 'big', signed=True) + bytes([reserved]))
+
+
+def altbeacon_decode(data: bytes) -> dict:
+    """The Android Beacon Library layout m:2-3=beac,i:4-19,i:20-21,i:22-23,p:24-24,d:25-25, offsets counted from the
+    manufacturer data's company id (the AD structure's value)."""
+    value = data[5:]  # after Flags (3 bytes) and the structure's length and type
+    assert value[2:4] == b'\xbe\xac'
+    return {'uuid': value[4:20].hex(), 'major': int.from_bytes(value[20:22], 'big'),
+            'minor': int.from_bytes(value[22:24], 'big'), 'power': int.from_bytes(value[24:25], 'big', signed=True),
+            'data': value[25]}
+
+
+EDDY_UID = bytes.fromhex('0201060303aafe1716aafe00ee00112233445566778899aabbccddeeff0000')
+EDDY_TLM = bytes.fromhex('0201060303aafe1116aafe2000' + '0000' + '1a80' + '01020304' + '00008ca0')
+
+
+def test_scan_recognizes_altbeacon_and_eddystone_uid_and_tlm_with_their_fields():
+    from beacontools import parse_packet
+    alt = altbeacon_bytes(OTHER_UUID, 513, 1027, -61, reserved=7)
+    # Independent decoders first: beacontools for Eddystone, the Android Beacon Library layout for AltBeacon.
+    assert altbeacon_decode(alt) == {'uuid': OTHER_UUID.replace('-', '').lower(), 'major': 513, 'minor': 1027, 'power': -61, 'data': 7}
+    uid, tlm = parse_packet(EDDY_UID), parse_packet(EDDY_TLM)
+    assert (uid.namespace, uid.instance, uid.tx_power) == ('00112233445566778899', 'aabbccddeeff', -18)
+    assert (tlm.voltage, tlm.temperature, tlm.advertising_count, tlm.seconds_since_boot) == (0, 26.5, 0x01020304, 36000)
+    port = free_port()
+    room = [('D2:00:00:00:00:01', alt), ('D2:00:00:00:00:02', EDDY_UID), ('D2:00:00:00:00:03', EDDY_TLM),
+            ('D2:00:00:00:00:04', ibeacon_bytes(APPLE_UUID, 1, 1, -59))]
+    with Lab(f'tcp-server:127.0.0.1:{port}', scan=False, advertisers=room):
+        final, _ = scan(f'tcp:127.0.0.1:{port}')
+        filtered, _ = scan(f'tcp:127.0.0.1:{port}', '--uuid', OTHER_UUID)
+    by_kind = {b['kind']: b for b in final}
+    assert sorted(by_kind) == ['altbeacon', 'eddystone-tlm', 'eddystone-uid', 'ibeacon'], final
+    a = by_kind['altbeacon']
+    assert (a['uuid'], a['major'], a['minor'], a['measured_power'], a['company_id'], a['reserved']) == \
+        (OTHER_UUID, 513, 1027, -61, '0x0118', 7)
+    assert a['distance_m'] == pytest.approx((50 / 61) ** 10, abs=0.01) and a['address'] == 'D2:00:00:00:00:01'
+    u = by_kind['eddystone-uid']
+    assert (u['namespace'], u['instance'], u['tx_power_0m'], u['measured_power']) == \
+        ('00112233445566778899', 'aabbccddeeff', -18, -59)  # calibrated at 0 m: 41 dB more than at 1 m
+    t = by_kind['eddystone-tlm']
+    assert (t['battery_mv'], t['temperature_c'], t['adv_count'], t['uptime_s']) == (0, 26.5, 0x01020304, 3600.0)
+    # The UUID filter keeps the AltBeacon with that UUID; Eddystone frames have no UUID and go.
+    assert [(b['kind'], b['uuid']) for b in filtered] == [('altbeacon', OTHER_UUID)]
