@@ -237,6 +237,8 @@ final class HCIBackend: AdvertisingBackend {
                 oddity("unsolicited-\(op.rawValue)", "The controller on \(device) answered \(op), which beacond did not send or no longer waits for; ignoring it")
             case .other(let code, let p) where event.connectableAdvertisingInterruption == nil:
                 oddity("event-\(code)", "The controller on \(device) sent event \(hex8(code)) (\(p.count) bytes), which beacond does not use; ignoring it")
+            case .leMeta(let sub, let p) where event.connectableAdvertisingInterruption == nil:
+                oddity("le-meta-\(sub)", "The controller on \(device) sent LE Meta subevent \(hex8(sub)) (\(p.count) bytes), which beacond does not use; ignoring it")
             default: break
             }
         }
