@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 import re
 import stat
+import subprocess
+import sys
 import uuid as uuidlib
 from pathlib import Path
 
@@ -11,7 +13,7 @@ import pytest
 from beacontools import parse_packet
 from bumble.core import AdvertisingData
 
-from conftest import APPLE_UUID, FIXTURES, ROOT, config_text, ibeacon_bytes, run_cli
+from conftest import APPLE_UUID, FIXTURES, ROOT, beacond_path, config_text, ibeacon_bytes, run_cli
 
 UUID_RE = re.compile(r'^[0-9A-F]{8}-[0-9A-F]{4}-4[0-9A-F]{3}-[89AB][0-9A-F]{3}-[0-9A-F]{12}$')
 
@@ -144,3 +146,11 @@ def test_gen_uuid_set_refuses_a_broken_file_and_leaves_it_untouched(tmp_path):
     r = run_cli('gen-uuid', '--set', str(conf))
     assert r.returncode == 78 and f"{conf}:2:8: error: 'uuid' in [beacon]: unterminated string" in r.stderr
     assert conf.read_text() == text
+
+
+def test_the_readme_demo_runs_from_this_checkout():
+    # `make demo` is one of the two commands the README promises on a fresh machine: keep it working.
+    r = subprocess.run([sys.executable, str(ROOT / 'Tests' / 'Integration' / 'harness' / 'demo.py'), '--beacond', str(beacond_path())],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout[-1500:] + r.stderr[-1500:]
+    assert 'decoded by beacontools' in r.stdout and 'controller advertising now: off' in r.stdout, r.stdout[-1500:]

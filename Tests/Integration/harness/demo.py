@@ -20,7 +20,7 @@ from beacontools import parse_packet
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from harness.lab import Lab, wait_for  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]  # Tests/Integration/harness/demo.py
 
 
 def main() -> int:
