@@ -30,10 +30,7 @@ enum ConfigLoader {
     }
 
     static func load(_ path: String) throws(ConfigError) -> BeaconConfiguration {
-        try parse(try readBytes(path), path: path)
-    }
-
-    static func parse(_ bytes: [UInt8], path: String) throws(ConfigError) -> BeaconConfiguration {
+        let bytes = try readBytes(path)
         do { return try BeaconConfiguration.parse(bytes) } catch {
             throw ConfigError(path: path, diagnostics: error.items)
         }

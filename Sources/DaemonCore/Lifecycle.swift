@@ -133,7 +133,7 @@ public struct Lifecycle: Sendable {
         switch event {
         case .start:
             guard phase == .idle else { return [] }
-            out.append(.log(.info, "beacond \(Self.version) starting: \(describe(config.beacon)) on \(device)", beaconFields))
+            out.append(.log(.info, "beacond \(beacondVersion) starting: \(describe(config.beacon)) on \(device)", beaconFields))
             open(&out)
         case .opened:
             switch phase {
@@ -500,7 +500,6 @@ public struct Lifecycle: Sendable {
 
     private func describe(_ b: IBeacon) -> String { "\(b.uuid) major \(b.major) minor \(b.minor)" }
 
-    public static var version: String { beacondVersion }
 }
 
 /// The version `--version` prints and the start line names.

@@ -163,8 +163,6 @@ public final class FileDescriptor {
         _ = try retryingInterrupts("fsync") { fsync(fd) }
     }
 
-    /// True when this descriptor is a terminal.
-    public var isTerminal: Bool { isatty(rawValue) == 1 }
 }
 
 /// Writes all of `bytes` to a descriptor this process does not own (stdout, stderr); gives up silently on error

@@ -12,6 +12,4 @@ public enum Notifier {
         _ = sd_notify(0, assignments.joined(separator: "\n"))
     }
 
-    /// CLOCK_MONOTONIC now in microseconds, for RELOADING=1's MONOTONIC_USEC.
-    public static func monotonicMicroseconds() -> UInt64 { SystemCalls.monotonicMicroseconds() }
 }
