@@ -63,14 +63,19 @@ public struct DaemonSettings: Sendable, Hashable {
 
 /// A validated beacond configuration.
 public struct BeaconConfiguration: Sendable, Hashable {
-    public var beacon: IBeacon
+    /// Nil when `[beacon]` has no `uuid` yet (the file as a fresh install ships it): beacond then runs and
+    /// advertises nothing rather than putting a made-up identity on the air.
+    public var beacon: IBeacon?
+    /// Where the `[beacon]` table that lacks its uuid starts (nil when there is a beacon).
+    public var unprovisioned: SourceLocation?
     public var advertising: AdvertisingSettings
     public var controller: ControllerSettings
     public var daemon: DaemonSettings
 
-    public init(beacon: IBeacon, advertising: AdvertisingSettings = .init(), controller: ControllerSettings = .init(),
+    public init(beacon: IBeacon?, unprovisioned: SourceLocation? = nil, advertising: AdvertisingSettings = .init(), controller: ControllerSettings = .init(),
                 daemon: DaemonSettings = .init()) {
         self.beacon = beacon
+        self.unprovisioned = beacon == nil ? unprovisioned ?? SourceLocation(line: 1, column: 1) : nil
         self.advertising = advertising
         self.controller = controller
         self.daemon = daemon
@@ -106,6 +111,7 @@ private struct Validator {
     mutating func validate(_ doc: TOMLDocument) -> BeaconConfiguration? {
         let tableNames = BeaconConfiguration.schema.map(\.table)
         var uuid: BeaconUUID?
+        var unprovisioned: SourceLocation?
         var major: UInt16?
         var minor: UInt16?
         var measuredPower = IBeacon.defaultMeasuredPower
@@ -192,16 +198,17 @@ private struct Validator {
 
         if let beaconTable = doc.table("beacon") {
             let present = Set(beaconTable.entries.map(\.key) + beaconTable.failedKeys)
-            for required in ["uuid", "major", "minor"] where !present.contains(required) {
+            if !present.contains("uuid") { unprovisioned = beaconTable.location }
+            for required in ["major", "minor"] where !present.contains(required) {
                 fail("missing required key '\(required)' in [beacon]", at: beaconTable.location, key: "beacon.\(required)")
             }
         } else {
             fail("missing required table [beacon] with keys uuid, major and minor", at: SourceLocation(line: 1, column: 1), key: "beacon")
         }
 
-        guard let uuid, let major, let minor, diagnostics.isEmpty else { return nil }
-        return BeaconConfiguration(beacon: IBeacon(uuid: uuid, major: major, minor: minor, measuredPower: measuredPower),
-                                   advertising: advertising, controller: controller, daemon: daemon)
+        guard let major, let minor, uuid != nil || unprovisioned != nil, diagnostics.isEmpty else { return nil }
+        return BeaconConfiguration(beacon: uuid.map { IBeacon(uuid: $0, major: major, minor: minor, measuredPower: measuredPower) },
+                                   unprovisioned: unprovisioned, advertising: advertising, controller: controller, daemon: daemon)
     }
 
     mutating func string(_ item: TOMLItem, _ what: String, _ key: String) -> String? {

@@ -18,7 +18,16 @@ enum Tools {
     static func checkConfig(path: String) -> ExitCode {
         let config: BeaconConfiguration
         do { config = try ConfigLoader.load(path) } catch { return report(error) }
-        let b = config.beacon
+        guard let b = config.beacon else {
+            let line = config.unprovisioned.map { ":\($0.line)" } ?? ""
+            Output.out("""
+                \(path): OK, but there is no beacon yet: [beacon]\(line.isEmpty ? "" : " at line \(line.dropFirst())") has no uuid.
+                  beacond runs and advertises nothing until it has one. Set a fresh one with:
+                    beacond gen-uuid --set \(path)
+
+                """)
+            return .success
+        }
         let a = config.advertising
         let tx = a.txPower.map { "\($0) dBm (where the controller can set it)" } ?? "controller default"
         Output.out("""
@@ -41,7 +50,12 @@ enum Tools {
     static func payload(path: String, format: PayloadFormat) -> ExitCode {
         let config: BeaconConfiguration
         do { config = try ConfigLoader.load(path) } catch { return report(error) }
-        let data = config.beacon.advertisingData
+        guard let b = config.beacon else {
+            let at = config.unprovisioned.map { ":\($0.line):\($0.column)" } ?? ""
+            Output.err("\(path)\(at): error: no beacon to print: [beacon] has no uuid yet (set one with 'beacond gen-uuid --set \(path)')\n")
+            return .config
+        }
+        let data = b.advertisingData
         switch format {
         case .hex:
             Output.out(hexString(data.bytes) + "\n")
@@ -58,7 +72,6 @@ enum Tools {
                 Output.out("hcitool -i \(device) cmd 0x\(hexString([c.opcode.ogf])) 0x\(ocf) \(hexString(c.parameters, separator: " "))\n")
             }
         case .json:
-            let b = config.beacon
             let a = config.advertising
             let intervalMs = String(a.interval.description.dropLast(3))
             Output.out("{\"uuid\":\(jsonString(b.uuid.description)),\"major\":\(b.major),\"minor\":\(b.minor),"

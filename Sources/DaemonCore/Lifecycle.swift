@@ -11,6 +11,9 @@ public struct Lifecycle: Sendable {
     public enum Phase: Sendable, Hashable {
         /// Before `start`.
         case idle
+        /// The config has no beacon uuid yet (a fresh install): no backend, nothing on the air, nothing armed. A
+        /// reload (SIGHUP) or a stop moves it on.
+        case unprovisioned
         /// A backend is being opened (probe); the operation deadline is armed.
         case opening
         /// An apply is running; the operation deadline is armed.
@@ -133,7 +136,12 @@ public struct Lifecycle: Sendable {
         switch event {
         case .start:
             guard phase == .idle else { return [] }
-            out.append(.log(.info, "beacond \(beacondVersion) starting: \(describe(config.beacon)) on \(device)", beaconFields))
+            guard let beacon = config.beacon else {
+                out.append(.log(.info, "beacond \(beacondVersion) starting", []))
+                unprovision(&out)
+                break
+            }
+            out.append(.log(.info, "beacond \(beacondVersion) starting: \(describe(beacon)) on \(device)", beaconFields))
             open(&out)
         case .opened:
             switch phase {
@@ -195,8 +203,10 @@ public struct Lifecycle: Sendable {
 
     // MARK: bring-up and apply
 
-    private var request: AdvertisingRequest {
-        AdvertisingRequest(data: config.beacon.advertisingData, type: config.advertising.legacyType,
+    /// Nil without a beacon (unprovisioned).
+    private var request: AdvertisingRequest? {
+        guard let beacon = config.beacon else { return nil }
+        return AdvertisingRequest(data: beacon.advertisingData, type: config.advertising.legacyType,
                            interval: config.advertising.interval, txPower: config.advertising.txPower)
     }
 
@@ -234,7 +244,7 @@ public struct Lifecycle: Sendable {
     }
 
     private mutating func apply(_ out: inout [Action], dataOnlyAllowed: Bool) {
-        let wanted = request
+        guard let wanted = request else { return withdraw(&out) }
         let dataOnly = dataOnlyAllowed && applied.map { !$0.needsRestart(for: wanted) } == true
         applying = (wanted, dataOnly)
         applyAgain = false
@@ -270,7 +280,7 @@ public struct Lifecycle: Sendable {
             ?? config.advertising.interval.description
         var details = onAir?.details ?? []
         if config.advertising.connectable { details.append("connectable") }
-        return "Advertising \(describe(config.beacon)) every \(every) on \(device) (\(details.joined(separator: ", ")))"
+        return "Advertising \(config.beacon.map(describe) ?? "nothing") every \(every) on \(device) (\(details.joined(separator: ", ")))"
     }
 
     // MARK: failures
@@ -350,7 +360,7 @@ public struct Lifecycle: Sendable {
         case .stopping:
             out.append(.log(.warning, "The controller on \(device) did not confirm advertising disabled within \(formatDuration(Self.stopDeadline)); exiting anyway", []))
             finish(&out)
-        case .idle, .advertising, .exited:
+        case .idle, .unprovisioned, .advertising, .exited:
             break
         }
     }
@@ -360,7 +370,7 @@ public struct Lifecycle: Sendable {
     private mutating func deviceEvent(_ kind: KernelDeviceEvent.Kind, _ out: inout [Action]) {
         guard case .kernel = device else { return }
         switch phase {
-        case .idle, .stopping, .exited: return
+        case .idle, .unprovisioned, .stopping, .exited: return
         default: break
         }
         out.append(.log(.debug, "Kernel: \(device) \(kind)", []))
@@ -390,6 +400,13 @@ public struct Lifecycle: Sendable {
         let old = config
         config = new
         out.append(.setLogLevel(logLevelOverride ?? new.daemon.logLevel ?? .info))
+        if new.beacon == nil {
+            return withdraw(&out)
+        }
+        if phase == .unprovisioned {
+            out.append(.log(.info, "\(configPath) now has a beacon: \(describe(new.beacon!))", beaconFields))
+            return open(&out)
+        }
         let oldDevice = deviceOverride ?? old.controller.device
         if device != oldDevice || new.controller.backend != old.controller.backend {
             out.append(.log(.notice, "Controller settings changed (now \(device), backend \(new.controller.backend.rawValue)); starting over", []))
@@ -399,7 +416,7 @@ public struct Lifecycle: Sendable {
             // Nothing of beacond's may stay on the old controller: stop there first when something is on the air.
             if backend != nil && phase == .advertising {
                 phase = .stopping
-                restartAfterStop = true
+                afterStop = .reopen
                 out.append(.armTimer(Self.stopDeadline))
                 out.append(.stopAdvertising)
                 return
@@ -424,8 +441,39 @@ public struct Lifecycle: Sendable {
         }
     }
 
-    /// A controller change is waiting for the old controller's stop.
-    private var restartAfterStop = false
+    /// What a stop that is not for exiting leads to: a controller change opens the new controller, a config that
+    /// lost its uuid leaves nothing on the air.
+    private enum AfterStop { case reopen, unprovisioned }
+    private var afterStop: AfterStop?
+
+    /// The config has no beacon: nothing on the air, no backend, STATUS says what to do.
+    private mutating func unprovision(_ out: inout [Action]) {
+        closeBackend(&out)
+        out.append(.cancelTimer)
+        phase = .unprovisioned
+        let at = config.unprovisioned.map { ":\($0.line)" } ?? ""
+        let s = "Not advertising: [beacon] in \(configPath)\(at) has no uuid yet; set one with 'beacond gen-uuid --set \(configPath)', then reload"
+        out.append(.log(.notice, s, ["CONFIG_FILE=\(configPath)"]))
+        setStatus(s, ready: true, &out)
+        settle(&out)
+    }
+
+    /// A reload removed the beacon: take it off the air first when it may be there, then wait unprovisioned.
+    private mutating func withdraw(_ out: inout [Action]) {
+        switch phase {
+        case .advertising, .reapplyWait, .opening, .applying:
+            let answerPending = phase == .opening || phase == .applying
+            phase = .stopping
+            afterStop = .unprovisioned
+            out.append(.armTimer(Self.stopDeadline))
+            stopWhenAnswered = answerPending
+            if !answerPending { out.append(.stopAdvertising) }
+        case .waiting, .unprovisioned:
+            unprovision(&out)
+        case .idle, .stopping, .exited:
+            break
+        }
+    }
 
     /// Entering a settled phase ends a reload: READY=1 with whatever STATUS is true now.
     private mutating func settle(_ out: inout [Action]) {
@@ -452,9 +500,9 @@ public struct Lifecycle: Sendable {
 
     private mutating func terminate(_ signal: String, _ out: inout [Action]) {
         if phase == .stopping {
-            // Already taking the beacon off the old controller for a controller change: exit after it instead.
-            guard restartAfterStop else { return }
-            restartAfterStop = false
+            // Already taking the beacon off for a controller change or a withdrawn beacon: exit after it instead.
+            guard afterStop != nil else { return }
+            afterStop = nil
             out.append(.log(.info, "Received \(signal), disabling advertising and exiting", []))
             out.append(.notify(["STOPPING=1", "STATUS=Stopping: disabling advertising"]))
             return
@@ -478,13 +526,19 @@ public struct Lifecycle: Sendable {
 
     private mutating func finish(_ out: inout [Action]) {
         closeBackend(&out)
-        if restartAfterStop {
+        switch afterStop {
+        case .reopen:
             // The stop was for a controller change, not for exiting.
-            restartAfterStop = false
+            afterStop = nil
             out.append(.cancelTimer)
             open(&out)
             settle(&out)
             return
+        case .unprovisioned:
+            afterStop = nil
+            return unprovision(&out)
+        case nil:
+            break
         }
         out.append(.cancelTimer)
         out.append(.exit(.success))
@@ -494,8 +548,8 @@ public struct Lifecycle: Sendable {
     // MARK: journal fields
 
     private var beaconFields: [String] {
-        ["BEACON_UUID=\(config.beacon.uuid)", "BEACON_MAJOR=\(config.beacon.major)", "BEACON_MINOR=\(config.beacon.minor)",
-         "HCI_DEVICE=\(device)"]
+        guard let b = config.beacon else { return ["HCI_DEVICE=\(device)"] }
+        return ["BEACON_UUID=\(b.uuid)", "BEACON_MAJOR=\(b.major)", "BEACON_MINOR=\(b.minor)", "HCI_DEVICE=\(device)"]
     }
 
     private func describe(_ b: IBeacon) -> String { "\(b.uuid) major \(b.major) minor \(b.minor)" }
@@ -503,7 +557,7 @@ public struct Lifecycle: Sendable {
 }
 
 /// The version `--version` prints and the start line names.
-public let beacondVersion = "0.1.0"
+public let beacondVersion = "0.2.0"
 
 private func configFields(_ path: String, _ d: ConfigDiagnostic) -> [String] {
     var f = ["CONFIG_FILE=\(path)"]

@@ -76,19 +76,35 @@ struct ConfigFixtureTests {
         _ = try BeaconConfiguration.parse(Fixtures.bytes(Fixtures.root + "/good/" + name))
     }
 
-    @Test("the shipped example config is valid and says what the docs say")
+    @Test("the shipped config is valid, has no uuid yet (nothing made up goes on the air), and gen-uuid --set completes it")
     func shippedExample() throws {
-        let c = try BeaconConfiguration.parse(Fixtures.bytes(Fixtures.root + "/../../config/beacond.conf"))
-        #expect(c.beacon.uuid.description == "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0")
-        #expect(c.beacon.major == 1 && c.beacon.minor == 1 && c.beacon.measuredPower == -59)
+        let bytes = Fixtures.bytes(Fixtures.root + "/../../config/beacond.conf")
+        let c = try BeaconConfiguration.parse(bytes)
+        #expect(c.beacon == nil)
+        #expect(c.unprovisioned?.line == 4)
         #expect(c.advertising.interval.units == 160 && !c.advertising.connectable && c.advertising.txPower == nil)
         #expect(c.controller.device == .kernel(index: 0) && c.controller.backend == .auto)
+        let uuid = BeaconUUID.version4(random: Array(0..<16))
+        let set = try BeaconConfiguration.parse(try ConfigEditor.settingUUID(uuid, in: bytes))
+        #expect(set.beacon?.uuid == uuid)
+        #expect(set.beacon?.major == 1 && set.beacon?.minor == 1 && set.beacon?.measuredPower == -59)
+        #expect(set.unprovisioned == nil)
+    }
+
+    @Test("a [beacon] without uuid is valid and unprovisioned; without major or minor it is still an error")
+    func unprovisioned() throws {
+        let c = try BeaconConfiguration.parse(Array("# fresh\n[beacon]\nmajor = 1\nminor = 2\n".utf8))
+        #expect(c.beacon == nil && c.unprovisioned == SourceLocation(line: 2, column: 1))
+        let e = thrown(ConfigDiagnostics.self) { _ = try BeaconConfiguration.parse(Array("[beacon]\nmajor = 1\n".utf8)) }
+        #expect(e?.items.map(\.message) == ["missing required key 'minor' in [beacon]"])
+        let bad = thrown(ConfigDiagnostics.self) { _ = try BeaconConfiguration.parse(Array("[beacon]\nuuid = 5\nmajor = 1\nminor = 2\n".utf8)) }
+        #expect(bad?.items.count == 1, "a uuid that is there but wrong is an error, not a fresh install")
     }
 
     @Test("every key and TOML form: values land where they belong")
     func everyKey() throws {
         let c = try BeaconConfiguration.parse(Fixtures.bytes(Fixtures.root + "/good/every-key.conf"))
-        #expect(c.beacon.major == 0xFF && c.beacon.minor == 1000 && c.beacon.measuredPower == -127)
+        #expect(c.beacon?.major == 0xFF && c.beacon?.minor == 1000 && c.beacon?.measuredPower == -127)
         #expect(c.advertising.interval.units == 0x4000 && c.advertising.connectable && c.advertising.txPower == 20)
         #expect(c.advertising.legacyType == .connectableUndirected)
         #expect(c.controller.device == .serial(path: "/dev/ttyUSB0", baud: 921_600) && c.controller.backend == .hci)
@@ -98,13 +114,13 @@ struct ConfigFixtureTests {
     @Test("a BOM, CRLF line ends and \\u escapes are accepted")
     func bomAndEscapes() throws {
         let c = try BeaconConfiguration.parse(Fixtures.bytes(Fixtures.root + "/good/bom-crlf-escapes.conf"))
-        #expect(c.beacon.uuid.description == "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0" && c.beacon.minor == 2)
+        #expect(c.beacon?.uuid.description == "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0" && c.beacon?.minor == 2)
     }
 
     @Test("defaults: measured power -59, 100 ms, non-connectable, hci0, auto")
     func defaults() throws {
         let c = try BeaconConfiguration.parse(Array("[beacon]\nuuid=\"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"\nmajor=1\nminor=2".utf8))
-        #expect(c.beacon.measuredPower == -59 && c.advertising.interval.units == 160 && !c.advertising.connectable)
+        #expect(c.beacon?.measuredPower == -59 && c.advertising.interval.units == 160 && !c.advertising.connectable)
         #expect(c.controller.device == .kernel(index: 0) && c.controller.backend == .auto && c.daemon.logLevel == nil)
     }
 
@@ -161,7 +177,7 @@ struct EditorTests {
         let changed = zip(before, after).enumerated().filter { $0.element.0 != $0.element.1 }.map(\.offset)
         #expect(changed == [2])
         #expect(after[2] == "uuid = \"\(uuid)\"   # region")
-        #expect(try BeaconConfiguration.parse(out).beacon.uuid == uuid)
+        #expect(try BeaconConfiguration.parse(out).beacon?.uuid == uuid)
     }
 
     @Test("a missing uuid key is added right after [beacon]")

@@ -7,10 +7,10 @@ import HCIHost
 import HCITransport
 import Testing
 
-private func config(device: String = "tcp:127.0.0.1:9", minor: Int = 1, backend: String = "auto") -> BeaconConfiguration {
+private func config(device: String = "tcp:127.0.0.1:9", minor: Int = 1, backend: String = "auto", uuid: Bool = true) -> BeaconConfiguration {
     let text = """
         [beacon]
-        uuid = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"
+        \(uuid ? "uuid = \"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"" : "# no uuid yet")
         major = 1
         minor = \(minor)
 
@@ -87,6 +87,9 @@ private struct World {
             #expect(!backendOpen, "exited with a backend open", sourceLocation: sourceLocation)
         case .idle:
             break
+        case .unprovisioned:
+            // Nothing on the air and nothing to wait for but a reload or a stop.
+            #expect(!backendOpen && !timerArmed, "unprovisioned with a backend or a timer after \(e)", sourceLocation: sourceLocation)
         case .advertising:
             // Nothing armed: the open backend's fd is what moves it on.
             #expect(backendOpen, "advertising without a backend after \(e)", sourceLocation: sourceLocation)
@@ -94,7 +97,7 @@ private struct World {
             #expect(timerArmed, "phase \(lc.phase) has no deadline after \(e)", sourceLocation: sourceLocation)
         }
         switch lc.phase {
-        case .advertising where loads == 0, .waiting where loads == 0:
+        case .advertising where loads == 0, .waiting where loads == 0, .unprovisioned where loads == 0:
             // A settled phase, with no config answer outstanding (the executor loads the file at once): no reload
             // may still be owed its READY=1.
             #expect(reloadsOwed == 0, "RELOADING=1 without READY=1 in \(lc.phase) after \(e)", sourceLocation: sourceLocation)
@@ -182,7 +185,7 @@ struct LifecycleTests {
         w.send(.hangup)
         w.send(.configLoaded(config(minor: 3)))
         let a = w.send(.applied(onAir))
-        #expect(a.contains { if case .apply(let r, true) = $0 { r.data == config(minor: 3).beacon.advertisingData } else { false } })
+        #expect(a.contains { if case .apply(let r, true) = $0 { r.data == config(minor: 3).beacon?.advertisingData } else { false } })
         #expect(w.reloadsOwed == 1)
         w.send(.applied(onAir))
         #expect(w.reloadsOwed == 0 && w.lastStatus?.contains("minor 3") == true)
@@ -199,7 +202,7 @@ struct LifecycleTests {
         w.fire()
         w.send(.opened)
         #expect(w.actions.last.map { if case .armTimer = $0 { true } else { false } } == true)
-        #expect(w.actions.contains { if case .apply(let r, _) = $0 { r.data == config(minor: 4).beacon.advertisingData } else { false } })
+        #expect(w.actions.contains { if case .apply(let r, _) = $0 { r.data == config(minor: 4).beacon?.advertisingData } else { false } })
     }
 
     @Test("bug: a stop during an apply waits for the apply's answer, then stops: no enable after the disable")
@@ -345,6 +348,44 @@ struct LifecycleTests {
         #expect(w.lc.device == .tcp(host: "127.0.0.1", port: 10))
     }
 
+    @Test("a config without a uuid (a fresh install): READY=1 with a STATUS that says what to do, the controller untouched")
+    func unprovisionedStart() {
+        var w = World(config(uuid: false))
+        let a = w.send(.start)
+        #expect(w.lc.phase == .unprovisioned)
+        #expect(!a.contains { if case .open = $0 { true } else { false } })
+        #expect(w.didNotify("READY=1"))
+        #expect(w.lastStatus?.hasPrefix("STATUS=Not advertising: [beacon] in /etc/beacond/beacond.conf:1 has no uuid yet; set one with 'beacond gen-uuid --set /etc/beacond/beacond.conf'") == true, "\(w.lastStatus ?? "")")
+        // Kernel events and a reload with the file still unprovisioned change nothing.
+        w.send(.device(.up))
+        w.send(.hangup)
+        w.send(.configLoaded(config(uuid: false)))
+        #expect(w.lc.phase == .unprovisioned && w.reloadsOwed == 0)
+        // The uuid is set and the unit reloaded: now beacond opens the controller and advertises.
+        w.send(.hangup)
+        let opened = w.send(.configLoaded(config()))
+        #expect(opened.contains(.open(.hci, mayBringUp: true)))
+        w.send(.opened)
+        w.send(.applied(onAir))
+        #expect(w.lc.phase == .advertising && w.reloadsOwed == 0)
+        #expect(w.lastStatus?.hasPrefix("STATUS=Advertising E2C56DB5") == true)
+    }
+
+    @Test("a reload that removes the uuid takes the beacon off the air, then waits unprovisioned")
+    func unprovisionByReload() {
+        var w = advertising()
+        w.send(.hangup)
+        #expect(w.send(.configLoaded(config(uuid: false))).contains(.stopAdvertising))
+        #expect(w.lc.phase == .stopping)
+        w.send(.stopped)
+        #expect(w.lc.phase == .unprovisioned && !w.backendOpen && w.reloadsOwed == 0)
+        #expect(w.lastStatus?.hasPrefix("STATUS=Not advertising") == true)
+        // SIGTERM there: what the kernel may still keep for beacond is removed, then exit 0.
+        #expect(w.send(.terminate(signal: "SIGTERM")).contains(.stopAdvertising))
+        w.send(.stopped)
+        #expect(w.exited == .success)
+    }
+
     @Test("random walks: every phase keeps a way out, and every RELOADING=1 gets its READY=1")
     func randomWalk() {
         var rng = SplitMix(seed: 2024)
@@ -373,7 +414,8 @@ struct LifecycleTests {
                 // The executor answers a config load at once, with a good or a broken file.
                 while w.loads > 0 {
                     w.send(rng.next() % 3 == 0 ? .configRefused(ConfigError(path: "x", diagnostics: []))
-                                               : .configLoaded(config(device: walk % 2 == 0 ? "tcp:127.0.0.1:9" : "hci0", minor: Int(rng.next() % 5))))
+                                               : .configLoaded(config(device: walk % 2 == 0 ? "tcp:127.0.0.1:9" : "hci0", minor: Int(rng.next() % 5),
+                                                                      uuid: rng.next() % 6 != 0)))
                 }
             }
         }

@@ -124,3 +124,32 @@ def test_every_fatal_exit_status_of_run_prevents_a_restart_in_both_units():
         m = re.search(r'^RestartPreventExitStatus=(.*)$', body, re.M)
         assert m, unit
         assert fatal <= {int(x) for x in m.group(1).split()}, (unit, m.group(1), fatal)
+
+
+def test_the_shipped_config_puts_nothing_on_the_air_until_gen_uuid_sets_a_uuid(tmp_path, processes, tcp_lab, notify):
+    lab, device = tcp_lab
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text((ROOT / 'config/beacond.conf').read_text())  # exactly what the package installs
+    b = processes('run', '-c', str(conf), '-d', device, env={'NOTIFY_SOCKET': notify.path})
+    status = notify.wait_for('STATUS=Not advertising')
+    assert f"[beacon] in {conf}:4 has no uuid yet; set one with 'beacond gen-uuid --set {conf}', then reload" in status
+    assert 'READY=1' in notify.assignments()  # the unit is up: systemctl start returns, status shows the hint
+    time.sleep(1)
+    assert lab.opcodes() == [], [hex(o) for o in lab.opcodes()]  # the controller was not touched at all
+    checked = run_cli('check-config', '-c', str(conf))
+    assert checked.returncode == 0 and 'no beacon yet' in checked.stdout, checked.stdout
+    refused = run_cli('payload', '-c', str(conf))
+    assert refused.returncode == 78 and f'{conf}:4:1: error: no beacon to print' in refused.stderr, refused.stderr
+    # The user provisions the region and reloads: the beacon goes on the air with that UUID.
+    uuid = run_cli('gen-uuid', '--set', str(conf), check=True).stdout.strip()
+    b.signal(signal.SIGHUP)
+    on_air(lab, ibeacon_bytes(uuid=uuid), timeout=10)
+    assert b.proc.poll() is None
+    # Taking the uuid out again takes the beacon off the air, and beacond keeps running, saying so.
+    conf.write_text((ROOT / 'config/beacond.conf').read_text())
+    k = len(notify.assignments())
+    b.signal(signal.SIGHUP)
+    wait_for(lambda: any(a.startswith('STATUS=Not advertising') for a in notify.assignments()[k:]), timeout=10,
+             what='STATUS back to not advertising')
+    wait_for(lambda: lab.advertising() is None, timeout=5, what="advertising off on the controller")
+    assert b.proc.poll() is None

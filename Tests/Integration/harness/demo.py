@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,11 +27,18 @@ ROOT = Path(__file__).resolve().parents[3]  # Tests/Integration/harness/demo.py
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--beacond', default=str(ROOT / '.build' / 'debug' / 'beacond'))
-    ap.add_argument('--config', default=str(ROOT / 'config' / 'beacond.conf'))
+    ap.add_argument('--config', help='default: a copy of the shipped config/beacond.conf given a fresh UUID with '
+                    'gen-uuid --set, as a user provisions it')
     ap.add_argument('--seconds', type=float, default=3.0)
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
+        if args.config is None:
+            args.config = os.path.join(tmp, 'beacond.conf')
+            shutil.copyfile(ROOT / 'config' / 'beacond.conf', args.config)
+            print(f'$ beacond gen-uuid --set {args.config}')
+            uuid = subprocess.run([args.beacond, 'gen-uuid', '--set', args.config], check=True, capture_output=True, text=True)
+            print(uuid.stdout, end='')
         sock = os.path.join(tmp, 'hci.sock')
         with Lab(f'unix-server:{sock}') as lab:
             print(f'virtual controller (Bumble) listening on unix:{sock}; a second virtual radio is scanning')
