@@ -8,8 +8,9 @@ let package = Package(
         .executable(name: "beacond", targets: ["beacond"]),
     ],
     targets: [
-        // System libraries (pkg-config names as Debian ships them).
-        .systemLibrary(name: "CBluetooth", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
+        // System libraries (pkg-config names as Debian ships them). CBluetooth is headers only: nothing of
+        // libbluetooth.so is called, so the binary does not need libbluetooth3.
+        .systemLibrary(name: "CBluetooth", providers: [.apt(["libbluetooth-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
 
         // The one module that makes system calls: errno, owned fds, read/write loops, atomic file replace.
