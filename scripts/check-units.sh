@@ -11,6 +11,12 @@ trap 'rm -rf "$work"' EXIT
 for unit in beacond.service beacond@.service; do
     sed "s|/usr/bin/beacond|$binary|g" "$here/systemd/$unit" > "$work/$unit"
 done
+# verify runs man for every Documentation=man:… entry: give it the pages scripts/man.py makes for the package.
+python3 "$here/scripts/man.py" --beacond "$binary" --version check --out "$work/pages"
+mkdir -p "$work/man/man8" "$work/man/man5"
+mv "$work/pages/beacond.8" "$work/man/man8/"
+mv "$work/pages/beacond.conf.5" "$work/man/man5/"
+export MANPATH="$work/man"
 cd "$work"
 status=0
 for unit in beacond.service beacond@hci1.service; do
