@@ -5,7 +5,10 @@
 #                   end-to-end test (root, qemu, debootstrap),
 #                   the benchmark in smoke mode, integration tests on Bumble
 #   make test-fast  the same without the VM test and the benchmark (no root needed)
-#   make vm-test    only the VM end-to-end test (Tests/VM/run.sh)
+#   make deb        build/beacond_<version>_amd64.deb and _arm64.deb (arm64 in a trixie root under qemu-user;
+#                   root), checked with lintian
+#   make vm-test    the VM end-to-end test of the amd64 package in Debian 12 (Tests/VM/run.sh)
+#   make vm-test-arm64  the same for the arm64 package in Debian 13 under qemu-system-aarch64 (cortex-a53)
 #   make fuzz-long  every fuzz target for 10 million executions
 #   make swift60    build and unit-test with Debian 13's Swift 6.0 in a cached trixie build root (root)
 #   make bench      the full benchmark (docs/benchmarks.md)
@@ -20,7 +23,11 @@ PYTHON ?= python3
 FUZZ_SECONDS ?= 30
 PY := $(VENV)/bin/python
 
-.PHONY: deps deps-all build release test test-fast unit-test integration-test fuzz fuzz-long swift60 vm-test bench bench-smoke check-units demo install venv clean
+VERSION := $(shell sed -n 's/^public let beacondVersion = "\(.*\)"$$/\1/p' Sources/DaemonCore/Lifecycle.swift)
+DEB_AMD64 := build/beacond_$(VERSION)_amd64.deb
+DEB_ARM64 := build/beacond_$(VERSION)_arm64.deb
+
+.PHONY: deps deps-all build release deb deb-amd64 deb-arm64 vm-test-arm64 test test-fast unit-test integration-test fuzz fuzz-long swift60 vm-test bench bench-smoke check-units demo install venv clean
 
 # The Debian packages (installed when missing and run as root; otherwise the command to run is printed).
 deps:
@@ -61,8 +68,20 @@ swift60: deps-all
 fuzz-long: deps
 	fuzz/run.sh --runs 10000000
 
-vm-test: release
-	sh Tests/VM/run.sh build/beacond
+deb-amd64: deps-all
+	sh scripts/build-deb.sh amd64
+
+deb-arm64: deps-all
+	sh scripts/build-deb.sh arm64
+
+deb: deb-amd64 deb-arm64
+	sh scripts/lint-deb.sh $(DEB_AMD64) $(DEB_ARM64)
+
+vm-test: deb-amd64
+	sh Tests/VM/run.sh --arch amd64 $(DEB_AMD64)
+
+vm-test-arm64: deb-arm64
+	sh Tests/VM/run.sh --arch arm64 $(DEB_ARM64)
 
 bench: release venv
 	$(PY) bench/run.py --beacond build/beacond
@@ -74,7 +93,7 @@ bench-smoke: release venv
 check-units: build
 	sh scripts/check-units.sh .build/debug/beacond
 
-test: deps-all unit-test swift60 fuzz check-units vm-test bench-smoke integration-test
+test: deps-all unit-test swift60 fuzz check-units deb vm-test vm-test-arm64 bench-smoke integration-test
 
 test-fast: unit-test fuzz check-units integration-test
 

@@ -2,11 +2,12 @@
 # Installs the Debian packages beacond builds and tests with, when they are missing (as root, through apt-get and the
 # machine's own apt configuration); without root, names the command to run and fails.
 #   sh scripts/deps.sh          build, unit and integration tests, demo
-#   sh scripts/deps.sh --all    also the VM test (debootstrap, qemu, e2fsprogs) and the benchmark (strace, file)
+#   sh scripts/deps.sh --all    also the packages and VM tests (debootstrap, qemu for x86 and arm, e2fsprogs,
+#                               dpkg-dev) and the benchmark (strace, file)
 set -eu
 packages="libbluetooth-dev libsystemd-dev pkg-config python3-venv make gcc systemd procps"
 if [ "${1:-}" = "--all" ]; then
-    packages="$packages debootstrap qemu-system-x86 e2fsprogs strace file"
+    packages="$packages debootstrap qemu-system-x86 qemu-system-arm e2fsprogs dpkg-dev strace file"
 fi
 missing=""
 for p in $packages; do

@@ -1,11 +1,21 @@
 #!/bin/sh
-# Builds the minimal Debian bookworm guest for the VM test: systemd, udev, kmod, dbus, bluez (bluetoothd, btmon,
-# hciconfig), bluez-test-tools (btvirt), python3, the Debian kernel and a small initramfs.
-#   sh Tests/VM/build-image.sh OUTDIR     writes OUTDIR/rootfs.ext4, OUTDIR/vmlinuz, OUTDIR/initrd.img
-# The test payload (beacond, its units, the scenarios) is not in the image: it comes over 9p at run time, so the
-# image only changes when this file does (run.sh caches it keyed by this file's hash).
+# Builds the minimal Debian guest for the VM test: systemd, udev, kmod, dbus, bluez (bluetoothd, btmon,
+# hciconfig), bluez-test-tools (btvirt), python3, apt and init-system-helpers (the package is installed with
+# apt-get), the Debian kernel and a small initramfs.
+#   sh Tests/VM/build-image.sh OUTDIR [ARCH]   writes OUTDIR/rootfs.ext4, OUTDIR/vmlinuz, OUTDIR/initrd.img
+# ARCH amd64 (the default): Debian 12 bookworm. ARCH arm64: Debian 13 trixie (kernel 6.12, BlueZ 5.82, what
+# Raspberry Pi OS is based on), debootstrapped through trixie's qemu-aarch64 (scripts/arm64-emulator.sh).
+# The test payload (the package, the scenarios) is not in the image: it comes over 9p at run time, so the image
+# only changes when this file does (run.sh caches it keyed by this file's hash and the architecture).
 set -eu
 out=$1
+arch=${2:-amd64}
+case $arch in
+    amd64) suite=bookworm; kernel=linux-image-amd64 ;;
+    arm64) suite=trixie; kernel=linux-image-arm64
+           sh "$(dirname "$0")/../../scripts/arm64-emulator.sh" >/dev/null ;;
+    *) echo "build-image: ARCH amd64 or arm64, not $arch" >&2; exit 2 ;;
+esac
 mkdir -p "$out"
 root="$out/root"
 rm -rf "$root"
@@ -17,19 +27,33 @@ if [ -z "$mirror" ]; then
     exit 1
 fi
 
-debootstrap --variant=minbase \
-    --include=systemd,systemd-sysv,udev,kmod,dbus,bluez,bluez-test-tools,libbluetooth3,libsystemd0,python3,procps,initramfs-tools,zstd \
-    bookworm "$root" "$mirror"
+debootstrap --variant=minbase --arch="$arch" \
+    --include=systemd,systemd-sysv,udev,kmod,dbus,bluez,bluez-test-tools,libsystemd0,python3,procps,init-system-helpers,initramfs-tools,zstd \
+    "$suite" "$root" "$mirror"
 
 # A small initramfs: only what finds a virtio disk with ext4 on it.
 echo 'MODULES=list' > "$root/etc/initramfs-tools/conf.d/beacond-vm.conf"
-printf 'virtio_pci\nvirtio_blk\next4\n' >> "$root/etc/initramfs-tools/modules"
+printf 'virtio_pci\nvirtio_mmio\nvirtio_blk\next4\n' >> "$root/etc/initramfs-tools/modules"
 mount -t proc proc "$root/proc"
 trap 'umount "$root/proc" 2>/dev/null || true' EXIT
-DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y -q --no-install-recommends linux-image-amd64
+DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y -q --no-install-recommends "$kernel"
 umount "$root/proc"
 trap - EXIT
 cp "$root"/boot/vmlinuz-* "$out/vmlinuz"
+# An arm64 kernel built as an EFI zboot image (MZ header, "zimg", then a compressed Image) is unpacked for qemu's
+# -kernel, which loads a plain or gzipped arm64 Image.
+python3 - "$out/vmlinuz" <<'PY'
+import gzip, struct, subprocess, sys
+path = sys.argv[1]
+data = open(path, 'rb').read()
+if data[:2] == b'MZ' and data[4:8] == b'zimg':
+    offset, size = struct.unpack_from('<II', data, 8)
+    kind = data[24:32].rstrip(b'\0').decode()
+    payload = data[offset:offset + size]
+    image = gzip.decompress(payload) if kind == 'gzip' else subprocess.run(['zstd', '-dc'], input=payload, capture_output=True, check=True).stdout
+    open(path, 'wb').write(image)
+    print(f'build-image: unpacked the EFI zboot kernel ({kind}, {len(image)} bytes)')
+PY
 cp "$root"/boot/initrd.img-* "$out/initrd.img"
 
 # Guest setup: a hostname, the root file system, no timers or services that only slow a test boot.
@@ -47,7 +71,7 @@ modprobe -a 9p 9pnet_virtio 2>/dev/null
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro src /mnt/src
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 out /mnt/out
 sh /mnt/src/tests/vm/guest-entry.sh /mnt/src /mnt/out > /mnt/out/guest.log 2>&1
-echo "vmtest-entry: guest-entry exited $?" > /dev/ttyS0
+echo "vmtest-entry: guest-entry exited $?" > /dev/console
 sync
 systemctl poweroff --no-block
 SH

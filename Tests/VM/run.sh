@@ -1,32 +1,43 @@
 #!/bin/sh
-# The end-to-end VM test: beacond installed the way users install it, under real systemd (PID 1), driving a
-# kernel-owned hci0 (BlueZ's emulated controller, btvirt), with and without bluetoothd.
+# The end-to-end VM test: beacond installed the way users install it (apt-get install ./beacond_….deb), under
+# real systemd (PID 1), driving a kernel-owned hci0 (BlueZ's emulated controller, btvirt), with and without
+# bluetoothd; then upgraded from a previous package with an edited conffile, and purged.
 #
-#   sh Tests/VM/run.sh [BINARY]      BINARY: the release binary (default build/beacond; make release)
+#   sh Tests/VM/run.sh [--arch amd64|arm64] DEB
 #
+# amd64: a Debian 12 guest under qemu-system-x86_64. arm64: a Debian 13 guest under qemu-system-aarch64
+# (-M virt -cpu cortex-a53: the oldest 64-bit Pi's core, so an ARMv8.1 instruction in the binary would trap).
 # Builds the guest image once and caches it outside the checkout (BEACOND_VM_CACHE, default
-# /var/cache/beacond-vm), keyed by build-image.sh's content; boots it under qemu (KVM only where kvm_intel or
-# kvm_amd is loaded, else TCG), runs the scenarios as a unit after boot, reads the results from a 9p share, and
-# prints "N passed, N failed". Exits non-zero on any failure, a missing result or a timeout.
+# /var/cache/beacond-vm), keyed by build-image.sh's content and the architecture; boots it (KVM only for amd64
+# where kvm_intel or kvm_amd is loaded, else TCG), runs the scenarios as a unit after boot, reads the results from
+# a 9p share, and prints "N passed, N failed". Exits non-zero on any failure, a missing result or a timeout.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-binary=${1:-"$top/build/beacond"}
+arch=amd64
+if [ "${1:-}" = --arch ]; then arch=$2; shift 2; fi
+deb=${1:?usage: run.sh [--arch amd64|arm64] DEB}
 cache_root=${BEACOND_VM_CACHE:-/var/cache/beacond-vm}
-timeout_s=${BEACOND_VM_TIMEOUT:-900}
+timeout_s=${BEACOND_VM_TIMEOUT:-$([ "$arch" = arm64 ] && echo 2400 || echo 900)}
 
-for tool in debootstrap qemu-system-x86_64 mke2fs; do
-    command -v "$tool" >/dev/null 2>&1 || { echo "vm: $tool is missing (apt-get install debootstrap qemu-system-x86 e2fsprogs)" >&2; exit 2; }
+case $arch in
+    amd64) qemu=qemu-system-x86_64; qemu_pkg=qemu-system-x86 ;;
+    arm64) qemu=qemu-system-aarch64; qemu_pkg=qemu-system-arm ;;
+    *) echo "vm: --arch amd64 or arm64, not $arch" >&2; exit 2 ;;
+esac
+for tool in debootstrap "$qemu" mke2fs dpkg-deb; do
+    command -v "$tool" >/dev/null 2>&1 || { echo "vm: $tool is missing (apt-get install debootstrap $qemu_pkg e2fsprogs)" >&2; exit 2; }
 done
-[ -x "$binary" ] || { echo "vm: no release binary at $binary (make release)" >&2; exit 2; }
+[ -f "$deb" ] || { echo "vm: no package at $deb (make deb)" >&2; exit 2; }
+[ "$(dpkg-deb -f "$deb" Architecture)" = "$arch" ] || { echo "vm: $deb is not an $arch package" >&2; exit 2; }
 
-key=$(sha256sum "$here/build-image.sh" | cut -c1-16)
+key=$(sha256sum "$here/build-image.sh" | cut -c1-16)-$arch
 image="$cache_root/$key"
 if [ ! -f "$image/rootfs.ext4" ]; then
     echo "vm: building the guest image ($image)"
     start=$(date +%s)
     rm -rf "$image.tmp"
-    sh "$here/build-image.sh" "$image.tmp"
+    sh "$here/build-image.sh" "$image.tmp" "$arch"
     rm -rf "$image"
     mv "$image.tmp" "$image"
     echo "vm: image built in $(( $(date +%s) - start )) s"
@@ -34,33 +45,38 @@ else
     echo "vm: using cached guest image $image"
 fi
 
-# The payload share: the checkout (scripts, units, config, scenarios) and the binary under test.
+# The payload share: the scenarios, the package under test, and a stand-in for the previous release.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/src/build" "$work/out"
-cp -r "$top/scripts" "$top/systemd" "$top/config" "$top/README.md" "$work/src/"
+mkdir -p "$work/src/packages" "$work/out"
 mkdir -p "$work/src/tests"
 # The guest image runs tests/vm/guest-entry.sh from the share: keep that path inside the share.
 cp -r "$here" "$work/src/tests/vm"
-cp "$binary" "$work/src/build/beacond"
+cp "$deb" "$work/src/packages/current.deb"
+sh "$here/make-previous.sh" "$deb" "$work/src/packages/previous.deb"
 
 accel=tcg
-if grep -qE '^(kvm_intel|kvm_amd) ' /proc/modules 2>/dev/null && [ -w /dev/kvm ]; then accel=kvm; fi
-echo "vm: booting under qemu ($accel); timeout ${timeout_s} s"
+if [ "$arch" = amd64 ] && grep -qE '^(kvm_intel|kvm_amd) ' /proc/modules 2>/dev/null && [ -w /dev/kvm ]; then accel=kvm; fi
+echo "vm: booting $arch under qemu ($accel); timeout ${timeout_s} s"
 start=$(date +%s)
 status=0
-timeout "$timeout_s" qemu-system-x86_64 -accel "$accel" -cpu max -m 1536 -smp 2 -no-reboot \
+if [ "$arch" = amd64 ]; then
+    set -- "$qemu" -accel "$accel" -cpu max -append "root=/dev/vda rw console=ttyS0 panic=-1 loglevel=4 systemd.show_status=false"
+else
+    set -- "$qemu" -M virt -accel tcg,thread=multi -cpu cortex-a53 \
+        -append "root=/dev/vda rw console=ttyAMA0 panic=-1 loglevel=4 systemd.show_status=false"
+fi
+timeout "$timeout_s" "$@" -m 1536 -smp 2 -no-reboot \
     -display none -monitor none -serial "file:$work/out/console.log" \
     -kernel "$image/vmlinuz" -initrd "$image/initrd.img" \
-    -append "root=/dev/vda rw console=ttyS0 panic=-1 loglevel=4 systemd.show_status=false" \
-    -drive "file=$image/rootfs.ext4,if=virtio,format=raw,snapshot=on" \
-    -virtfs "local,path=$work/src,mount_tag=src,security_model=none,readonly=on" \
-    -virtfs "local,path=$work/out,mount_tag=out,security_model=none" || status=$?
+    -drive "file=$image/rootfs.ext4,if=none,id=disk,format=raw,snapshot=on" -device virtio-blk-pci,drive=disk \
+    -fsdev "local,id=src,path=$work/src,security_model=none,readonly=on" -device virtio-9p-pci,fsdev=src,mount_tag=src \
+    -fsdev "local,id=out,path=$work/out,security_model=none" -device virtio-9p-pci,fsdev=out,mount_tag=out || status=$?
 echo "vm: qemu exited $status after $(( $(date +%s) - start )) s"
 
 # Results: TAP lines from the guest, evidence files next to them.
 results="$work/out/results.tap"
-keep=${BEACOND_VM_ARTIFACTS:-"$top/build/vm-artifacts"}
+keep=${BEACOND_VM_ARTIFACTS:-"$top/build/vm-artifacts-$arch"}
 rm -rf "$keep"
 mkdir -p "$keep"
 cp -r "$work/out/." "$keep/" 2>/dev/null || true
