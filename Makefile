@@ -80,7 +80,7 @@ deb: deb-amd64 deb-arm64
 vm-test: deb-amd64
 	sh Tests/VM/run.sh --arch amd64 $(DEB_AMD64)
 
-vm-test-arm64: deb-arm64
+vm-test-arm64: deb-arm64 venv
 	sh Tests/VM/run.sh --arch arm64 $(DEB_ARM64)
 
 bench: release venv

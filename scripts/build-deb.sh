@@ -22,7 +22,7 @@ rm -rf "$work"
 mkdir -p "$work/stage/DEBIAN" "$work/src/debian"
 stage="$work/stage"
 start=$(date +%s)
-# Full RELRO (bind now), as Debian's hardening flags ask; the static Swift stdlib keeps the package Swift-free.
+# Bind now, as Debian's hardening flags ask; the static Swift stdlib keeps the package Swift-free.
 swift_flags='-c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now'
 
 case $arch in
@@ -34,7 +34,11 @@ amd64)
     ;;
 arm64)
     root=$(sh "$top/scripts/buildroot.sh" arm64)
-    sh "$top/scripts/in-buildroot.sh" arm64 "swift build $swift_flags >&2 && strip --remove-section=.comment --remove-section=.note --strip-unneeded -o /tmp/beacond .build/release/beacond"
+    # separate-code: Debian's Swift 6.0 on aarch64 marks .rodata writable in every object it emits (ours and the
+    # static stdlib's), and GNU ld put that next to the code: one LOAD segment writable and executable ("LOAD
+    # segment with RWX permissions"). With it, code has a segment of its own (checked below). This machine's Swift
+    # links with gold, which has no such option and keeps them apart already.
+    sh "$top/scripts/in-buildroot.sh" arm64 "swift build $swift_flags -Xlinker -z -Xlinker separate-code >&2 && strip --remove-section=.comment --remove-section=.note --strip-unneeded -o /tmp/beacond .build/release/beacond"
     cp "$root/tmp/beacond" "$work/beacond"
     # The help texts are the same on every architecture; the host's debug build prints them quickly.
     (cd "$top" && swift build >&2)
@@ -43,6 +47,12 @@ arm64)
 *) echo "build-deb: architecture amd64 or arm64, not $arch" >&2; exit 2 ;;
 esac
 echo "build-deb: $arch binary built in $(( $(date +%s) - start )) s" >&2
+# No segment may be both writable and executable (W^X; MemoryDenyWriteExecute= in the units expects it too).
+if readelf -lW "$work/beacond" | awk '$1 == "LOAD" && $(NF-1) ~ /W/ && $(NF-1) ~ /E/ { found = 1 } END { exit !found }'; then
+    readelf -lW "$work/beacond" | grep LOAD >&2
+    echo "build-deb: $arch binary has a LOAD segment that is writable and executable" >&2
+    exit 1
+fi
 
 # The date of the newest changelog entry, for reproducible pages and timestamps.
 date=$(sed -n 's/^ -- .*>  //p' "$top/scripts/deb/changelog" | head -n 1)

@@ -40,20 +40,6 @@ DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y -q --no-install
 umount "$root/proc"
 trap - EXIT
 cp "$root"/boot/vmlinuz-* "$out/vmlinuz"
-# An arm64 kernel built as an EFI zboot image (MZ header, "zimg", then a compressed Image) is unpacked for qemu's
-# -kernel, which loads a plain or gzipped arm64 Image.
-python3 - "$out/vmlinuz" <<'PY'
-import gzip, struct, subprocess, sys
-path = sys.argv[1]
-data = open(path, 'rb').read()
-if data[:2] == b'MZ' and data[4:8] == b'zimg':
-    offset, size = struct.unpack_from('<II', data, 8)
-    kind = data[24:32].rstrip(b'\0').decode()
-    payload = data[offset:offset + size]
-    image = gzip.decompress(payload) if kind == 'gzip' else subprocess.run(['zstd', '-dc'], input=payload, capture_output=True, check=True).stdout
-    open(path, 'wb').write(image)
-    print(f'build-image: unpacked the EFI zboot kernel ({kind}, {len(image)} bytes)')
-PY
 cp "$root"/boot/initrd.img-* "$out/initrd.img"
 
 # Guest setup: a hostname, the root file system, no timers or services that only slow a test boot.

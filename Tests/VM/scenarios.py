@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""beacond end to end inside the VM: real kernel, systemd as PID 1, BlueZ's emulated controller (btvirt), with and
+"""beacond end to end inside the VM: real kernel, systemd as PID 1, BlueZ's emulated controller (btvirt; on arm64 Bumble
+over a UART, see CONTROLLER), with and
 without bluetoothd. Evidence comes from a btmon capture of hci0 (the HCI commands the controller accepted, replayed
 into the controller's advertising state) and from systemd (systemctl show, journalctl), never from beacond alone.
 
@@ -204,8 +205,13 @@ def run(title, fn):
     log(f'scenario {counter} took {time.monotonic() - t0:.1f} s')
 
 
+# amd64: BlueZ's emulated controller. arm64: Debian's arm64 kernel has no hci_vhci, so the controller is Bumble on
+# the host, attached over a virtio console as a UART controller (hci_uart, H4), the way a Pi's radio is attached.
+CONTROLLER = '/usr/bin/btattach -B /dev/hvc0 -P h4' if ARM64 else '/usr/bin/btvirt -l1 -L'
+
+
 def btvirt_start():
-    sh('systemctl reset-failed btvirt 2>/dev/null; systemd-run --unit=btvirt /usr/bin/btvirt -l1 -L', check=True)
+    sh(f'systemctl reset-failed btvirt 2>/dev/null; systemd-run --unit=btvirt {CONTROLLER}', check=True)
     wait(lambda: os.path.exists('/sys/class/bluetooth/hci0'), 20, 'hci0 to appear')
 
 
@@ -255,6 +261,7 @@ def s1_auto_without_bluetoothd():
 
 def s1_auto_with_bluetoothd():
     bluetoothd(True)
+    write_conf(backend='auto')
     sh('systemctl restart beacond', check=True)
     st = wait_advertising('mgmt instance')
     wait_on_air(ibeacon())
@@ -357,6 +364,10 @@ def s4_bluetoothd_restart():
 
 
 def s5_controller_gone_and_back():
+    if not on_air(ibeacon(minor=2)):  # 4 leaves it so; where 4 does not run (arm64), set it up here
+        write_conf(backend='auto', minor=2)
+        sh('systemctl restart beacond', check=True)
+        wait_on_air(ibeacon(minor=2), 30)
     btvirt_stop()
     wait(lambda: 'hci0' in status() and ('Waiting' in status() or 'retrying' in status()), 30, 'a waiting STATUS')
     waiting = status()
