@@ -57,6 +57,9 @@ public struct EddystoneUID: Sendable, Hashable {
     /// Signed dBm received at 0 m (Eddystone's calibration distance; about 41 dB above the power at 1 m).
     public var txPowerAt0m: Int8
 
+    /// The power at 0 m that matches iBeacon's usual −59 dBm at 1 m (Eddystone: about 41 dB more at 0 m).
+    public static let defaultTxPowerAt0m: Int8 = -18
+
     public init?(namespace: [UInt8], instance: [UInt8], txPowerAt0m: Int8) {
         guard namespace.count == 10, instance.count == 6 else { return nil }
         self.namespace = namespace

@@ -65,14 +65,14 @@ public struct DaemonSettings: Sendable, Hashable {
 public struct BeaconConfiguration: Sendable, Hashable {
     /// Nil when `[beacon]` has no `uuid` yet (the file as a fresh install ships it): beacond then runs and
     /// advertises nothing rather than putting a made-up identity on the air.
-    public var beacon: IBeacon?
+    public var beacon: Beacon?
     /// Where the `[beacon]` table that lacks its uuid starts (nil when there is a beacon).
     public var unprovisioned: SourceLocation?
     public var advertising: AdvertisingSettings
     public var controller: ControllerSettings
     public var daemon: DaemonSettings
 
-    public init(beacon: IBeacon?, unprovisioned: SourceLocation? = nil, advertising: AdvertisingSettings = .init(), controller: ControllerSettings = .init(),
+    public init(beacon: Beacon?, unprovisioned: SourceLocation? = nil, advertising: AdvertisingSettings = .init(), controller: ControllerSettings = .init(),
                 daemon: DaemonSettings = .init()) {
         self.beacon = beacon
         self.unprovisioned = beacon == nil ? unprovisioned ?? SourceLocation(line: 1, column: 1) : nil
@@ -83,7 +83,7 @@ public struct BeaconConfiguration: Sendable, Hashable {
 
     /// The schema: tables and their keys, in documentation order.
     public static let schema: [(table: String, keys: [String])] = [
-        ("beacon", ["uuid", "major", "minor", "measured_power"]),
+        ("beacon", ["format", "uuid", "major", "minor", "measured_power", "company_id", "reserved", "namespace", "instance"]),
         ("advertising", ["interval_ms", "connectable", "tx_power"]),
         ("controller", ["device", "backend"]),
         ("daemon", ["log_level"]),
@@ -114,7 +114,28 @@ private struct Validator {
         var unprovisioned: SourceLocation?
         var major: UInt16?
         var minor: UInt16?
-        var measuredPower = IBeacon.defaultMeasuredPower
+        var measuredPower: Int8?
+        var companyID = AltBeacon.defaultCompanyID
+        var reserved: UInt8 = 0
+        var namespace: [UInt8]?
+        var instance: [UInt8]?
+        // The format decides which [beacon] keys belong; nil when `format` itself is wrong.
+        var format: BeaconFormat? = .ibeacon
+        if let beaconTable = doc.tables.first(where: { $0.name == "beacon" && !$0.isDuplicate }),
+           let entry = beaconTable.entries.first(where: { $0.key == "format" }) {
+            let what = "'format' in [beacon]"
+            if let text = string(entry.item, what, "beacon.format") {
+                format = BeaconFormat(rawValue: text)
+                if format == nil {
+                    let names = BeaconFormat.allCases.map(\.rawValue)
+                    var message = "\(what) must be one of \(names.map { "\"\($0)\"" }.joined(separator: ", ")), found \"\(text)\""
+                    if let guess = closest(text, among: names) { message += "; did you mean \"\(guess)\"?" }
+                    fail(message, at: entry.item.location, key: "beacon.format")
+                }
+            } else {
+                format = nil
+            }
+        }
         var advertising = AdvertisingSettings()
         var controller = ControllerSettings()
         var daemon = DaemonSettings()
@@ -154,7 +175,19 @@ private struct Validator {
                 }
                 let item = e.item
                 let what = "'\(e.key)' in [\(name)]"
+                if name == "beacon", e.key != "format", let format, !format.keys.contains(e.key) {
+                    let owners = BeaconFormat.allCases.filter { $0.keys.contains(e.key) }.map { "\"\($0.rawValue)\"" }
+                    fail("\(what) belongs to format\(owners.count == 1 ? "" : "s") \(owners.joined(separator: " and ")), not to this beacon's format \"\(format.rawValue)\"",
+                         at: e.keyLocation, key: key)
+                    continue
+                }
                 switch key {
+                case "beacon.format":
+                    break  // read above
+                case "beacon.company_id": companyID = integer(item, what, key, 0...65535).map { UInt16($0) } ?? companyID
+                case "beacon.reserved": reserved = integer(item, what, key, 0...255).map { UInt8($0) } ?? reserved
+                case "beacon.namespace": namespace = hexBytes(item, what, key, count: 10)
+                case "beacon.instance": instance = hexBytes(item, what, key, count: 6)
                 case "beacon.uuid":
                     guard let s = string(item, what, key) else { continue }
                     do {
@@ -166,7 +199,9 @@ private struct Validator {
                 case "beacon.major": major = integer(item, what, key, 0...65535).map { UInt16($0) }
                 case "beacon.minor": minor = integer(item, what, key, 0...65535).map { UInt16($0) }
                 case "beacon.measured_power":
-                    if let v = integer(item, what, key, -127...20, unit: " dBm") { measuredPower = Int8(v) }
+                    if format == .eddystoneUID {
+                        if let v = integer(item, what, key, -100...20, unit: " dBm (at 0 m, for \"eddystone-uid\")") { measuredPower = Int8(v) }
+                    } else if let v = integer(item, what, key, -127...20, unit: " dBm") { measuredPower = Int8(v) }
                 case "advertising.interval_ms":
                     if let v = integer(item, what, key, 20...10240, unit: " ms"), let iv = AdvertisingInterval(milliseconds: Int(v)) {
                         advertising.interval = iv
@@ -198,17 +233,57 @@ private struct Validator {
 
         if let beaconTable = doc.table("beacon") {
             let present = Set(beaconTable.entries.map(\.key) + beaconTable.failedKeys)
-            if !present.contains("uuid") { unprovisioned = beaconTable.location }
-            for required in ["major", "minor"] where !present.contains(required) {
-                fail("missing required key '\(required)' in [beacon]", at: beaconTable.location, key: "beacon.\(required)")
+            let required: [String]
+            switch format {
+            case .ibeacon?, .altbeacon?:
+                // No uuid yet is a fresh install, not a mistake: beacond waits for one.
+                if !present.contains("uuid") { unprovisioned = beaconTable.location }
+                required = ["major", "minor"]
+            case .eddystoneUID?: required = ["namespace", "instance"]
+            case nil: required = []
+            }
+            let suffix = format == .ibeacon ? "" : " (format \"\(format?.rawValue ?? "")\")"
+            for key in required where !present.contains(key) {
+                fail("missing required key '\(key)' in [beacon]\(suffix)", at: beaconTable.location, key: "beacon.\(key)")
             }
         } else {
             fail("missing required table [beacon] with keys uuid, major and minor", at: SourceLocation(line: 1, column: 1), key: "beacon")
         }
 
-        guard let major, let minor, uuid != nil || unprovisioned != nil, diagnostics.isEmpty else { return nil }
-        return BeaconConfiguration(beacon: uuid.map { IBeacon(uuid: $0, major: major, minor: minor, measuredPower: measuredPower) },
-                                   unprovisioned: unprovisioned, advertising: advertising, controller: controller, daemon: daemon)
+        guard diagnostics.isEmpty, let format else { return nil }
+        let beacon: Beacon?
+        switch format {
+        case .ibeacon, .altbeacon:
+            guard let major, let minor, uuid != nil || unprovisioned != nil else { return nil }
+            let power = measuredPower ?? IBeacon.defaultMeasuredPower
+            beacon = uuid.map {
+                format == .ibeacon ? .iBeacon(IBeacon(uuid: $0, major: major, minor: minor, measuredPower: power))
+                    : .altBeacon(AltBeacon(uuid: $0, major: major, minor: minor, referenceRSSI: power, companyID: companyID, reserved: reserved))
+            }
+        case .eddystoneUID:
+            guard let namespace, let instance,
+                  let uid = EddystoneUID(namespace: namespace, instance: instance, txPowerAt0m: measuredPower ?? EddystoneUID.defaultTxPowerAt0m)
+            else { return nil }
+            beacon = .eddystoneUID(uid)
+        }
+        return BeaconConfiguration(beacon: beacon, unprovisioned: unprovisioned, advertising: advertising, controller: controller,
+                                   daemon: daemon)
+    }
+
+    /// Exactly `count` bytes written as 2 × count hex digits.
+    mutating func hexBytes(_ item: TOMLItem, _ what: String, _ key: String, count: Int) -> [UInt8]? {
+        guard let s = string(item, what, key) else { return nil }
+        let digits = Array(s.unicodeScalars)
+        let kind = "\(2 * count) hex digits (\(count) bytes)"
+        if let bad = digits.firstIndex(where: { !$0.properties.isASCIIHexDigit }) {
+            fail("\(what) must be \(kind): '\(digits[bad])' at character \(bad + 1) is not a hex digit", at: item.location, key: key)
+            return nil
+        }
+        guard digits.count == 2 * count else {
+            fail("\(what) must be \(kind), found \(digits.count)", at: item.location, key: key)
+            return nil
+        }
+        return stride(from: 0, to: digits.count, by: 2).map { UInt8(String(digits[$0]) + String(digits[$0 + 1]), radix: 16)! }
     }
 
     mutating func string(_ item: TOMLItem, _ what: String, _ key: String) -> String? {

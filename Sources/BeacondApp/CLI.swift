@@ -66,8 +66,8 @@ enum CLI {
             return """
                 OVERVIEW: Advertise the configured beacon until stopped (the daemon).
 
-                Reads the config, drives the controller and keeps the iBeacon on the air in the
-                foreground. SIGHUP reloads the config (a broken file keeps the current beacon on
+                Reads the config, drives the controller and keeps the beacon (iBeacon, AltBeacon
+                or Eddystone-UID) on the air in the foreground. SIGHUP reloads the config (a broken file keeps the current beacon on
                 the air); SIGTERM or SIGINT disables advertising and exits 0.
 
                 USAGE: \(usage("run"))
@@ -101,9 +101,10 @@ enum CLI {
             return """
                 OVERVIEW: Print the advertising bytes as hex, hcitool commands or JSON.
 
-                hex prints the 30 advertising data bytes; hcitool prints the three
-                'hcitool cmd' lines (parameters, data, enable) that produce the same
-                advertising; json prints the fields and the hex.
+                hex prints the advertising data bytes (30 for an iBeacon, 31 for an
+                AltBeacon or an Eddystone-UID); hcitool prints the three 'hcitool cmd'
+                lines (parameters, data, enable) that produce the same advertising; json
+                prints the fields and the hex.
 
                 USAGE: \(usage("payload"))
 

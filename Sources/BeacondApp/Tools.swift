@@ -30,12 +30,7 @@ enum Tools {
         }
         let a = config.advertising
         let tx = a.txPower.map { "\($0) dBm (where the controller can set it)" } ?? "controller default"
-        Output.out("""
-            \(path): OK
-              uuid            \(b.uuid)
-              major           \(b.major)
-              minor           \(b.minor)
-              measured_power  \(b.measuredPower) dBm
+        Output.out("\(path): OK\n" + beaconLines(b).map { "  " + $0.name.padding(to: 16) + $0.value + "\n" }.joined() + """
               interval        \(a.interval) (\(a.interval.units) × 0.625 ms)
               pdu             \(a.legacyType.pduName) (\(a.connectable ? "connectable" : "non-connectable"))
               tx_power        \(tx)
@@ -45,6 +40,36 @@ enum Tools {
 
             """)
         return .success
+    }
+
+    /// check-config's lines for the beacon: an iBeacon's exactly as before formats existed.
+    static func beaconLines(_ beacon: Beacon) -> [(name: String, value: String)] {
+        switch beacon {
+        case .iBeacon(let b):
+            return [("uuid", "\(b.uuid)"), ("major", "\(b.major)"), ("minor", "\(b.minor)"), ("measured_power", "\(b.measuredPower) dBm")]
+        case .altBeacon(let b):
+            return [("format", "altbeacon"), ("uuid", "\(b.uuid)"), ("major", "\(b.major)"), ("minor", "\(b.minor)"),
+                    ("measured_power", "\(b.referenceRSSI) dBm (reference RSSI at 1 m)"),
+                    ("company_id", "0x" + hexString([UInt8(b.companyID >> 8), UInt8(b.companyID & 0xFF)], uppercase: true)),
+                    ("reserved", "0x" + hexString([b.reserved], uppercase: true))]
+        case .eddystoneUID(let b):
+            return [("format", "eddystone-uid"), ("namespace", hexString(b.namespace)), ("instance", hexString(b.instance)),
+                    ("measured_power", "\(b.txPowerAt0m) dBm at 0 m (Eddystone's calibration distance; about \(b.measuredPowerAt1m) dBm at 1 m)")]
+        }
+    }
+
+    /// payload --format json's fields for the beacon, before the advertising settings.
+    static func beaconJSON(_ beacon: Beacon) -> String {
+        switch beacon {
+        case .iBeacon(let b):
+            return "\"uuid\":\(jsonString(b.uuid.description)),\"major\":\(b.major),\"minor\":\(b.minor),\"measured_power\":\(b.measuredPower)"
+        case .altBeacon(let b):
+            return "\"format\":\"altbeacon\",\"uuid\":\(jsonString(b.uuid.description)),\"major\":\(b.major),\"minor\":\(b.minor),"
+                + "\"measured_power\":\(b.referenceRSSI),\"company_id\":\(b.companyID),\"reserved\":\(b.reserved)"
+        case .eddystoneUID(let b):
+            return "\"format\":\"eddystone-uid\",\"namespace\":\(jsonString(hexString(b.namespace))),"
+                + "\"instance\":\(jsonString(hexString(b.instance))),\"measured_power_0m\":\(b.txPowerAt0m)"
+        }
     }
 
     static func payload(path: String, format: PayloadFormat) -> ExitCode {
@@ -74,8 +99,7 @@ enum Tools {
         case .json:
             let a = config.advertising
             let intervalMs = String(a.interval.description.dropLast(3))
-            Output.out("{\"uuid\":\(jsonString(b.uuid.description)),\"major\":\(b.major),\"minor\":\(b.minor),"
-                + "\"measured_power\":\(b.measuredPower),\"interval_ms\":\(intervalMs),\"connectable\":\(a.connectable),"
+            Output.out("{" + beaconJSON(b) + ",\"interval_ms\":\(intervalMs),\"connectable\":\(a.connectable),"
                 + "\"pdu\":\(jsonString(a.legacyType.pduName)),\"tx_power\":\(a.txPower.map(String.init) ?? "null"),"
                 + "\"advertising_data\":\(jsonString(hexString(data.bytes)))}\n")
         }

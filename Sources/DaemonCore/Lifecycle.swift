@@ -548,11 +548,10 @@ public struct Lifecycle: Sendable {
     // MARK: journal fields
 
     private var beaconFields: [String] {
-        guard let b = config.beacon else { return ["HCI_DEVICE=\(device)"] }
-        return ["BEACON_UUID=\(b.uuid)", "BEACON_MAJOR=\(b.major)", "BEACON_MINOR=\(b.minor)", "HCI_DEVICE=\(device)"]
+        (config.beacon?.journalFields ?? []) + ["HCI_DEVICE=\(device)"]
     }
 
-    private func describe(_ b: IBeacon) -> String { "\(b.uuid) major \(b.major) minor \(b.minor)" }
+    private func describe(_ b: Beacon) -> String { b.summary }
 
 }
 

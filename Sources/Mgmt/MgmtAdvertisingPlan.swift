@@ -32,26 +32,35 @@ public enum MgmtAdvertisingPlan {
     ///
     /// The kernel skips sending data it believes the controller already has. If another program (a raw HCI client,
     /// hcitool, beacond's own hci backend) changed the controller's data behind the kernel's back, that belief is
-    /// wrong and a stale beacon stays on the air. So the data goes in twice: first with one padding byte (an empty
-    /// AD structure, invisible to scanners), then as it is — the second always differs from the kernel's copy and
-    /// so always reaches the controller.
+    /// wrong and a stale beacon stays on the air. So the data goes in twice: first a copy that differs, then as it
+    /// is — the second always differs from the kernel's copy and so always reaches the controller. The first copy
+    /// is the data with one padding byte (an empty AD structure, invisible to scanners), or, for a frame that
+    /// already fills the 31 legacy bytes (AltBeacon), its first AD structure alone (the Flags): for a moment a
+    /// scanner sees an advertisement that names nothing, never a wrong beacon.
     public static func add(_ i: Instance, using commands: Commands) -> [MgmtStep] {
+        let decoy = i.data.count < 31 ? i.data + [0] : firstStructure(of: i.data)
         switch commands {
         case .extended:
             return [
                 MgmtStep(.addExtendedAdvertisingParameters(instance: i.number, flags: i.flags, duration: 0, timeout: 0,
                                                            minInterval: i.interval, maxInterval: i.interval, txPower: i.txPower)),
-                MgmtStep(.addExtendedAdvertisingData(instance: i.number, data: i.data + [0], scanResponse: []), mayFail: true),
+                MgmtStep(.addExtendedAdvertisingData(instance: i.number, data: decoy, scanResponse: []), mayFail: true),
                 MgmtStep(.addExtendedAdvertisingData(instance: i.number, data: i.data, scanResponse: [])),
             ]
         case .legacy:
             let flags = i.flags.intersection(.connectable)
             return [
-                MgmtStep(.addAdvertising(instance: i.number, flags: flags, duration: 0, timeout: 0, data: i.data + [0], scanResponse: []),
+                MgmtStep(.addAdvertising(instance: i.number, flags: flags, duration: 0, timeout: 0, data: decoy, scanResponse: []),
                          mayFail: true),
                 MgmtStep(.addAdvertising(instance: i.number, flags: flags, duration: 0, timeout: 0, data: i.data, scanResponse: [])),
             ]
         }
+    }
+
+    /// The first length-prefixed AD structure of `data` (all of it when it does not parse).
+    static func firstStructure(of data: [UInt8]) -> [UInt8] {
+        guard let n = data.first, Int(n) + 1 < data.count else { return data }
+        return Array(data.prefix(Int(n) + 1))
     }
 
     /// New data for an instance that is on the air with the extended commands.

@@ -86,8 +86,8 @@ struct ConfigFixtureTests {
         #expect(c.controller.device == .kernel(index: 0) && c.controller.backend == .auto)
         let uuid = BeaconUUID.version4(random: Array(0..<16))
         let set = try BeaconConfiguration.parse(try ConfigEditor.settingUUID(uuid, in: bytes))
-        #expect(set.beacon?.uuid == uuid)
-        #expect(set.beacon?.major == 1 && set.beacon?.minor == 1 && set.beacon?.measuredPower == -59)
+        #expect(set.beacon?.iBeacon?.uuid == uuid)
+        #expect(set.beacon?.iBeacon?.major == 1 && set.beacon?.iBeacon?.minor == 1 && set.beacon?.iBeacon?.measuredPower == -59)
         #expect(set.unprovisioned == nil)
     }
 
@@ -104,7 +104,7 @@ struct ConfigFixtureTests {
     @Test("every key and TOML form: values land where they belong")
     func everyKey() throws {
         let c = try BeaconConfiguration.parse(Fixtures.bytes(Fixtures.root + "/good/every-key.conf"))
-        #expect(c.beacon?.major == 0xFF && c.beacon?.minor == 1000 && c.beacon?.measuredPower == -127)
+        #expect(c.beacon?.iBeacon?.major == 0xFF && c.beacon?.iBeacon?.minor == 1000 && c.beacon?.iBeacon?.measuredPower == -127)
         #expect(c.advertising.interval.units == 0x4000 && c.advertising.connectable && c.advertising.txPower == 20)
         #expect(c.advertising.legacyType == .connectableUndirected)
         #expect(c.controller.device == .serial(path: "/dev/ttyUSB0", baud: 921_600) && c.controller.backend == .hci)
@@ -114,13 +114,13 @@ struct ConfigFixtureTests {
     @Test("a BOM, CRLF line ends and \\u escapes are accepted")
     func bomAndEscapes() throws {
         let c = try BeaconConfiguration.parse(Fixtures.bytes(Fixtures.root + "/good/bom-crlf-escapes.conf"))
-        #expect(c.beacon?.uuid.description == "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0" && c.beacon?.minor == 2)
+        #expect(c.beacon?.iBeacon?.uuid.description == "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0" && c.beacon?.iBeacon?.minor == 2)
     }
 
     @Test("defaults: measured power -59, 100 ms, non-connectable, hci0, auto")
     func defaults() throws {
         let c = try BeaconConfiguration.parse(Array("[beacon]\nuuid=\"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"\nmajor=1\nminor=2".utf8))
-        #expect(c.beacon?.measuredPower == -59 && c.advertising.interval.units == 160 && !c.advertising.connectable)
+        #expect(c.beacon?.iBeacon?.measuredPower == -59 && c.advertising.interval.units == 160 && !c.advertising.connectable)
         #expect(c.controller.device == .kernel(index: 0) && c.controller.backend == .auto && c.daemon.logLevel == nil)
     }
 
@@ -177,7 +177,7 @@ struct EditorTests {
         let changed = zip(before, after).enumerated().filter { $0.element.0 != $0.element.1 }.map(\.offset)
         #expect(changed == [2])
         #expect(after[2] == "uuid = \"\(uuid)\"   # region")
-        #expect(try BeaconConfiguration.parse(out).beacon?.uuid == uuid)
+        #expect(try BeaconConfiguration.parse(out).beacon?.iBeacon?.uuid == uuid)
     }
 
     @Test("a missing uuid key is added right after [beacon]")

@@ -46,12 +46,14 @@ struct ReferenceTests {
             }
             checked += 1
         }
-        #expect(checked == 5, "the README documents five integer keys with a range")
+        #expect(checked == 7, "the README documents seven integer keys with a range")
     }
 
     private func config(setting table: String, _ key: String, to value: Int) -> String {
+        // A beacon of the first format the key belongs to (company_id and reserved are AltBeacon's).
+        let format = table == "beacon" ? BeaconFormat.allCases.first { $0.keys.contains(key) } ?? .ibeacon : .ibeacon
         var tables: [(String, [(String, String)])] = [
-            ("beacon", [("uuid", "\"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\""), ("major", "1"), ("minor", "1")]),
+            ("beacon", [("format", "\"\(format.rawValue)\""), ("uuid", "\"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\""), ("major", "1"), ("minor", "1")]),
             ("advertising", []),
         ]
         if let i = tables.firstIndex(where: { $0.0 == table }) {

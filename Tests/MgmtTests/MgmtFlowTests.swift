@@ -68,6 +68,28 @@ struct MgmtPlanTests {
         #expect(steps[2].command == .addExtendedAdvertisingData(instance: 4, data: [2, 1, 6], scanResponse: []))
     }
 
+    @Test("bug: a 31-byte frame (AltBeacon) cannot take the padding byte; its first copy is the Flags structure alone", arguments: [
+        MgmtAdvertisingPlan.Commands.extended, .legacy,
+    ])
+    func fullFrameDecoy(commands: MgmtAdvertisingPlan.Commands) {
+        let full = [2, 1, 6, 27, 0xFF] + [UInt8](repeating: 0xAB, count: 26)
+        var i = instance
+        i.data = full
+        let datas: [[UInt8]] = MgmtAdvertisingPlan.add(i, using: commands).compactMap {
+            switch $0.command {
+            case .addExtendedAdvertisingData(_, let d, _), .addAdvertising(_, _, _, _, let d, _): d
+            default: nil
+            }
+        }
+        #expect(datas.count == 2)
+        #expect(datas.first == [2, 1, 6], "the first copy must differ from the frame and fit in 31 bytes: \(datas.first ?? [])")
+        #expect(datas.last == full)
+        // Shorter frames keep the padding byte: the beacon stays recognizable while the first copy is on the air.
+        let short = MgmtAdvertisingPlan.add(instance, using: commands)
+        #expect(short.contains { $0.command == .addExtendedAdvertisingData(instance: 4, data: [2, 1, 6, 0], scanResponse: [])
+                                 || $0.command == .addAdvertising(instance: 4, flags: [], duration: 0, timeout: 0, data: [2, 1, 6, 0], scanResponse: []) })
+    }
+
     @Test("legacy Add Advertising keeps only the connectable flag")
     func legacy() {
         let steps = MgmtAdvertisingPlan.add(instance, using: .legacy)
