@@ -98,10 +98,15 @@ def test_missing_config_file_is_one_clear_error(tmp_path):
     assert r.stderr.startswith(f'{tmp_path}/nope.conf: error: no such file')
 
 
-def test_check_config_prints_the_normalized_beacon():
-    r = run_cli('check-config', '-c', str(ROOT / 'config' / 'beacond.conf'))
+def test_check_config_prints_the_normalized_beacon(tmp_path):
+    shipped = run_cli('check-config', '-c', str(ROOT / 'config' / 'beacond.conf'))
+    assert shipped.returncode == 0 and 'OK, but there is no beacon yet' in shipped.stdout, shipped.stdout
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text((ROOT / 'config' / 'beacond.conf').read_text())
+    uuid = run_cli('gen-uuid', '--set', str(conf), check=True).stdout.strip()
+    r = run_cli('check-config', '-c', str(conf))
     assert r.returncode == 0
-    assert f'uuid            {APPLE_UUID}' in r.stdout and 'interval        100 ms (160 × 0.625 ms)' in r.stdout
+    assert f'uuid            {uuid}' in r.stdout and 'interval        100 ms (160 × 0.625 ms)' in r.stdout
 
 
 def test_gen_uuid_100000_unique_valid_v4():
@@ -125,15 +130,23 @@ def test_gen_uuid_set_changes_exactly_one_line_and_keeps_mode(tmp_path):
     original = (ROOT / 'config' / 'beacond.conf').read_text()
     conf.write_text(original)
     os.chmod(conf, 0o640)
+    # The shipped file has no uuid: --set adds one line right after [beacon] and touches nothing else.
     r = run_cli('gen-uuid', '--set', str(conf))
     assert r.returncode == 0, r.stderr
-    new_uuid = r.stdout.strip()
-    assert UUID_RE.match(new_uuid)
+    first = r.stdout.strip()
+    assert UUID_RE.match(first)
     before, after = original.splitlines(keepends=True), conf.read_text().splitlines(keepends=True)
-    assert len(before) == len(after)
-    changed = [i for i, (a, b) in enumerate(zip(before, after)) if a != b]
-    assert len(changed) == 1
-    assert after[changed[0]] == before[changed[0]].replace(APPLE_UUID, new_uuid)
+    at = before.index('[beacon]\n') + 1
+    assert after == before[:at] + [f'uuid = "{first}"\n'] + before[at:]
+    # With a uuid there, --set changes exactly that line.
+    r = run_cli('gen-uuid', '--set', str(conf))
+    assert r.returncode == 0, r.stderr
+    second = r.stdout.strip()
+    assert UUID_RE.match(second) and second != first
+    again = conf.read_text().splitlines(keepends=True)
+    assert len(again) == len(after)
+    changed = [i for i, (a, b) in enumerate(zip(after, again)) if a != b]
+    assert changed == [at] and again[at] == after[at].replace(first, second)
     assert stat.S_IMODE(conf.stat().st_mode) == 0o640
     assert [p.name for p in tmp_path.iterdir()] == ['beacond.conf']  # no temporary file left behind
     assert run_cli('check-config', '-c', str(conf)).returncode == 0
