@@ -68,19 +68,25 @@ swift60: deps-all
 fuzz-long: deps
 	fuzz/run.sh --runs 10000000
 
-deb-amd64: deps-all
+# The packages are files: rebuilt when a tracked file they are made from changed, so `make test` builds each once.
+PACKAGE_SOURCES := $(shell git ls-files Package.swift Sources systemd config scripts README.md 2>/dev/null)
+
+$(DEB_AMD64): $(PACKAGE_SOURCES) | deps-all
 	sh scripts/build-deb.sh amd64
 
-deb-arm64: deps-all
+$(DEB_ARM64): $(PACKAGE_SOURCES) | deps-all
 	sh scripts/build-deb.sh arm64
 
-deb: deb-amd64 deb-arm64
+deb-amd64: $(DEB_AMD64)
+deb-arm64: $(DEB_ARM64)
+
+deb: $(DEB_AMD64) $(DEB_ARM64)
 	sh scripts/lint-deb.sh $(DEB_AMD64) $(DEB_ARM64)
 
-vm-test: deb-amd64
+vm-test: $(DEB_AMD64)
 	sh Tests/VM/run.sh --arch amd64 $(DEB_AMD64)
 
-vm-test-arm64: deb-arm64 venv
+vm-test-arm64: $(DEB_ARM64) venv
 	sh Tests/VM/run.sh --arch arm64 $(DEB_ARM64)
 
 bench: release venv
