@@ -7,10 +7,11 @@ bytes are decoded independently: beacontools for Eddystone, the Android Beacon L
 from __future__ import annotations
 
 import json
+import signal
 
 import pytest
 
-from conftest import APPLE_UUID, run_cli
+from conftest import APPLE_UUID, ibeacon_bytes, run_cli
 from harness.lab import Lab
 from test_run import heard, on_air
 from test_scan import altbeacon_bytes, altbeacon_decode
@@ -71,3 +72,20 @@ def test_payload_and_check_config_speak_each_format(tmp_path):
     r = run_cli('check-config', '-c', str(wrong))
     assert r.returncode == 78
     assert f"{wrong}:6:1: error: 'major' in [beacon] belongs to formats \"ibeacon\" and \"altbeacon\", not to this beacon's format \"eddystone-uid\"" in r.stderr
+
+
+def test_a_reload_changes_the_format_on_the_air(tmp_path, processes, notify):
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(f'[beacon]\nuuid = "{APPLE_UUID}"\nmajor = 513\nminor = 1027\nmeasured_power = -61\n')
+    sock = tmp_path / 'hci.sock'
+    with Lab(f'unix-server:{sock}') as lab:
+        b = processes('run', '-c', str(conf), '-d', f'unix:{sock}', env={'NOTIFY_SOCKET': notify.path})
+        on_air(lab, ibeacon_bytes(major=513, minor=1027, power=-61))
+        for text, expected in ((ALT_CONF, ALT), (EDDY_CONF, EDDY)):
+            conf.write_text(text)
+            b.signal(signal.SIGHUP)
+            on_air(lab, expected)
+            heard(lab, expected)
+        status = notify.wait_for('STATUS=Advertising Eddystone-UID')
+        assert f'namespace {NAMESPACE} instance {INSTANCE}' in status, status
+        assert b.proc.poll() is None
