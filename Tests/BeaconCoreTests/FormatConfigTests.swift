@@ -19,18 +19,20 @@ struct FormatConfigTests {
     @Test("no format is an iBeacon, exactly as before")
     func defaultFormat() throws {
         let c = try parse("[beacon]\nuuid = \"\(Self.uuid)\"\nmajor = 1\nminor = 2\n")
-        #expect(c.beacon == .iBeacon(IBeacon(uuid: try BeaconUUID(parsing: Self.uuid), major: 1, minor: 2)))
+        let uuid = try BeaconUUID(parsing: Self.uuid)
+        #expect(c.beacon == .iBeacon(IBeacon(uuid: uuid, major: 1, minor: 2)))
         #expect(c.beacon?.format == .ibeacon)
     }
 
     @Test("altbeacon: uuid, major, minor, measured_power, company_id (default 0x0118), reserved (default 0)")
     func altBeacon() throws {
+        let uuid = try BeaconUUID(parsing: Self.uuid)
         let c = try parse("[beacon]\nformat = \"altbeacon\"\nuuid = \"\(Self.uuid)\"\nmajor = 1\nminor = 2\n")
-        #expect(c.beacon == .altBeacon(AltBeacon(uuid: try BeaconUUID(parsing: Self.uuid), major: 1, minor: 2,
+        #expect(c.beacon == .altBeacon(AltBeacon(uuid: uuid, major: 1, minor: 2,
                                                  referenceRSSI: -59, companyID: 0x0118, reserved: 0)))
         let d = try parse("[beacon]\nformat = \"altbeacon\"\nuuid = \"\(Self.uuid)\"\nmajor = 1\nminor = 2\n"
                           + "measured_power = -65\ncompany_id = 0x004C\nreserved = 0xAB\n")
-        #expect(d.beacon == .altBeacon(AltBeacon(uuid: try BeaconUUID(parsing: Self.uuid), major: 1, minor: 2,
+        #expect(d.beacon == .altBeacon(AltBeacon(uuid: uuid, major: 1, minor: 2,
                                                  referenceRSSI: -65, companyID: 0x004C, reserved: 0xAB)))
         #expect(d.beacon?.advertisingData.bytes.count == 31)
     }
@@ -44,7 +46,8 @@ struct FormatConfigTests {
         #expect(c.unprovisioned == nil)
     }
 
-    @Test("each mistake names the key, the format and where", arguments: [
+    // The cases live in a property: Swift 6.0's compiler crashes on string interpolation inside @Test's arguments.
+    static let mistakeCases: [(String, [String])] = [
         ("[beacon]\nformat = \"ibecon\"\nuuid = \"\(uuid)\"\nmajor = 1\nminor = 2\n",
          ["2:10: error: 'format' in [beacon] must be one of \"ibeacon\", \"altbeacon\", \"eddystone-uid\", found \"ibecon\"; did you mean \"ibeacon\"?"]),
         ("[beacon]\nuuid = \"\(uuid)\"\nmajor = 1\nminor = 2\nnamespace = \"00112233445566778899\"\n",
@@ -62,7 +65,9 @@ struct FormatConfigTests {
         ("[beacon]\nformat = \"altbeacon\"\nuuid = \"\(uuid)\"\nmajor = 1\nminor = 2\nreserved = 256\ncompany_id = -1\n",
          ["6:12: error: 'reserved' in [beacon] must be from 0 to 255, found 256",
           "7:14: error: 'company_id' in [beacon] must be from 0 to 65535, found -1"]),
-    ])
+    ]
+
+    @Test("each mistake names the key, the format and where", arguments: mistakeCases)
     func mistakes(text: String, expected: [String]) {
         #expect(errors(text) == expected)
     }
