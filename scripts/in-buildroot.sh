@@ -1,6 +1,8 @@
 #!/bin/sh
 # Runs a command in the trixie build root of ARCH (scripts/buildroot.sh), in /src/beacond, a copy of the checkout's
-# tracked files as they are in the working tree (the root's .build stays between runs, so builds are incremental).
+# tracked files as they are in the working tree. The root's .build stays between runs, and a file whose content did
+# not change keeps its old copy and timestamp, so a build after a fresh clone (new timestamps everywhere) only
+# recompiles the modules whose files really changed: under qemu-user a whole arm64 build takes about 13 minutes.
 #   sh scripts/in-buildroot.sh ARCH 'COMMAND'      (root; ARCH amd64 or arm64)
 # The command's output goes to the terminal; its exit status is this script's.
 set -eu
@@ -9,9 +11,21 @@ command=$2
 top=$(cd "$(dirname "$0")/.." && pwd)
 root=$(sh "$top/scripts/buildroot.sh" "$arch")
 src="$root/src/beacond"
-mkdir -p "$src"
-find "$src" -mindepth 1 -maxdepth 1 ! -name .build -exec rm -rf {} +
-(cd "$top" && git ls-files -z --cached --others --exclude-standard | xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh | tar --null -cf - -T -) | (cd "$src" && tar -xf -)
+incoming="$root/src/incoming"
+rm -rf "$incoming"
+mkdir -p "$src" "$incoming"
+(cd "$top" && git ls-files -z --cached --others --exclude-standard | xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh | tar --null -cf - -T -) | (cd "$incoming" && tar -xf -)
+# Replace what differs, add what is new, drop what is gone; leave identical files (and .build) alone.
+(cd "$incoming" && find . -type f -print) | while IFS= read -r f; do
+    if ! cmp -s "$incoming/$f" "$src/$f"; then
+        mkdir -p "$(dirname "$src/$f")"
+        cp -p "$incoming/$f" "$src/$f"
+    fi
+done
+(cd "$src" && find . -path ./.build -prune -o -type f -print) | while IFS= read -r f; do
+    [ -e "$incoming/$f" ] || rm -f "$src/$f"
+done
+rm -rf "$incoming"
 # Swift finds its runtime through $ORIGIN, which glibc resolves through /proc/self/exe: /proc must be mounted.
 mountpoint -q "$root/proc" || mount -t proc proc "$root/proc"
 trap 'umount "$root/proc" 2>/dev/null || true' EXIT
