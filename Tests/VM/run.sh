@@ -70,7 +70,7 @@ else
     (cd "$work" && exec "$python" "$here/host-controller.py" "$work/bt.sock" "$work/out/heard-by-second-radio.txt") \
         > "$work/out/host-controller.log" 2>&1 &
     controller_pid=$!
-    trap 'kill "$controller_pid" 2>/dev/null; rm -rf "$work"' EXIT
+    trap 'kill "$controller_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
     set -- "$qemu" -M virt -accel tcg,thread=multi -cpu cortex-a53 \
         -append "root=/dev/vda rw console=ttyAMA0 panic=-1 loglevel=4 systemd.show_status=false" \
         -device virtio-serial-pci -chardev "socket,id=bt,path=$work/bt.sock,server=on,wait=off" \
