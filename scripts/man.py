@@ -28,7 +28,7 @@ def inline(md):
     """A line of README markdown to roff: `code` and **bold** become bold, [text](link) keeps the text."""
     md = re.sub(r'\[([^\]]+)\]\([^)]+\)', r'\1', md)
     out = []
-    for i, part in enumerate(re.split(r'(`[^`]*`|\*\*[^*]+\*\*)', md)):
+    for part in (re.split(r'(`[^`]*`|\*\*[^*]+\*\*)', md)):
         if part.startswith('`') and part.endswith('`') and len(part) >= 2:
             out.append('\\fB' + esc(part[1:-1]) + '\\fR')
         elif part.startswith('**') and part.endswith('**'):
@@ -149,11 +149,12 @@ def run_help(beacond, *args):
 def beacond_8(beacond, version, readme, date):
     top = help_sections(run_help(beacond, '--help'))
     commands = [l.split()[0] for l in top['COMMANDS'] if l.strip()]
+    helps = {c: help_sections(run_help(beacond, 'help', c)) for c in commands}  # each command's help, read once
     out = [f'.TH BEACOND 8 "{date}" "beacond {version}" "System Administration"',
            '.SH NAME', 'beacond \\- advertise this machine as a Bluetooth LE beacon (Apple iBeacon)',
            '.SH SYNOPSIS']
     for c in commands:
-        usage = help_sections(run_help(beacond, 'help', c)).get('USAGE', [''])[0].strip()
+        usage = helps[c].get('USAGE', [''])[0].strip()
         out += ['.PP', '.B ' + esc(usage).split(' ', 1)[0], esc(usage.split(' ', 1)[1]) if ' ' in usage else '']
     out += ['.PP', '.B beacond', '\\-\\-help | \\-\\-version']
     out += ['.SH DESCRIPTION']
@@ -165,7 +166,7 @@ def beacond_8(beacond, version, readme, date):
     out += paragraphs(intro)
     out += ['.SH COMMANDS']
     for c in commands:
-        s = help_sections(run_help(beacond, 'help', c))
+        s = helps[c]
         out += ['.SS ' + esc(c)]
         out += ['.PP', line_safe(esc(s['OVERVIEW'][0].strip()))]
         desc = [l.strip() for l in s.get('description', [])]
