@@ -33,8 +33,11 @@ public func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
 
 private func fuzzConfig(_ bytes: [UInt8]) {
     if let config = try? BeaconConfiguration.parse(bytes) {
-        _ = config.beacon?.advertisingData
-        _ = config.beacon?.summary
+        for b in config.beacons {
+            _ = b.beacon.advertisingData
+            _ = b.beacon.summary
+            _ = config.interval(of: b)
+        }
     }
     _ = try? ConfigEditor.settingUUID(BeaconUUID.version4(random: [UInt8](repeating: 7, count: 16)), in: bytes)
 }

@@ -8,6 +8,15 @@ public enum BeaconFormat: String, Sendable, Hashable, CaseIterable {
     case altbeacon
     case eddystoneUID = "eddystone-uid"
 
+    /// How logs and STATUS name it.
+    public var displayName: String {
+        switch self {
+        case .ibeacon: "iBeacon"
+        case .altbeacon: "AltBeacon"
+        case .eddystoneUID: "Eddystone-UID"
+        }
+    }
+
     /// The [beacon] keys that belong to this format (besides `format`).
     public var keys: [String] {
         switch self {

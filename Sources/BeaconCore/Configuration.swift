@@ -38,11 +38,29 @@ public enum LogLevel: Int, Sendable, Hashable, Comparable, CaseIterable, CustomS
     public static let validNames = "emerg, alert, crit, err, warning, notice, info, debug"
 }
 
+/// Whose address the advertising comes from (`[advertising] address`).
+public enum AddressPolicy: String, Sendable, Hashable, CaseIterable {
+    /// The controller's own public address.
+    case `public`
+    /// A random static address made once per machine and kept in the state directory.
+    case `static`
+    /// A new non-resolvable private address every `rotationPeriod`.
+    case rotating
+
+    /// How often a rotating address changes: the Core's recommended private address timeout, T_GAP(private_addr_int).
+    public static let rotationPeriod = Duration.seconds(15 * 60)
+}
+
 public struct AdvertisingSettings: Sendable, Hashable {
     public var interval: AdvertisingInterval = .appleRecommended
     public var connectable = false
     /// Requested TX power in dBm; nil = the controller's choice.
     public var txPower: Int8?
+    /// Nil when the config does not say: `static` where beacond drives the controller (hci, H4), the kernel's choice
+    /// through mgmt.
+    public var address: AddressPolicy?
+    /// Where `address` was set (for messages).
+    public var addressLocation: SourceLocation?
 
     public init() {}
 
@@ -61,33 +79,64 @@ public struct DaemonSettings: Sendable, Hashable {
     public init() {}
 }
 
+/// One beacon of the config, with what it sets for itself.
+public struct ConfiguredBeacon: Sendable, Hashable {
+    public var beacon: Beacon
+    /// Its own `interval_ms`; nil = `[advertising] interval_ms`.
+    public var interval: AdvertisingInterval?
+    /// Where its table starts.
+    public var location: SourceLocation
+
+    public init(_ beacon: Beacon, interval: AdvertisingInterval? = nil, location: SourceLocation = SourceLocation(line: 1, column: 1)) {
+        self.beacon = beacon
+        self.interval = interval
+        self.location = location
+    }
+}
+
 /// A validated beacond configuration.
 public struct BeaconConfiguration: Sendable, Hashable {
-    /// Nil when `[beacon]` has no `uuid` yet (the file as a fresh install ships it): beacond then runs and
-    /// advertises nothing rather than putting a made-up identity on the air.
-    public var beacon: Beacon?
+    /// The beacons, in file order: one for `[beacon]`, one per `[[beacon]]`. Empty when `[beacon]` has no `uuid`
+    /// yet (the file as a fresh install ships it): beacond then runs and advertises nothing rather than putting a
+    /// made-up identity on the air.
+    public var beacons: [ConfiguredBeacon]
     /// Where the `[beacon]` table that lacks its uuid starts (nil when there is a beacon).
     public var unprovisioned: SourceLocation?
     public var advertising: AdvertisingSettings
     public var controller: ControllerSettings
     public var daemon: DaemonSettings
 
-    public init(beacon: Beacon?, unprovisioned: SourceLocation? = nil, advertising: AdvertisingSettings = .init(), controller: ControllerSettings = .init(),
-                daemon: DaemonSettings = .init()) {
-        self.beacon = beacon
-        self.unprovisioned = beacon == nil ? unprovisioned ?? SourceLocation(line: 1, column: 1) : nil
+    /// The first beacon (the only one of a `[beacon]` config).
+    public var beacon: Beacon? { beacons.first?.beacon }
+
+    public init(beacons: [ConfiguredBeacon], unprovisioned: SourceLocation? = nil, advertising: AdvertisingSettings = .init(),
+                controller: ControllerSettings = .init(), daemon: DaemonSettings = .init()) {
+        self.beacons = beacons
+        self.unprovisioned = beacons.isEmpty ? unprovisioned ?? SourceLocation(line: 1, column: 1) : nil
         self.advertising = advertising
         self.controller = controller
         self.daemon = daemon
     }
 
+    public init(beacon: Beacon?, unprovisioned: SourceLocation? = nil, advertising: AdvertisingSettings = .init(), controller: ControllerSettings = .init(),
+                daemon: DaemonSettings = .init()) {
+        self.init(beacons: beacon.map { [ConfiguredBeacon($0)] } ?? [], unprovisioned: unprovisioned, advertising: advertising,
+                  controller: controller, daemon: daemon)
+    }
+
+    /// The interval a beacon asks for: its own, else `[advertising]`'s.
+    public func interval(of b: ConfiguredBeacon) -> AdvertisingInterval { b.interval ?? advertising.interval }
+
     /// The schema: tables and their keys, in documentation order.
     public static let schema: [(table: String, keys: [String])] = [
-        ("beacon", ["format", "uuid", "major", "minor", "measured_power", "company_id", "reserved", "namespace", "instance"]),
-        ("advertising", ["interval_ms", "connectable", "tx_power"]),
+        ("beacon", ["format", "uuid", "major", "minor", "measured_power", "company_id", "reserved", "namespace", "instance", "interval_ms"]),
+        ("advertising", ["interval_ms", "connectable", "tx_power", "address"]),
         ("controller", ["device", "backend"]),
         ("daemon", ["log_level"]),
     ]
+
+    /// Keys every beacon may set, whatever its format.
+    public static let commonBeaconKeys = ["format", "interval_ms"]
 
     /// Checks, parses and validates a whole file. Every mistake is reported, in file order.
     public static func parse(_ bytes: [UInt8]) throws(ConfigDiagnostics) -> BeaconConfiguration {
@@ -108,10 +157,14 @@ private struct Validator {
         diagnostics.append(ConfigDiagnostic(message, at: location, key: key))
     }
 
-    mutating func validate(_ doc: TOMLDocument) -> BeaconConfiguration? {
-        let tableNames = BeaconConfiguration.schema.map(\.table)
+    /// What one beacon table gave.
+    enum BeaconResult { case beacon(ConfiguredBeacon), unprovisioned(SourceLocation), invalid }
+
+    /// One `[beacon]` table or `[[beacon]]` element. `label` names it in messages ("[beacon]", "[[beacon]] #2").
+    mutating func validateBeacon(_ table: TOMLTable, label: String, mayLackUUID: Bool) -> BeaconResult {
+        let before = diagnostics.count
+        let keys = BeaconConfiguration.schema[0].keys
         var uuid: BeaconUUID?
-        var unprovisioned: SourceLocation?
         var major: UInt16?
         var minor: UInt16?
         var measuredPower: Int8?
@@ -119,11 +172,11 @@ private struct Validator {
         var reserved: UInt8 = 0
         var namespace: [UInt8]?
         var instance: [UInt8]?
-        // The format decides which [beacon] keys belong; nil when `format` itself is wrong.
+        var interval: AdvertisingInterval?
+        // The format decides which keys belong; nil when `format` itself is wrong.
         var format: BeaconFormat? = .ibeacon
-        if let beaconTable = doc.tables.first(where: { $0.name == "beacon" && !$0.isDuplicate }),
-           let entry = beaconTable.entries.first(where: { $0.key == "format" }) {
-            let what = "'format' in [beacon]"
+        if let entry = table.entries.first(where: { $0.key == "format" }) {
+            let what = "'format' in \(label)"
             if let text = string(entry.item, what, "beacon.format") {
                 format = BeaconFormat(rawValue: text)
                 if format == nil {
@@ -136,11 +189,125 @@ private struct Validator {
                 format = nil
             }
         }
+        for e in table.entries {
+            let key = "beacon.\(e.key)"
+            guard keys.contains(e.key) else {
+                unknownKey(e, in: "beacon", label: label, keys: keys)
+                continue
+            }
+            let item = e.item
+            let what = "'\(e.key)' in \(label)"
+            if !BeaconConfiguration.commonBeaconKeys.contains(e.key), let format, !format.keys.contains(e.key) {
+                let owners = BeaconFormat.allCases.filter { $0.keys.contains(e.key) }.map { "\"\($0.rawValue)\"" }
+                fail("\(what) belongs to format\(owners.count == 1 ? "" : "s") \(owners.joined(separator: " and ")), not to this beacon's format \"\(format.rawValue)\"",
+                     at: e.keyLocation, key: key)
+                continue
+            }
+            switch e.key {
+            case "format":
+                break  // read above
+            case "company_id": companyID = integer(item, what, key, 0...65535).map { UInt16($0) } ?? companyID
+            case "reserved": reserved = integer(item, what, key, 0...255).map { UInt8($0) } ?? reserved
+            case "namespace": namespace = hexBytes(item, what, key, count: 10)
+            case "instance": instance = hexBytes(item, what, key, count: 6)
+            case "uuid":
+                guard let s = string(item, what, key) else { continue }
+                do {
+                    uuid = try BeaconUUID(parsing: s)
+                } catch {
+                    let at = item.contentColumn.map { SourceLocation(line: item.location.line, column: $0 + error.offset) } ?? item.location
+                    fail("\(what) is not a valid UUID: \(error.message)", at: at, key: key)
+                }
+            case "major": major = integer(item, what, key, 0...65535).map { UInt16($0) }
+            case "minor": minor = integer(item, what, key, 0...65535).map { UInt16($0) }
+            case "measured_power":
+                if format == .eddystoneUID {
+                    if let v = integer(item, what, key, -100...20, unit: " dBm (at 0 m, for \"eddystone-uid\")") { measuredPower = Int8(v) }
+                } else if let v = integer(item, what, key, -127...20, unit: " dBm") { measuredPower = Int8(v) }
+            case "interval_ms":
+                interval = intervalValue(item, what, key) ?? interval
+            default:
+                preconditionFailure("schema lists \(key) but the validator does not handle it")
+            }
+        }
+
+        let present = Set(table.entries.map(\.key) + table.failedKeys)
+        var required: [String]
+        var lacksUUID = false
+        switch format {
+        case .ibeacon?, .altbeacon?:
+            required = ["major", "minor"]
+            // No uuid yet is a fresh install, not a mistake: beacond waits for one. In an array every beacon needs one.
+            if !present.contains("uuid") {
+                if mayLackUUID { lacksUUID = true } else { required.insert("uuid", at: 0) }
+            }
+        case .eddystoneUID?: required = ["namespace", "instance"]
+        case nil: required = []
+        }
+        let suffix = format == .ibeacon ? "" : " (format \"\(format?.rawValue ?? "")\")"
+        for key in required where !present.contains(key) {
+            fail("missing required key '\(key)' in \(label)\(suffix)", at: table.location, key: "beacon.\(key)")
+        }
+
+        guard diagnostics.count == before, let format else { return .invalid }
+        if lacksUUID { return .unprovisioned(table.location) }
+        let beacon: Beacon
+        switch format {
+        case .ibeacon, .altbeacon:
+            guard let major, let minor, let uuid else { return .invalid }
+            let power = measuredPower ?? IBeacon.defaultMeasuredPower
+            beacon = format == .ibeacon ? .iBeacon(IBeacon(uuid: uuid, major: major, minor: minor, measuredPower: power))
+                : .altBeacon(AltBeacon(uuid: uuid, major: major, minor: minor, referenceRSSI: power, companyID: companyID, reserved: reserved))
+        case .eddystoneUID:
+            guard let namespace, let instance,
+                  let uid = EddystoneUID(namespace: namespace, instance: instance, txPowerAt0m: measuredPower ?? EddystoneUID.defaultTxPowerAt0m)
+            else { return .invalid }
+            beacon = .eddystoneUID(uid)
+        }
+        return .beacon(ConfiguredBeacon(beacon, interval: interval, location: table.location))
+    }
+
+    mutating func unknownKey(_ e: TOMLEntry, in name: String, label: String, keys: [String]) {
+        var message = "unknown key '\(e.key)' in \(label)"
+        if let guess = closest(e.key, among: keys) {
+            message += "; did you mean '\(guess)'?"
+        } else if let home = BeaconConfiguration.schema.first(where: { $0.keys.contains(e.key) }) {
+            message += "; '\(e.key)' belongs in [\(home.table)]"
+        } else {
+            message += " (known keys: \(keys.joined(separator: ", ")))"
+        }
+        fail(message, at: e.keyLocation, key: "\(name).\(e.key)")
+    }
+
+    mutating func intervalValue(_ item: TOMLItem, _ what: String, _ key: String) -> AdvertisingInterval? {
+        guard let v = integer(item, what, key, 20...10240, unit: " ms") else { return nil }
+        return AdvertisingInterval(milliseconds: Int(v))
+    }
+
+    mutating func validate(_ doc: TOMLDocument) -> BeaconConfiguration? {
+        let tableNames = BeaconConfiguration.schema.map(\.table)
         var advertising = AdvertisingSettings()
         var controller = ControllerSettings()
         var daemon = DaemonSettings()
+        var beacons: [ConfiguredBeacon] = []
+        var unprovisioned: SourceLocation?
 
-        for table in doc.tables where !table.isDuplicate {
+        let beaconTables = doc.tables("beacon")
+        let isArray = beaconTables.first?.isArrayElement == true
+        for (n, table) in beaconTables.enumerated() {
+            let label = isArray ? "[[beacon]] #\(n + 1)" : "[beacon]"
+            switch validateBeacon(table, label: label, mayLackUUID: !isArray) {
+            case .beacon(let b): beacons.append(b)
+            case .unprovisioned(let at): unprovisioned = at
+            case .invalid: break
+            }
+        }
+        if beaconTables.isEmpty {
+            fail("missing required table [beacon] with keys uuid, major and minor (or one [[beacon]] per beacon)",
+                 at: SourceLocation(line: 1, column: 1), key: "beacon")
+        }
+
+        for table in doc.tables where !table.isDuplicate && table.name != "beacon" {
             guard let name = table.name else {
                 for e in table.entries {
                     if let home = BeaconConfiguration.schema.first(where: { $0.keys.contains(e.key) }) {
@@ -159,57 +326,35 @@ private struct Validator {
                 fail(message, at: table.location, key: name)
                 continue
             }
+            if table.isArrayElement {
+                fail("[[\(name)]] is not an array of tables: there is one [\(name)] (only beacons come as [[beacon]])", at: table.location, key: name)
+                continue
+            }
             for e in table.entries {
                 let key = "\(name).\(e.key)"
                 guard keys.contains(e.key) else {
-                    var message = "unknown key '\(e.key)' in [\(name)]"
-                    if let guess = closest(e.key, among: keys) {
-                        message += "; did you mean '\(guess)'?"
-                    } else if let home = BeaconConfiguration.schema.first(where: { $0.keys.contains(e.key) }) {
-                        message += "; '\(e.key)' belongs in [\(home.table)]"
-                    } else {
-                        message += " (known keys: \(keys.joined(separator: ", ")))"
-                    }
-                    fail(message, at: e.keyLocation, key: key)
+                    unknownKey(e, in: name, label: "[\(name)]", keys: keys)
                     continue
                 }
                 let item = e.item
                 let what = "'\(e.key)' in [\(name)]"
-                if name == "beacon", e.key != "format", let format, !format.keys.contains(e.key) {
-                    let owners = BeaconFormat.allCases.filter { $0.keys.contains(e.key) }.map { "\"\($0.rawValue)\"" }
-                    fail("\(what) belongs to format\(owners.count == 1 ? "" : "s") \(owners.joined(separator: " and ")), not to this beacon's format \"\(format.rawValue)\"",
-                         at: e.keyLocation, key: key)
-                    continue
-                }
                 switch key {
-                case "beacon.format":
-                    break  // read above
-                case "beacon.company_id": companyID = integer(item, what, key, 0...65535).map { UInt16($0) } ?? companyID
-                case "beacon.reserved": reserved = integer(item, what, key, 0...255).map { UInt8($0) } ?? reserved
-                case "beacon.namespace": namespace = hexBytes(item, what, key, count: 10)
-                case "beacon.instance": instance = hexBytes(item, what, key, count: 6)
-                case "beacon.uuid":
-                    guard let s = string(item, what, key) else { continue }
-                    do {
-                        uuid = try BeaconUUID(parsing: s)
-                    } catch {
-                        let at = item.contentColumn.map { SourceLocation(line: item.location.line, column: $0 + error.offset) } ?? item.location
-                        fail("\(what) is not a valid UUID: \(error.message)", at: at, key: key)
-                    }
-                case "beacon.major": major = integer(item, what, key, 0...65535).map { UInt16($0) }
-                case "beacon.minor": minor = integer(item, what, key, 0...65535).map { UInt16($0) }
-                case "beacon.measured_power":
-                    if format == .eddystoneUID {
-                        if let v = integer(item, what, key, -100...20, unit: " dBm (at 0 m, for \"eddystone-uid\")") { measuredPower = Int8(v) }
-                    } else if let v = integer(item, what, key, -127...20, unit: " dBm") { measuredPower = Int8(v) }
                 case "advertising.interval_ms":
-                    if let v = integer(item, what, key, 20...10240, unit: " ms"), let iv = AdvertisingInterval(milliseconds: Int(v)) {
-                        advertising.interval = iv
-                    }
+                    if let iv = intervalValue(item, what, key) { advertising.interval = iv }
                 case "advertising.connectable":
                     if let v = boolean(item, what, key) { advertising.connectable = v }
                 case "advertising.tx_power":
                     if let v = integer(item, what, key, -127...20, unit: " dBm") { advertising.txPower = Int8(v) }
+                case "advertising.address":
+                    guard let s = string(item, what, key) else { continue }
+                    if let a = AddressPolicy(rawValue: s) {
+                        advertising.address = a
+                        advertising.addressLocation = item.location
+                    } else {
+                        var message = "\(what) must be one of \"public\", \"static\", \"rotating\", found \"\(s)\""
+                        if let guess = closest(s, among: AddressPolicy.allCases.map(\.rawValue)) { message += "; did you mean \"\(guess)\"?" }
+                        fail(message, at: item.location, key: key)
+                    }
                 case "controller.device":
                     guard let s = string(item, what, key) else { continue }
                     do { controller.device = try DeviceSpec(parsing: s) } catch {
@@ -231,42 +376,15 @@ private struct Validator {
             }
         }
 
-        if let beaconTable = doc.table("beacon") {
-            let present = Set(beaconTable.entries.map(\.key) + beaconTable.failedKeys)
-            let required: [String]
-            switch format {
-            case .ibeacon?, .altbeacon?:
-                // No uuid yet is a fresh install, not a mistake: beacond waits for one.
-                if !present.contains("uuid") { unprovisioned = beaconTable.location }
-                required = ["major", "minor"]
-            case .eddystoneUID?: required = ["namespace", "instance"]
-            case nil: required = []
-            }
-            let suffix = format == .ibeacon ? "" : " (format \"\(format?.rawValue ?? "")\")"
-            for key in required where !present.contains(key) {
-                fail("missing required key '\(key)' in [beacon]\(suffix)", at: beaconTable.location, key: "beacon.\(key)")
-            }
-        } else {
-            fail("missing required table [beacon] with keys uuid, major and minor", at: SourceLocation(line: 1, column: 1), key: "beacon")
+        // The kernel's management interface puts non-connectable advertising on an address of its own choosing.
+        if controller.backend == .mgmt, let a = advertising.address, let at = advertising.addressLocation,
+           a == .static || (a == .public && !advertising.connectable) {
+            fail("'address' in [advertising] cannot be \"\(a.rawValue)\" with backend = \"mgmt\": the kernel advertises a non-connectable beacon from a non-resolvable address it picks and rotates itself; use backend = \"hci\" or \"auto\" (which then uses raw HCI commands)",
+                 at: at, key: "advertising.address")
         }
 
-        guard diagnostics.isEmpty, let format else { return nil }
-        let beacon: Beacon?
-        switch format {
-        case .ibeacon, .altbeacon:
-            guard let major, let minor, uuid != nil || unprovisioned != nil else { return nil }
-            let power = measuredPower ?? IBeacon.defaultMeasuredPower
-            beacon = uuid.map {
-                format == .ibeacon ? .iBeacon(IBeacon(uuid: $0, major: major, minor: minor, measuredPower: power))
-                    : .altBeacon(AltBeacon(uuid: $0, major: major, minor: minor, referenceRSSI: power, companyID: companyID, reserved: reserved))
-            }
-        case .eddystoneUID:
-            guard let namespace, let instance,
-                  let uid = EddystoneUID(namespace: namespace, instance: instance, txPowerAt0m: measuredPower ?? EddystoneUID.defaultTxPowerAt0m)
-            else { return nil }
-            beacon = .eddystoneUID(uid)
-        }
-        return BeaconConfiguration(beacon: beacon, unprovisioned: unprovisioned, advertising: advertising, controller: controller,
+        guard diagnostics.isEmpty, !beacons.isEmpty || unprovisioned != nil else { return nil }
+        return BeaconConfiguration(beacons: beacons, unprovisioned: unprovisioned, advertising: advertising, controller: controller,
                                    daemon: daemon)
     }
 

@@ -44,6 +44,8 @@ public struct TOMLTable: Sendable, Hashable {
     public var headerEnd: Int
     /// True for a second `[name]` of the same table: reported once, its keys ignored by the schema.
     public var isDuplicate: Bool
+    /// Written `[[name]]`: one element of an array of tables (each such header starts a new element).
+    public var isArrayElement = false
     public var entries: [TOMLEntry]
     /// Keys whose line had a syntax error: already reported, so not "missing" as well.
     public var failedKeys: [String] = []
@@ -55,6 +57,11 @@ public struct TOMLDocument: Sendable, Hashable {
     /// The first (non-duplicate) table with this name.
     public func table(_ name: String) -> TOMLTable? {
         tables.first { $0.name == name && !$0.isDuplicate }
+    }
+
+    /// Every (non-duplicate) table with this name: one for `[name]`, each element for `[[name]]`.
+    public func tables(_ name: String) -> [TOMLTable] {
+        tables.filter { $0.name == name && !$0.isDuplicate }
     }
 }
 
@@ -203,11 +210,8 @@ private struct Parser {
 
     mutating func parseTableHeader() -> Bool {
         let location = here
-        if i + 1 < b.count && b[i + 1] == ASCII.lbracket {
-            error("arrays of tables ([[…]]) are not supported by beacond", at: i)
-            return false
-        }
-        i += 1
+        let isArray = i + 1 < b.count && b[i + 1] == ASCII.lbracket
+        i += isArray ? 2 : 1
         skipWhitespace()
         if i < b.count && (b[i] == ASCII.quote || b[i] == ASCII.apostrophe) {
             error("quoted table names are not supported by beacond", at: i)
@@ -222,20 +226,32 @@ private struct Parser {
             error("dotted table names ([a.b]) are not supported by beacond", at: i)
             return false
         }
-        guard i < b.count && b[i] == ASCII.rbracket else {
-            error("expected ']' to close the table header [\(name)", at: i)
+        let close = isArray ? "]]" : "]"
+        guard i + close.utf8.count <= b.count, Array(b[i..<(i + close.utf8.count)]) == Array(close.utf8) else {
+            error("expected '\(close)' to close the table header \(isArray ? "[[" : "[")\(name)", at: i)
             return false
         }
-        i += 1
+        i += close.utf8.count
         let ok = expectLineEnd(after: "the table header")
         let headerEnd = ok ? i : b.count
         var duplicate = false
         if let first = tables.first(where: { $0.name == name }) {
-            diagnostics.append(ConfigDiagnostic(
-                "duplicate table [\(name)] (first defined at line \(first.location.line))", at: location, key: name))
-            duplicate = true
+            if first.isArrayElement != isArray {
+                // TOML: a name is either one table or an array of tables, never both.
+                let message = isArray
+                    ? "[[\(name)]] after the table [\(name)] at line \(first.location.line): write every one as [[\(name)]]"
+                    : "[\(name)] after the array of tables [[\(name)]] at line \(first.location.line): write every one as [[\(name)]]"
+                diagnostics.append(ConfigDiagnostic(message, at: location, key: name))
+                duplicate = true
+            } else if !isArray {
+                diagnostics.append(ConfigDiagnostic(
+                    "duplicate table [\(name)] (first defined at line \(first.location.line))", at: location, key: name))
+                duplicate = true
+            }
         }
-        tables.append(TOMLTable(name: name, location: location, headerEnd: headerEnd, isDuplicate: duplicate, entries: []))
+        var table = TOMLTable(name: name, location: location, headerEnd: headerEnd, isDuplicate: duplicate, entries: [])
+        table.isArrayElement = isArray
+        tables.append(table)
         if !ok { skipLine() }
         return true
     }

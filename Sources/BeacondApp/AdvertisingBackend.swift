@@ -18,13 +18,14 @@ protocol AdvertisingBackend: AnyObject {
     var onEvent: (BackendEvent) -> Void { get set }
     /// Opens the controller and learns what it can do.
     func open(_ done: @escaping (BackendFailure?) -> Void)
-    /// Puts `request` on the air. With `dataOnlyAllowed`, a change of data alone is made without taking
-    /// advertising down; otherwise the full sequence runs.
-    func apply(_ request: AdvertisingRequest, dataOnlyAllowed: Bool, _ done: @escaping (Result<OnAir, BackendFailure>) -> Void)
+    /// Puts every beacon of `schedule` on the air. With `dataOnlyAllowed`, beacons already on the air as wanted are
+    /// not touched and a change of data alone is made without taking that beacon down; otherwise everything is
+    /// sent in full.
+    func apply(_ schedule: AdvertisingSchedule, dataOnlyAllowed: Bool, _ done: @escaping (Result<OnAir, BackendFailure>) -> Void)
     /// Takes everything of beacond's off the controller (best effort); `done` is always called.
     func stop(_ done: @escaping () -> Void)
     /// Releases everything; no callbacks after this.
     func close()
-    /// The kernel advertising instance this backend uses (mgmt), which outlives the backend in the kernel.
-    var kernelInstance: UInt8? { get }
+    /// The kernel advertising instances this backend added (mgmt), which outlive the backend in the kernel.
+    var kernelInstances: Set<UInt8> { get }
 }

@@ -18,8 +18,8 @@ final class Daemon {
     private var backend: AdvertisingBackend?
     /// Bumped for every new backend so late callbacks of an old one are ignored.
     private var generation = 0
-    /// The mgmt instance beacond used last: taken again after a reconnect, removed at stop even with no backend.
-    private var mgmtInstance: UInt8?
+    /// The mgmt instances beacond added: updated again after a reconnect, removed at stop even with no backend.
+    private var mgmtInstances: Set<UInt8> = []
     private var timer: EventSource?
     private var watcher: DeviceWatcher?
     private var watcherSource: EventSource?
@@ -109,7 +109,7 @@ final class Daemon {
             stopAdvertising()
         case .closeBackend:
             generation += 1
-            if let i = backend?.kernelInstance { mgmtInstance = i }
+            if let b = backend, b.kind == .mgmt { mgmtInstances = b.kernelInstances }
             backend?.close()
             backend = nil
         case .loadConfig:
@@ -128,7 +128,7 @@ final class Daemon {
         let device = lifecycle.device
         let b: AdvertisingBackend
         if kind == .mgmt, case .kernel(let index) = device {
-            b = MgmtBackend(device: device, index: index, loop: loop, log: log, mayPowerOn: mayBringUp, instance: mgmtInstance)
+            b = MgmtBackend(device: device, index: index, loop: loop, log: log, mayPowerOn: mayBringUp, instances: mgmtInstances)
         } else {
             b = HCIBackend(device: device, loop: loop, log: log, mayBringUp: mayBringUp)
         }
@@ -151,8 +151,8 @@ final class Daemon {
         let gen = generation
         let done = { [unowned self] in self.handle(.stopped, from: gen) }
         if let b = backend { return b.stop(done) }
-        if let instance = mgmtInstance, case .kernel(let index) = lifecycle.device {
-            return MgmtBackend.removeLeftover(instance: instance, index: index, device: lifecycle.device, loop: loop, log: log, done)
+        if !mgmtInstances.isEmpty, case .kernel(let index) = lifecycle.device {
+            return MgmtBackend.removeLeftovers(mgmtInstances, index: index, device: lifecycle.device, loop: loop, log: log, done)
         }
         handle(.stopped)
     }

@@ -10,7 +10,7 @@ import SystemdSupport
 
 final class HCIBackend: AdvertisingBackend {
     let kind = BackendKind.hci
-    let kernelInstance: UInt8? = nil
+    let kernelInstances: Set<UInt8> = []
     var onEvent: (BackendEvent) -> Void = { _ in }
 
     private let device: DeviceSpec
@@ -20,15 +20,33 @@ final class HCIBackend: AdvertisingBackend {
     private var connection: ControllerConnection?
     private var info: ControllerInfo?
     private var family: CommandFamily?
-    /// The request last confirmed on air (as asked, before any interval adjustment), how it went out, and the TX
-    /// power the controller reported.
-    private var applied: AdvertisingRequest?
-    private var effectiveInterval: AdvertisingInterval?
-    private var txPower: Int8?
+    /// Extended: how many advertising sets the controller has (LE Read Number of Supported Advertising Sets).
+    private var capacity = 1
+    /// The schedule last confirmed on air (as asked, before any interval adjustment).
+    private var applied: AdvertisingSchedule?
+    /// Extended: what each set carries now (as sent), nil when unknown; the sets used on this connection; the set
+    /// of each beacon of `applied`, in order.
+    private var sets: [UInt8: AdvertisingRequest]?
+    private var usedHandles: Set<UInt8> = []
+    private var setHandles: [UInt8] = []
+    /// Legacy: the one advertiser's parameters and the data it carries now.
+    private var legacyBase: AdvertisingRequest?
+    private var legacyData: AdvertisingData?
+    /// Legacy with several beacons: the beacons taking turns, whose turn it is, the slot timer.
+    private var slicing: LegacySlicing?
+    private var sliceIndex = 0
+    private var sliceTimer: EventSource?
+    private var sliceInFlight = false
+    /// The intervals used, per beacon of `applied`; the TX power each set (legacy: 0) reported.
+    private var effectiveIntervals: [AdvertisingInterval] = []
+    private var txPowers: [UInt8: Int8] = [:]
+    /// The address in use, as STATUS names it.
+    private var addressNote = ""
+    private var staticAddress: [UInt8]?
+    private var rotatingAddress: [UInt8]?
+    private var rotationTimer: EventSource?
     /// The controller refused a short interval although its version allows it: use the 100 ms floor from now on.
     private var intervalFloorForced = false
-    /// The extended advertising set beacond uses.
-    private let handle: UInt8 = 0
     private var closed = false
     /// True between the Reset of a controller beacond owns and the first advertising sequence.
     private var freshlyReset = false
@@ -83,13 +101,33 @@ final class HCIBackend: AdvertisingBackend {
                 self.info = probed
                 self.family = probed.preferredFamily
                 self.freshlyReset = c.transport.ownsController
-                self.log.info("Controller on \(self.device): Bluetooth \(probed.version.coreVersionName), "
-                    + "manufacturer \(hex16(probed.version.manufacturer)), using \(probed.preferredFamily) advertising commands")
-                if probed.bitmapDisagrees {
-                    self.log.debug("The controller's Supported Commands bitmap and its LE Extended Advertising feature bit disagree; following the feature bit, as the kernel does")
+                guard probed.preferredFamily == .extended else {
+                    self.logProbe(probed)
+                    return done(nil)
                 }
-                done(nil)
+                // How many beacons can have their own set. A controller that sets the feature bit without the
+                // commands (BlueZ's emulator) refuses it; it ends up on legacy commands anyway.
+                c.run([Step(.leReadNumberOfSupportedAdvertisingSets, tolerating: [.unknownHCICommand, .unsupportedFeatureOrParameterValue, .commandDisallowed])]) { [weak self] result in
+                    guard let self, !self.closed else { return }
+                    switch result {
+                    case .success(let replies):
+                        if let r = replies.first, r.count >= 2 { self.capacity = max(1, Int(r[1])) }
+                        self.logProbe(probed)
+                        done(nil)
+                    case .failure(let f):
+                        done(self.failure("read the number of advertising sets on \(self.device)", f))
+                    }
+                }
             }
+        }
+    }
+
+    private func logProbe(_ probed: ControllerInfo) {
+        let sets = probed.preferredFamily == .extended ? ", \(capacity) advertising set\(capacity == 1 ? "" : "s")" : ""
+        log.info("Controller on \(device): Bluetooth \(probed.version.coreVersionName), "
+            + "manufacturer \(hex16(probed.version.manufacturer)), using \(probed.preferredFamily) advertising commands\(sets)")
+        if probed.bitmapDisagrees {
+            log.debug("The controller's Supported Commands bitmap and its LE Extended Advertising feature bit disagree; following the feature bit, as the kernel does")
         }
     }
 
@@ -110,59 +148,92 @@ final class HCIBackend: AdvertisingBackend {
         }
     }
 
-    func apply(_ wanted: AdvertisingRequest, dataOnlyAllowed: Bool, _ done: @escaping (Result<OnAir, BackendFailure>) -> Void) {
-        apply(wanted, dataOnlyAllowed: dataOnlyAllowed, allowSwitch: true, done)
+    func apply(_ schedule: AdvertisingSchedule, dataOnlyAllowed: Bool, _ done: @escaping (Result<OnAir, BackendFailure>) -> Void) {
+        apply(schedule, dataOnlyAllowed: dataOnlyAllowed, allowSwitch: true, done)
     }
 
-    private func apply(_ wanted: AdvertisingRequest, dataOnlyAllowed: Bool, allowSwitch: Bool,
-                       _ done: @escaping (Result<OnAir, BackendFailure>) -> Void) {
-        guard let c = connection, let info, let family else {
-            return done(.failure(BackendFailure(message: "The controller on \(device) is not open")))
-        }
-        if dataOnlyAllowed, let applied, !applied.needsRestart(for: wanted), let onAir = currentOnAir {
-            guard applied != wanted else { return done(.success(onAir)) }
-            c.run(AdvertisingPlan.updateData(wanted.data, family: family, handle: handle)) { [weak self] result in
-                guard let self, !self.closed else { return }
-                switch result {
-                case .success:
-                    self.applied = wanted
-                    done(.success(onAir))
-                case .failure(let f):
-                    done(.failure(self.failure("update the advertising data on \(self.device)", f)))
+    /// The address policy as the controller is told: nil with the failure's message when the static address
+    /// cannot be had.
+    private func ownAddress(_ policy: AddressPolicy) -> Result<OwnAddress, BackendFailure> {
+        switch policy {
+        case .public:
+            return .success(.public)
+        case .static:
+            if let a = staticAddress { return .success(.random(a)) }
+            do {
+                let a = try StaticAddressStore.load()
+                staticAddress = a
+                return .success(.random(a))
+            } catch {
+                return .failure(BackendFailure(message: error.description, fields: ["HCI_DEVICE=\(device)"]))
+            }
+        case .rotating:
+            if let a = rotatingAddress { return .success(.random(a)) }
+            var a: [UInt8]?
+            while a == nil {
+                do { a = RandomAddress.makeNonResolvable(from: try RandomID.bytes(6)) } catch {
+                    return .failure(BackendFailure(message: "Cannot make a private address: \(error)"))
                 }
             }
-            return
+            rotatingAddress = a
+            return .success(.random(a!))
         }
-        var effective = wanted
-        var (interval, raised) = AdvertisingPlan.effectiveInterval(wanted, on: info)
-        if intervalFloorForced && wanted.type != .connectableUndirected && interval < .pre50NonConnectableFloor {
+    }
+
+    /// The interval this controller can take for `r` (pre-5.0 floor, or the floor a refusal taught).
+    private func adjusted(_ r: AdvertisingRequest, _ info: ControllerInfo) -> (AdvertisingRequest, raised: Bool) {
+        var e = r
+        var (interval, raised) = AdvertisingPlan.effectiveInterval(r, on: info)
+        if intervalFloorForced && r.type != .connectableUndirected && interval < .pre50NonConnectableFloor {
             (interval, raised) = (.pre50NonConnectableFloor, false)
         }
-        effective.interval = interval
-        if raised {
-            log.warning("The controller on \(device) is Bluetooth \(info.version.coreVersionName); before 5.0 non-connectable advertising cannot go below 100 ms: raising the interval from \(wanted.interval) to \(interval)")
+        e.interval = interval
+        return (e, raised)
+    }
+
+    private func apply(_ schedule: AdvertisingSchedule, dataOnlyAllowed: Bool, allowSwitch: Bool,
+                       _ done: @escaping (Result<OnAir, BackendFailure>) -> Void) {
+        guard let c = connection, let info, let family, !schedule.beacons.isEmpty else {
+            return done(.failure(BackendFailure(message: "The controller on \(device) is not open")))
         }
-        if family == .legacy, let tx = wanted.txPower {
+        let policy = schedule.address ?? .static
+        let own: OwnAddress
+        switch ownAddress(policy) {
+        case .success(let a): own = a
+        case .failure(let f): return done(.failure(f))
+        }
+        var wanted: [AdvertisingRequest] = []
+        for r in schedule.beacons {
+            var (e, raised) = adjusted(r, info)
+            e.ownAddress = own
+            if raised && !wanted.contains(where: { $0.interval == e.interval }) {
+                log.warning("The controller on \(device) is Bluetooth \(info.version.coreVersionName); before 5.0 non-connectable advertising cannot go below 100 ms: raising the interval from \(r.interval) to \(e.interval)")
+            }
+            wanted.append(e)
+        }
+        if family == .legacy, let tx = schedule.beacons[0].txPower {
             log.warning("tx_power = \(tx) is ignored: the controller on \(device) uses legacy advertising commands, which cannot set the TX power")
         }
-        let steps = AdvertisingPlan.start(effective, family: family, handle: handle, afterReset: freshlyReset)
-        freshlyReset = false
-        applied = nil
-        c.run(steps) { [weak self] result in
+        let addressNote = policy == .public ? "public address" : "\(policy.rawValue) address \(own)"
+        let finish: (Result<Void, StepFailure>, _ full: Bool) -> Void = { [weak self] result, full in
             guard let self, !self.closed else { return }
             switch result {
-            case .success(let replies):
-                let tx = zip(steps, replies).compactMap { AdvertisingPlan.reportedTxPower(for: $0.command, returnParameters: $1) }.last
-                self.applied = wanted
-                self.txPower = tx
-                self.effectiveInterval = effective.interval
+            case .success:
+                self.applied = schedule
+                self.addressNote = addressNote
+                self.armRotation(policy)
                 done(.success(self.currentOnAir!))
             case .failure(let f):
+                self.applied = nil
+                self.sets = nil
+                self.legacyBase = nil
+                self.stopSlicing()
+                if !full { return done(.failure(self.failure("update the advertising data on \(self.device)", f))) }
                 if allowSwitch, let why = family.switchReason(after: f, leadingSteps: AdvertisingPlan.familyProbeSteps) {
                     self.log.notice("\(f.error.opcode) was refused with \(f.error.status!) on \(self.device): \(why); switching to \(family.other) commands",
                                     self.fields(f.error))
                     self.family = family.other
-                    return self.apply(wanted, dataOnlyAllowed: false, allowSwitch: false, done)
+                    return self.apply(schedule, dataOnlyAllowed: false, allowSwitch: false, done)
                 }
                 if let s = f.error.status, s == .invalidHCICommandParameters || s == .unsupportedFeatureOrParameterValue {
                     let isParameters: Bool
@@ -170,16 +241,14 @@ final class HCIBackend: AdvertisingBackend {
                     case .leSetAdvertisingParameters, .leSetExtendedAdvertisingParameters: isParameters = true
                     default: isParameters = false
                     }
-                    let refused = self.settingsRefused(by: f.step.command, effective)
-                    if isParameters && !self.intervalFloorForced && effective.type != .connectableUndirected
-                        && effective.interval < .pre50NonConnectableFloor
-                    {
+                    let refused = self.settingsRefused(by: f.step.command, wanted)
+                    if isParameters && !self.intervalFloorForced && wanted.contains(where: { $0.type != .connectableUndirected && $0.interval < .pre50NonConnectableFloor }) {
                         // A safe adjustment exists: many controllers still hold non-connectable advertising to the
                         // pre-5.0 floor of 100 ms. Use it and try again at once.
                         self.log.warning("The controller on \(self.device) refused \(refused) (\(f.error)); raising the interval to \(AdvertisingInterval.pre50NonConnectableFloor), the floor older controllers enforce",
                                          self.fields(f.error))
                         self.intervalFloorForced = true
-                        return self.apply(wanted, dataOnlyAllowed: false, allowSwitch: false, done)
+                        return self.apply(schedule, dataOnlyAllowed: false, allowSwitch: false, done)
                     }
                     self.log.error("The controller on \(self.device) refused \(refused) (\(f.error)); check [advertising] in the config",
                                    self.fields(f.error))
@@ -187,19 +256,185 @@ final class HCIBackend: AdvertisingBackend {
                 done(.failure(self.failure("enable advertising on \(self.device)", f)))
             }
         }
+
+        switch family {
+        case .extended:
+            guard let plan = SetPlan.make(wanted, current: dataOnlyAllowed ? sets : nil, capacity: capacity, stale: usedHandles,
+                                          afterReset: freshlyReset) else {
+                return done(.failure(BackendFailure(
+                    message: "The config has \(wanted.count) beacons, but the controller on \(device) has \(capacity) advertising set\(capacity == 1 ? "" : "s") (LE Read Number of Supported Advertising Sets); remove beacons or use a controller with more sets",
+                    fields: ["HCI_DEVICE=\(device)"])))
+            }
+            let full = !dataOnlyAllowed || sets == nil
+            freshlyReset = false
+            if plan.steps.isEmpty, applied == schedule, currentOnAir != nil { return done(.success(currentOnAir!)) }
+            if full { sets = nil }
+            c.run(plan.steps) { [weak self] result in
+                guard let self, !self.closed else { return }
+                if case .success(let replies) = result {
+                    var now: [UInt8: AdvertisingRequest] = [:]
+                    for (r, h) in zip(wanted, plan.handles) { now[h] = r }
+                    self.sets = now
+                    self.usedHandles.formUnion(plan.handles)
+                    self.usedHandles.subtract(plan.removed)
+                    self.setHandles = plan.handles
+                    for (step, reply) in zip(plan.steps, replies) {
+                        if case .leSetExtendedAdvertisingParameters(let p) = step.command,
+                           let tx = AdvertisingPlan.reportedTxPower(for: step.command, returnParameters: reply) {
+                            self.txPowers[p.handle] = tx
+                        }
+                    }
+                    for h in plan.removed { self.txPowers[h] = nil }
+                    self.effectiveIntervals = wanted.map(\.interval)
+                    finish(.success(()), full)
+                } else if case .failure(let f) = result {
+                    finish(.failure(f), full)
+                }
+            }
+        case .legacy:
+            let slicing = LegacySlicing(wanted)
+            let base = slicing.base
+            if dataOnlyAllowed, let legacyBase, !legacyBase.needsRestart(for: base) {
+                // The advertiser's parameters stay: only the data of the beacon in the current slot may change.
+                if sliceIndex >= wanted.count { sliceIndex = 0 }
+                let data = wanted[sliceIndex].data
+                startSlicing(slicing)
+                self.legacyBase = base
+                effectiveIntervals = wanted.map { _ in base.interval }
+                if data == legacyData { return finish(.success(()), false) }
+                c.run(AdvertisingPlan.updateData(data, family: .legacy, handle: 0)) { [weak self] result in
+                    guard let self, !self.closed else { return }
+                    if case .success = result { self.legacyData = data }
+                    finish(result.map { _ in () }, false)
+                }
+                return
+            }
+            let steps = AdvertisingPlan.start(base, family: .legacy, handle: 0, afterReset: freshlyReset)
+            freshlyReset = false
+            stopSlicing()
+            legacyBase = nil
+            c.run(steps) { [weak self] result in
+                guard let self, !self.closed else { return }
+                if case .success(let replies) = result {
+                    self.legacyBase = base
+                    self.legacyData = base.data
+                    self.sliceIndex = 0
+                    self.txPowers[0] = zip(steps, replies).compactMap { AdvertisingPlan.reportedTxPower(for: $0.command, returnParameters: $1) }.last
+                    self.effectiveIntervals = wanted.map { _ in base.interval }
+                    self.startSlicing(slicing)
+                }
+                finish(result.map { _ in () }, true)
+            }
+        }
+    }
+
+    // MARK: time slicing (legacy controllers, several beacons)
+
+    private func startSlicing(_ s: LegacySlicing) {
+        guard s.beacons.count > 1 else { return stopSlicing() }
+        slicing = s
+        if sliceTimer == nil {
+            sliceTimer = try? loop.addIdleTimer { [weak self] in self?.nextSlice() }
+        }
+        if sliceTimer?.isArmed != true { sliceTimer?.rearm(after: slotDuration) }
+    }
+
+    private var slotDuration: Duration {
+        .microseconds(Int64((legacyBase ?? slicing!.base).interval.units) * 625)
+    }
+
+    private func stopSlicing() {
+        slicing = nil
+        sliceTimer?.disarm()
+    }
+
+    private func nextSlice() {
+        guard let s = slicing, let c = connection, !closed, legacyBase != nil else { return }
+        sliceTimer?.rearm(after: slotDuration)
+        guard !sliceInFlight else { return }  // the controller has not answered the last one: skip this slot
+        let i = s.next(after: sliceIndex)
+        let data = s.beacons[i].data
+        sliceInFlight = true
+        c.run(AdvertisingPlan.updateData(data, family: .legacy, handle: 0)) { [weak self] result in
+            guard let self, !self.closed else { return }
+            self.sliceInFlight = false
+            switch result {
+            case .success:
+                self.sliceIndex = i
+                self.legacyData = data
+            case .failure(let f):
+                self.oddity("slice", "The controller on \(self.device) refused the next time slice's data (\(f.error)); trying again at the next slot")
+            }
+        }
+    }
+
+    // MARK: rotating address
+
+    /// `rotating`: a new non-resolvable private address every `AddressPolicy.rotationPeriod`.
+    private func armRotation(_ policy: AddressPolicy) {
+        guard policy == .rotating else {
+            rotationTimer?.disarm()
+            rotatingAddress = nil
+            return
+        }
+        if rotationTimer == nil { rotationTimer = try? loop.addIdleTimer { [weak self] in self?.rotate() } }
+        if rotationTimer?.isArmed != true { rotationTimer?.rearm(after: AddressPolicy.rotationPeriod) }
+    }
+
+    private func rotate() {
+        guard let applied, !closed else { return }
+        rotatingAddress = nil
+        log.info("Changing the rotating address on \(device) (every \(formatDuration(AddressPolicy.rotationPeriod)))")
+        // A new address means new parameters on every set: the full sequence.
+        apply(applied, dataOnlyAllowed: true, allowSwitch: false) { [weak self] result in
+            guard let self else { return }
+            if case .failure(let f) = result { self.onEvent(.lost(f)) }
+        }
     }
 
     private var currentOnAir: OnAir? {
-        guard let effectiveInterval, let family else { return nil }
+        guard let family, let applied, !effectiveIntervals.isEmpty else { return nil }
+        let n = applied.beacons.count
         var details = [family.description]
-        if let tx = txPower, tx != 0x7F { details.append("TX \(tx) dBm") }
-        return OnAir(interval: effectiveInterval, details: details)
+        var beacons: [BeaconOnAir] = []
+        switch family {
+        case .extended:
+            if n == 1, let tx = txPowers[setHandles.first ?? 0], tx != 0x7F { details.append("TX \(tx) dBm") }
+            if n > 1 { details.append("\(n) sets") }
+            for (k, h) in setHandles.enumerated() where n > 1 {
+                var d = ["set \(h)"]
+                if let tx = txPowers[h], tx != 0x7F { d.append("TX \(tx) dBm") }
+                beacons.append(BeaconOnAir(every: .microseconds(Int64(effectiveIntervals[k].units) * 625), details: d))
+            }
+        case .legacy:
+            if let tx = txPowers[0], tx != 0x7F { details.append("TX \(tx) dBm") }
+            if n > 1, let base = legacyBase {
+                let slicing = LegacySlicing(Array(repeating: base, count: n))
+                details.append("time-sliced, \(base.interval) slots")
+                for k in 0..<n {
+                    beacons.append(BeaconOnAir(every: slicing.effectiveInterval(slot: base.interval), details: ["slot \(k + 1) of \(n)"]))
+                }
+            }
+        }
+        details.append(addressNote)
+        return OnAir(interval: effectiveIntervals[0], details: details, beacons: beacons)
     }
 
     func stop(_ done: @escaping () -> Void) {
         guard let c = connection, let family, info != nil, !c.isClosed else { return done() }
         applied = nil
-        c.run(AdvertisingPlan.stop(family: family, handle: handle)) { [weak self] result in
+        stopSlicing()
+        rotationTimer?.disarm()
+        let steps: [Step]
+        switch family {
+        case .legacy: steps = AdvertisingPlan.stop(family: .legacy, handle: 0)
+        case .extended:
+            let handles = usedHandles.isEmpty ? [0] : usedHandles.sorted()
+            steps = handles.flatMap { AdvertisingPlan.stop(family: .extended, handle: $0) }
+        }
+        sets = nil
+        legacyBase = nil
+        c.run(steps) { [weak self] result in
             guard let self else { return done() }
             switch result {
             case .success: self.log.info("Advertising disabled on \(self.device)")
@@ -211,6 +446,9 @@ final class HCIBackend: AdvertisingBackend {
 
     func close() {
         closed = true
+        stopSlicing()
+        sliceTimer?.cancel()
+        rotationTimer?.cancel()
         connection?.close()
         connection = nil
     }
@@ -244,7 +482,7 @@ final class HCIBackend: AdvertisingBackend {
         }
         // A controller stops connectable advertising when a central connects, and nothing turns it back on by
         // itself. Put it back (controllers that cannot advertise while connected refuse, and beacond retries).
-        guard let applied, applied.type == .connectableUndirected, let why = event.connectableAdvertisingInterruption else { return }
+        guard let applied, applied.beacons.first?.type == .connectableUndirected, let why = event.connectableAdvertisingInterruption else { return }
         self.applied = nil
         onEvent(.reapply(reason: "Connectable advertising on \(device) stopped: \(why)", delay: .zero, fields: ["HCI_DEVICE=\(device)"]))
     }
@@ -262,24 +500,33 @@ final class HCIBackend: AdvertisingBackend {
             // Disable of all sets (count 0) or of a list that includes ours.
             let sets = p.count >= 2 ? Int(p[1]) : 0
             touchesUs = family == .extended && p.first == 0
-                && (sets == 0 || (0..<sets).contains { 2 + $0 * 4 < p.count && p[2 + $0 * 4] == handle })
-        case .leSetExtendedAdvertisingParameters, .leSetExtendedAdvertisingData, .leRemoveAdvertisingSet:
-            touchesUs = family == .extended && p.first == handle
+                && (sets == 0 || (0..<sets).contains { 2 + $0 * 4 < p.count && usedHandles.contains(p[2 + $0 * 4]) })
+        case .leSetExtendedAdvertisingParameters, .leSetExtendedAdvertisingData, .leRemoveAdvertisingSet, .leSetAdvertisingSetRandomAddress:
+            touchesUs = family == .extended && p.first.map(usedHandles.contains) == true
         default: touchesUs = false
         }
         guard touchesUs else { return }
         applied = nil
+        sets = nil
+        legacyBase = nil
+        stopSlicing()
         onEvent(.reapply(reason: "Another program sent \(opcode) to \(device)",
                          delay: opcode == .reset ? .milliseconds(500) : .milliseconds(100),
                          fields: ["HCI_DEVICE=\(device)", "HCI_OPCODE=\(hex16(opcode.rawValue))"]))
     }
 
-    private func settingsRefused(by command: HCICommand, _ r: AdvertisingRequest) -> String {
+    private func settingsRefused(by command: HCICommand, _ wanted: [AdvertisingRequest]) -> String {
+        func parameters(_ r: AdvertisingRequest, _ set: String) -> String {
+            "the advertising parameters\(set) (interval_ms \(r.interval), \(r.type.pduName)\(r.txPower.map { ", tx_power \($0) dBm" } ?? ""))"
+        }
         switch command {
-        case .leSetAdvertisingParameters, .leSetExtendedAdvertisingParameters:
-            "the advertising parameters (interval_ms \(r.interval), \(r.type.pduName)\(r.txPower.map { ", tx_power \($0) dBm" } ?? ""))"
-        case .leSetAdvertisingData, .leSetExtendedAdvertisingData: "the advertising data"
-        default: "\(command.opcode)"
+        case .leSetAdvertisingParameters:
+            return parameters(wanted[0], "")
+        case .leSetExtendedAdvertisingParameters(let p):
+            let k = wanted.count > 1 ? setHandles.firstIndex(of: p.handle) ?? Int(p.handle) : 0
+            return parameters(k < wanted.count ? wanted[k] : wanted[0], wanted.count > 1 ? " of set \(p.handle)" : "")
+        case .leSetAdvertisingData, .leSetExtendedAdvertisingData: return "the advertising data"
+        default: return "\(command.opcode)"
         }
     }
 

@@ -22,36 +22,46 @@ final class MgmtBackend: AdvertisingBackend {
     private var features: MgmtAdvertisingFeatures?
     /// Extended until the kernel shows it cannot (older than 5.10, or a kernel that refuses the extended data).
     private var commands = MgmtAdvertisingPlan.Commands.extended
-    private var instance: UInt8?
-    /// The instance was added (or its parameters were), by this backend or an earlier one: the kernel keeps it
-    /// until it is removed.
-    private var added: Bool
-    private var applied: AdvertisingRequest?
+    /// The instances added (or whose parameters were), by this backend or an earlier one: the kernel keeps them
+    /// until they are removed.
+    private var added: Set<UInt8>
+    private var applied: AdvertisingSchedule?
+    /// What each instance carries now (as sent), nil when unknown; the instance of each beacon of `applied`.
+    private var instances: [UInt8: AdvertisingRequest]?
+    private var beaconInstances: [UInt8] = []
+    private var txPowers: [UInt8: Int8] = [:]
     private var onAir: OnAir?
     private var closed = false
 
     /// Kernel devices only.
-    init(device: DeviceSpec, index: UInt16, loop: EventLoop, log: Logger, mayPowerOn: Bool, instance: UInt8?) {
+    init(device: DeviceSpec, index: UInt16, loop: EventLoop, log: Logger, mayPowerOn: Bool, instances: Set<UInt8>) {
         self.device = device
         self.index = index
         self.loop = loop
         self.log = log
         self.mayPowerOn = mayPowerOn
-        self.instance = instance
-        added = instance != nil
+        added = instances
     }
 
-    var kernelInstance: UInt8? { instance }
+    var kernelInstances: Set<UInt8> { added }
 
     /// Removes what the kernel keeps of beacond's (its instance) when no backend is open, for example after the
     /// adapter was powered off: the kernel would put the instance back on the air at the next power-on while beacond
     /// is stopped.
-    static func removeLeftover(instance: UInt8, index: UInt16, device: DeviceSpec, loop: EventLoop, log: Logger,
-                               _ done: @escaping () -> Void) {
+    static func removeLeftovers(_ instances: Set<UInt8>, index: UInt16, device: DeviceSpec, loop: EventLoop, log: Logger,
+                                _ done: @escaping () -> Void) {
         guard let c = try? MgmtConnection(index: index, loop: loop) else { return done() }
-        remove(instance, through: c, device: device, log: log) {
+        removeAll(instances.sorted(by: >), through: c, device: device, log: log) {
             c.close()
             done()
+        }
+    }
+
+    private static func removeAll(_ instances: [UInt8], through c: MgmtConnection, device: DeviceSpec, log: Logger,
+                                  _ done: @escaping () -> Void) {
+        guard let first = instances.first else { return done() }
+        remove(first, through: c, device: device, log: log) {
+            removeAll(Array(instances.dropFirst()), through: c, device: device, log: log, done)
         }
     }
 
@@ -87,10 +97,11 @@ final class MgmtBackend: AdvertisingBackend {
     private func handle(_ e: MgmtEvent) {
         guard !closed else { return }
         switch e.kind {
-        case .advertisingRemoved(let removed) where e.index == index && removed == instance && applied != nil:
+        case .advertisingRemoved(let removed) where e.index == index && beaconInstances.contains(removed) && applied != nil:
             // bluetoothd removes every instance when it starts; so may btmgmt or a power-off of timed instances.
             applied = nil
-            added = false
+            instances = nil
+            added.remove(removed)
             onEvent(.reapply(reason: "Advertising instance \(removed) on \(device) was removed by another program (bluetoothd removes every instance when it starts)",
                              delay: .zero, fields: ["HCI_DEVICE=\(device)"]))
         case .indexRemoved where e.index == index:
@@ -163,90 +174,144 @@ final class MgmtBackend: AdvertisingBackend {
                     return done(BackendFailure(message: "The kernel sent a malformed advertising features reply for \(self.device)"))
                 }
                 self.features = f
-                self.instance = f.chooseInstance(preferred: self.instance)
-                self.log.debug("\(self.device): \(f.maxInstances) advertising instances, in use \(f.instances), beacond takes \(self.instance.map(String.init) ?? "none")")
+                self.log.debug("\(self.device): \(f.maxInstances) advertising instances, in use \(f.instances)\(f.supportedFlags.contains(.hardwareOffload) ? ", on the controller's own advertising sets" : ", rotated by the kernel")")
                 done(nil)
             }
         }
     }
 
-    func apply(_ wanted: AdvertisingRequest, dataOnlyAllowed: Bool, _ done: @escaping (Result<OnAir, BackendFailure>) -> Void) {
+    func apply(_ schedule: AdvertisingSchedule, dataOnlyAllowed: Bool, _ done: @escaping (Result<OnAir, BackendFailure>) -> Void) {
         guard let c = connection, let features else { return done(.failure(BackendFailure(message: "The management interface is not open"))) }
-        guard let instance else {
-            return done(.failure(BackendFailure(message: "All \(features.maxInstances) advertising instances on \(device) are in use (\(features.instances)); waiting for one to be free")))
+        let wanted = schedule.beacons
+        guard let free = features.chooseInstances(count: wanted.count) else {
+            let n = wanted.count
+            return done(.failure(BackendFailure(
+                message: n == 1 ? "\(device) has no advertising instances"
+                    : "The config has \(n) beacons, but the kernel has \(features.maxInstances) advertising instance\(features.maxInstances == 1 ? "" : "s") for \(device) (Read Advertising Features); remove beacons",
+                fields: ["HCI_DEVICE=\(device)"])))
         }
-        let data = wanted.data.bytes
-        if dataOnlyAllowed, commands == .extended, let applied, let onAir, !applied.needsRestart(for: wanted) {
-            guard applied != wanted else { return done(.success(onAir)) }
-            c.run(MgmtAdvertisingPlan.updateData(instance: instance, data: data)) { [weak self] result in
-                guard let self, !self.closed else { return }
-                switch result {
-                case .success:
-                    self.applied = wanted
-                    done(.success(onAir))
-                case .failure(let f):
-                    done(.failure(self.failure("update the advertising data on \(self.device)", f.step.command.opcode, f.failure.status)))
-                }
-            }
-            return
+        let current = dataOnlyAllowed ? instances : nil
+        guard let (slots, removed) = SlotAssignment.assign(wanted, current: current ?? [:], free: free) else {
+            return done(.failure(BackendFailure(message: "No free advertising instance on \(device)")))
         }
-        applied = nil
-        var flags: MgmtAdvertisingFlags = wanted.type == .connectableUndirected ? [.connectable] : []
+        var flags: MgmtAdvertisingFlags = wanted[0].type == .connectableUndirected ? [.connectable] : []
         flags.insert(.intervalsValid)
         var tx: Int8 = 0
-        if commands == .extended, let want = wanted.txPower {
+        if commands == .extended, let want = wanted[0].txPower {
             if features.supportedFlags.contains(.canSetTxPower) {
                 flags.insert(.txPowerValid)
                 tx = want
-            } else {
+            } else if current == nil {
                 log.warning("tx_power = \(want) is ignored: the kernel cannot set the TX power on \(device)")
             }
         }
-        let plan = MgmtAdvertisingPlan.Instance(number: instance, flags: flags, interval: UInt32(wanted.interval.units), txPower: tx, data: data)
         let using = commands
-        added = true
-        c.run(MgmtAdvertisingPlan.add(plan, using: using)) { [weak self] result in
+        var steps: [MgmtStep] = removed.map { MgmtStep(.removeAdvertising(instance: $0), mayFail: true) }
+        var paramSteps: [Int: UInt8] = [:]  // step index of each Add Extended Advertising Parameters → instance
+        for (r, instance) in zip(wanted, slots) {
+            switch current?[instance] {
+            case let now? where now == r: continue
+            case let now? where !now.needsRestart(for: r) && using == .extended:
+                steps += MgmtAdvertisingPlan.updateData(instance: instance, data: r.data.bytes)
+            default:
+                let plan = MgmtAdvertisingPlan.Instance(number: instance, flags: flags, interval: UInt32(r.interval.units), txPower: tx, data: r.data.bytes)
+                paramSteps[steps.count] = instance
+                steps += MgmtAdvertisingPlan.add(plan, using: using)
+            }
+        }
+        if current == nil { applied = nil; instances = nil }
+        added.formUnion(slots)
+        let full = current == nil
+        c.run(steps) { [weak self] result in
             guard let self, !self.closed else { return }
             switch result {
             case .failure(let f):
+                self.applied = nil
+                self.instances = nil
                 if using == .extended, let why = MgmtAdvertisingPlan.fallbackReason(after: f) {
                     self.commands = .legacy
-                    self.log.warning("\(why): advertising through Add Advertising, at the kernel's default interval of about 1.28 s instead of \(wanted.interval); use backend = \"hci\" when the interval matters",
+                    self.log.warning("\(why): advertising through Add Advertising, at the kernel's default interval of about 1.28 s instead of \(wanted[0].interval); use backend = \"hci\" when the interval matters",
                                      ["HCI_DEVICE=\(self.device)", "MGMT_OPCODE=\(hex16(f.step.command.opcode.rawValue))"])
-                    return self.apply(wanted, dataOnlyAllowed: false, done)
+                    return self.apply(schedule, dataOnlyAllowed: false, done)
                 }
-                let what = f.step.command.opcode == .addExtendedAdvertisingParameters
+                let instance: UInt8
+                switch f.step.command {
+                case .addExtendedAdvertisingParameters(let i, _, _, _, _, _, _), .addExtendedAdvertisingData(let i, _, _), .addAdvertising(let i, _, _, _, _, _),
+                     .removeAdvertising(let i):
+                    instance = i
+                default: instance = slots[0]
+                }
+                let what = !full ? "update the advertising data of instance \(instance) on \(self.device)"
+                    : f.step.command.opcode == .addExtendedAdvertisingParameters
                     ? "set the advertising parameters of instance \(instance) on \(self.device)"
                     : using == .extended ? "set the advertising data of instance \(instance) on \(self.device)"
                                          : "add advertising instance \(instance) on \(self.device)"
                 done(.failure(self.failure(what, f.step.command.opcode, f.failure.status)))
             case .success(let replies):
-                self.applied = wanted
-                let onAir: OnAir
-                switch using {
-                case .legacy:
-                    onAir = OnAir(interval: AdvertisingInterval(units: 0x0800)!, details: ["mgmt instance \(instance)", "kernel default interval"],
-                                  intervalIsKernelDefault: true)
-                case .extended:
-                    let ret = replies.first ?? []
-                    let selected = ret.count >= 2 ? Int8(bitPattern: ret[1]) : nil
-                    var details = ["mgmt instance \(instance)"]
-                    if let selected, selected != 0x7F, flags.contains(.txPowerValid) || selected != 0 { details.append("TX \(selected) dBm") }
-                    onAir = OnAir(interval: wanted.interval, details: details)
+                var now = current ?? [:]
+                for h in removed { now[h] = nil; self.added.remove(h); self.txPowers[h] = nil }
+                for (r, h) in zip(wanted, slots) { now[h] = r }
+                self.instances = now
+                self.applied = schedule
+                self.beaconInstances = slots
+                for (i, instance) in paramSteps where using == .extended && i < replies.count {
+                    let ret = replies[i]
+                    if ret.count >= 2 { self.txPowers[instance] = Int8(bitPattern: ret[1]) }
                 }
+                let onAir = self.describe(wanted, slots: slots, using: using, flags: flags, features: features)
                 self.onAir = onAir
                 done(.success(onAir))
             }
         }
     }
 
-    /// Removes the instance whenever one was added, on the air or not: the kernel keeps an instance through a
+    private func describe(_ wanted: [AdvertisingRequest], slots: [UInt8], using: MgmtAdvertisingPlan.Commands,
+                          flags: MgmtAdvertisingFlags, features: MgmtAdvertisingFeatures) -> OnAir {
+        let n = wanted.count
+        let kernelDefault = AdvertisingInterval(units: 0x0800)!
+        func tx(_ i: UInt8) -> String? {
+            guard using == .extended, let selected = txPowers[i], selected != 0x7F, flags.contains(.txPowerValid) || selected != 0 else { return nil }
+            return "TX \(selected) dBm"
+        }
+        if n == 1 {
+            switch using {
+            case .legacy:
+                return OnAir(interval: kernelDefault, details: ["mgmt instance \(slots[0])", "kernel default interval"], intervalIsKernelDefault: true)
+            case .extended:
+                return OnAir(interval: wanted[0].interval, details: ["mgmt instance \(slots[0])"] + (tx(slots[0]).map { [$0] } ?? []))
+            }
+        }
+        // Without advertising sets of its own the controller has one advertiser, and the kernel gives each
+        // instance its turn (2 s by default).
+        let rotated = !features.supportedFlags.contains(.hardwareOffload)
+        var details = ["mgmt", "\(n) instances"]
+        if rotated { details.append("the kernel rotates them, \(formatDuration(Self.kernelRotation)) each") }
+        if using == .legacy { details.append("kernel default interval") }
+        let beacons = zip(wanted, slots).map { r, i in
+            let interval = using == .legacy ? kernelDefault : r.interval
+            let every: Duration = rotated ? max(Self.kernelRotation * n, .microseconds(Int64(interval.units) * 625))
+                                          : .microseconds(Int64(interval.units) * 625)
+            var d = ["instance \(i)"]
+            if let t = tx(i) { d.append(t) }
+            if rotated { d.append("on the air \(formatDuration(Self.kernelRotation)) of every \(formatDuration(Self.kernelRotation * n)), every \(interval) then") }
+            return BeaconOnAir(every: every, details: d)
+        }
+        return OnAir(interval: using == .legacy ? kernelDefault : wanted[0].interval, details: details,
+                     intervalIsKernelDefault: using == .legacy, beacons: beacons)
+    }
+
+    /// How long the kernel keeps each instance on a single advertiser before the next (its default multi-advertising
+    /// rotation duration).
+    static let kernelRotation = Duration.seconds(2)
+
+    /// Removes the instances whenever they were added, on the air or not: the kernel keeps an instance through a
     /// power cycle and would put it back on air while beacond is stopped.
     func stop(_ done: @escaping () -> Void) {
-        guard let instance, added, let c = connection, !c.isClosed else { return done() }
+        guard !added.isEmpty, let c = connection, !c.isClosed else { return done() }
         applied = nil
-        Self.remove(instance, through: c, device: device, log: log) { [weak self] in
-            self?.added = false
+        instances = nil
+        Self.removeAll(added.sorted(by: >), through: c, device: device, log: log) { [weak self] in
+            self?.added = []
             done()
         }
     }

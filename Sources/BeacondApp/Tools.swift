@@ -30,10 +30,24 @@ enum Tools {
         }
         let a = config.advertising
         let tx = a.txPower.map { "\($0) dBm (where the controller can set it)" } ?? "controller default"
-        Output.out("\(path): OK\n" + beaconLines(b).map { "  " + $0.name.padding(to: 16) + $0.value + "\n" }.joined() + """
+        let beacons: String
+        if config.beacons.count == 1 {
+            var lines = beaconLines(b)
+            if let own = config.beacons[0].interval { lines.append(("interval_ms", "\(own) (this beacon's own)")) }
+            beacons = "\(path): OK\n" + lines.map { "  " + $0.name.padding(to: 16) + $0.value + "\n" }.joined()
+        } else {
+            beacons = "\(path): OK, \(config.beacons.count) beacons\n" + config.beacons.enumerated().map { k, cb in
+                var lines = [("format", cb.beacon.format.rawValue)] + beaconLines(cb.beacon).filter { $0.name != "format" }
+                lines.append(("interval_ms", cb.interval.map { "\($0) (this beacon's own)" } ?? "\(a.interval) (from [advertising])"))
+                return "  beacon \(k + 1) (line \(cb.location.line))\n" + lines.map { "    " + $0.name.padding(to: 14) + $0.value + "\n" }.joined()
+            }.joined()
+        }
+        let address = a.address.map { $0.rawValue } ?? "static where beacond drives the controller (hci, H4); the kernel's own through mgmt (default)"
+        Output.out(beacons + """
               interval        \(a.interval) (\(a.interval.units) × 0.625 ms)
               pdu             \(a.legacyType.pduName) (\(a.connectable ? "connectable" : "non-connectable"))
               tx_power        \(tx)
+              address         \(address)
               device          \(config.controller.device)
               backend         \(config.controller.backend.rawValue)
               log_level       \(config.daemon.logLevel.map(\.description) ?? "info (default)")
@@ -75,11 +89,20 @@ enum Tools {
     static func payload(path: String, format: PayloadFormat) -> ExitCode {
         let config: BeaconConfiguration
         do { config = try ConfigLoader.load(path) } catch { return report(error) }
-        guard let b = config.beacon else {
+        guard config.beacon != nil else {
             let at = config.unprovisioned.map { ":\($0.line):\($0.column)" } ?? ""
             Output.err("\(path)\(at): error: no beacon to print: [beacon] has no uuid yet (set one with 'beacond gen-uuid --set \(path)')\n")
             return .config
         }
+        for (k, cb) in config.beacons.enumerated() {
+            payload(cb.beacon, interval: config.interval(of: cb), config: config, format: format,
+                    header: config.beacons.count > 1 && format == .hcitool ? "# beacon \(k + 1) (line \(cb.location.line)): \(cb.beacon.summary)\n" : "")
+        }
+        return .success
+    }
+
+    /// One beacon's payload; with several, one line (hex, json) or one block (hcitool) each.
+    private static func payload(_ b: Beacon, interval: AdvertisingInterval, config: BeaconConfiguration, format: PayloadFormat, header: String) {
         let data = b.advertisingData
         switch format {
         case .hex:
@@ -88,22 +111,23 @@ enum Tools {
             let device: String
             if case .kernel = config.controller.device { device = config.controller.device.description } else { device = "hci0" }
             let commands: [HCICommand] = [
-                .leSetAdvertisingParameters(LEAdvertisingParameters(interval: config.advertising.interval, type: config.advertising.legacyType)),
+                .leSetAdvertisingParameters(LEAdvertisingParameters(interval: interval, type: config.advertising.legacyType)),
                 .leSetAdvertisingData(data),
                 .leSetAdvertisingEnable(true),
             ]
+            var out = header
             for c in commands {
                 let ocf = hexString([UInt8(c.opcode.ocf >> 8), UInt8(c.opcode.ocf & 0xFF)])
-                Output.out("hcitool -i \(device) cmd 0x\(hexString([c.opcode.ogf])) 0x\(ocf) \(hexString(c.parameters, separator: " "))\n")
+                out += "hcitool -i \(device) cmd 0x\(hexString([c.opcode.ogf])) 0x\(ocf) \(hexString(c.parameters, separator: " "))\n"
             }
+            Output.out(out)
         case .json:
             let a = config.advertising
-            let intervalMs = String(a.interval.description.dropLast(3))
+            let intervalMs = String(interval.description.dropLast(3))
             Output.out("{" + beaconJSON(b) + ",\"interval_ms\":\(intervalMs),\"connectable\":\(a.connectable),"
                 + "\"pdu\":\(jsonString(a.legacyType.pduName)),\"tx_power\":\(a.txPower.map(String.init) ?? "null"),"
                 + "\"advertising_data\":\(jsonString(hexString(data.bytes)))}\n")
         }
-        return .success
     }
 
     static func genUUID(count: Int, lowercase: Bool, setPath: String?) -> ExitCode {

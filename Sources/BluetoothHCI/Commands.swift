@@ -13,10 +13,11 @@ public struct LEAdvertisingParameters: Sendable, Hashable {
     public var channelMap: UInt8 = 0x07
     public var filterPolicy: UInt8 = 0
 
-    public init(interval: AdvertisingInterval, type: LegacyAdvertisingType) {
+    public init(interval: AdvertisingInterval, type: LegacyAdvertisingType, ownAddressType: UInt8 = 0) {
         intervalMin = interval
         intervalMax = interval
         self.type = type
+        self.ownAddressType = ownAddressType
     }
 }
 
@@ -41,8 +42,10 @@ public struct LEExtendedAdvertisingParameters: Sendable, Hashable {
     public var sid: UInt8 = 0
     public var scanRequestNotification: UInt8 = 0
 
-    public init(handle: UInt8, legacyType: LegacyAdvertisingType, interval: AdvertisingInterval, txPower: Int8?) {
+    public init(handle: UInt8, legacyType: LegacyAdvertisingType, interval: AdvertisingInterval, txPower: Int8?,
+                ownAddressType: UInt8 = 0) {
         self.handle = handle
+        self.ownAddressType = ownAddressType
         eventProperties = legacyType.extendedEventProperties
         primaryIntervalMin = UInt32(interval.units)
         primaryIntervalMax = UInt32(interval.units)
@@ -76,6 +79,9 @@ public enum HCICommand: Sendable, Hashable, CustomStringConvertible {
     case leSetScanResponseData(AdvertisingData)
     case leSetAdvertisingEnable(Bool)
     case leSetExtendedAdvertisingParameters(LEExtendedAdvertisingParameters)
+    /// The random address one advertising set uses (6 bytes, least significant first).
+    case leSetAdvertisingSetRandomAddress(handle: UInt8, address: [UInt8])
+    case leReadNumberOfSupportedAdvertisingSets
     /// Operation 0x03 (complete data), fragment preference 0x01 (do not fragment).
     case leSetExtendedAdvertisingData(handle: UInt8, data: AdvertisingData)
     case leSetExtendedAdvertisingEnable(enable: Bool, sets: [AdvertisingSetEnable])
@@ -104,6 +110,8 @@ public enum HCICommand: Sendable, Hashable, CustomStringConvertible {
         case .leSetScanResponseData: .leSetScanResponseData
         case .leSetAdvertisingEnable: .leSetAdvertisingEnable
         case .leSetExtendedAdvertisingParameters: .leSetExtendedAdvertisingParameters
+        case .leSetAdvertisingSetRandomAddress: .leSetAdvertisingSetRandomAddress
+        case .leReadNumberOfSupportedAdvertisingSets: .leReadNumberOfSupportedAdvertisingSets
         case .leSetExtendedAdvertisingData: .leSetExtendedAdvertisingData
         case .leSetExtendedAdvertisingEnable: .leSetExtendedAdvertisingEnable
         case .leRemoveAdvertisingSet: .leRemoveAdvertisingSet
@@ -120,13 +128,18 @@ public enum HCICommand: Sendable, Hashable, CustomStringConvertible {
         var w = ByteWriter()
         switch self {
         case .reset, .readLocalVersionInformation, .readLocalSupportedCommands, .readBDAddr,
-            .leReadLocalSupportedFeatures, .leReadAdvertisingPhysicalChannelTxPower, .leClearAdvertisingSets:
+            .leReadLocalSupportedFeatures, .leReadAdvertisingPhysicalChannelTxPower, .leClearAdvertisingSets,
+            .leReadNumberOfSupportedAdvertisingSets:
             break
         case .setEventMask(let mask), .leSetEventMask(let mask):
             w.u32(UInt32(truncatingIfNeeded: mask))
             w.u32(UInt32(truncatingIfNeeded: mask >> 32))
         case .leSetRandomAddress(let address):
             precondition(address.count == 6, "a Bluetooth address has 6 bytes")
+            w.append(contentsOf: address)
+        case .leSetAdvertisingSetRandomAddress(let handle, let address):
+            precondition(address.count == 6, "a Bluetooth address has 6 bytes")
+            w.u8(handle)
             w.append(contentsOf: address)
         case .leSetAdvertisingParameters(let p):
             w.u16(p.intervalMin.units)

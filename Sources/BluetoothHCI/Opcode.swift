@@ -51,6 +51,8 @@ public struct Opcode: RawRepresentable, Hashable, Sendable, CustomStringConverti
     public static let leRemoveAdvertisingSet = Opcode(ogf: 0x08, ocf: 0x003C)
     /// Vol 4 Part E §7.8.60
     public static let leClearAdvertisingSets = Opcode(ogf: 0x08, ocf: 0x003D)
+    /// Vol 4 Part E §7.8.58
+    public static let leReadNumberOfSupportedAdvertisingSets = Opcode(ogf: 0x08, ocf: 0x003B)
     /// Vol 4 Part E §7.8.64
     public static let leSetExtendedScanParameters = Opcode(ogf: 0x08, ocf: 0x0041)
     /// Vol 4 Part E §7.8.65
@@ -78,6 +80,7 @@ public struct Opcode: RawRepresentable, Hashable, Sendable, CustomStringConverti
         .leSetExtendedAdvertisingEnable: "LE Set Extended Advertising Enable",
         .leRemoveAdvertisingSet: "LE Remove Advertising Set",
         .leClearAdvertisingSets: "LE Clear Advertising Sets",
+        .leReadNumberOfSupportedAdvertisingSets: "LE Read Number of Supported Advertising Sets",
         .leSetExtendedScanParameters: "LE Set Extended Scan Parameters",
         .leSetExtendedScanEnable: "LE Set Extended Scan Enable",
     ]

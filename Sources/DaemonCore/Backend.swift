@@ -2,6 +2,7 @@
 // exit codes, and the retry backoff.
 import BeaconCore
 import BluetoothHCI
+import HCIHost
 
 /// The two ways of advertising on a controller.
 public enum BackendKind: String, Sendable, Hashable, CustomStringConvertible {
@@ -12,20 +13,54 @@ public enum BackendKind: String, Sendable, Hashable, CustomStringConvertible {
     public var description: String { rawValue }
 }
 
+/// Everything beacond wants on the air on one controller.
+public struct AdvertisingSchedule: Sendable, Hashable {
+    /// One advertisement per beacon, in config order, each with the public address: the backend puts in the address
+    /// the policy gives.
+    public var beacons: [AdvertisingRequest]
+    /// Nil: the default (`static` where beacond drives the controller, the kernel's choice through mgmt).
+    public var address: AddressPolicy?
+
+    public init(beacons: [AdvertisingRequest], address: AddressPolicy? = nil) {
+        self.beacons = beacons
+        self.address = address
+    }
+
+    /// A single beacon (tests, tools).
+    public init(_ request: AdvertisingRequest, address: AddressPolicy? = nil) {
+        self.init(beacons: [request], address: address)
+    }
+}
+
+/// What one beacon actually gets.
+public struct BeaconOnAir: Sendable, Hashable {
+    /// How often it is on the air: its interval, or for time-sliced beacons the whole round.
+    public var every: Duration
+    /// Short facts: the set or instance, the TX power, "time slice k of n".
+    public var details: [String]
+    public init(every: Duration, details: [String]) {
+        self.every = every
+        self.details = details
+    }
+}
+
 /// What the controller (or the kernel) confirmed is on the air.
 public struct OnAir: Sendable, Hashable {
     /// The interval actually used (may differ from the config: raised for an old controller, or the kernel's
-    /// default when the kernel cannot take one).
+    /// default when the kernel cannot take one). With several beacons: the first one's.
     public var interval: AdvertisingInterval
-    /// Short facts for STATUS: the backend and command family, the instance, the TX power.
+    /// Short facts for STATUS: the backend and command family, the instance, the TX power, the address.
     public var details: [String]
     /// True when the interval is the kernel's default, not the configured one.
     public var intervalIsKernelDefault: Bool
+    /// Per beacon, in the schedule's order (empty: a single beacon described by the fields above).
+    public var beacons: [BeaconOnAir]
 
-    public init(interval: AdvertisingInterval, details: [String], intervalIsKernelDefault: Bool = false) {
+    public init(interval: AdvertisingInterval, details: [String], intervalIsKernelDefault: Bool = false, beacons: [BeaconOnAir] = []) {
         self.interval = interval
         self.details = details
         self.intervalIsKernelDefault = intervalIsKernelDefault
+        self.beacons = beacons
     }
 }
 

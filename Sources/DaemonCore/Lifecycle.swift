@@ -55,7 +55,9 @@ public struct Lifecycle: Sendable {
         /// Make a backend of this kind and open it; answer with `opened` or `openFailed`.
         case open(BackendKind, mayBringUp: Bool)
         /// Answer with `applied` or `applyFailed`.
-        case apply(AdvertisingRequest, dataOnlyAllowed: Bool)
+        /// With `dataOnlyAllowed`, what is on the air and did not change stays untouched, and a beacon whose data
+        /// alone changed is updated in place.
+        case apply(AdvertisingSchedule, dataOnlyAllowed: Bool)
         /// Take everything of beacond's off the controller (with no backend open: what the kernel still keeps for
         /// beacond, such as a mgmt instance). Answer with `stopped`, always.
         case stopAdvertising
@@ -92,10 +94,10 @@ public struct Lifecycle: Sendable {
     private var mgmtRefused = false
     private var lastBackendNote = ""
     /// What was last confirmed on air.
-    private var applied: AdvertisingRequest?
+    private var applied: AdvertisingSchedule?
     private var onAir: OnAir?
     /// The apply running now.
-    private var applying: (request: AdvertisingRequest, dataOnly: Bool)?
+    private var applying: (request: AdvertisingSchedule, dataOnly: Bool)?
     /// Something asked for an apply while one was running: apply the current config once more after it.
     private var applyAgain = false
     /// SIGTERM came during an open or an apply: stop as soon as it answers.
@@ -204,10 +206,24 @@ public struct Lifecycle: Sendable {
     // MARK: bring-up and apply
 
     /// Nil without a beacon (unprovisioned).
-    private var request: AdvertisingRequest? {
-        guard let beacon = config.beacon else { return nil }
-        return AdvertisingRequest(data: beacon.advertisingData, type: config.advertising.legacyType,
-                           interval: config.advertising.interval, txPower: config.advertising.txPower)
+    private var request: AdvertisingSchedule? {
+        guard !config.beacons.isEmpty else { return nil }
+        return AdvertisingSchedule(beacons: config.beacons.map {
+            AdvertisingRequest(data: $0.beacon.advertisingData, type: config.advertising.legacyType,
+                               interval: config.interval(of: $0), txPower: config.advertising.txPower)
+        }, address: config.advertising.address)
+    }
+
+    /// The address policy needs beacond's own commands: the kernel's management interface advertises a
+    /// non-connectable beacon from an address of its own.
+    private var addressNeedsHCI: Bool { Self.addressNeedsHCI(config) }
+
+    private static func addressNeedsHCI(_ config: BeaconConfiguration) -> Bool {
+        switch config.advertising.address {
+        case .static?: true
+        case .public?: !config.advertising.connectable
+        case .rotating?, nil: false
+        }
     }
 
     private mutating func chooseBackend(_ out: inout [Action]) -> BackendKind {
@@ -219,6 +235,8 @@ public struct Lifecycle: Sendable {
             case .mgmt: (kind, why) = (.mgmt, "backend mgmt")
             case .hci: (kind, why) = (.hci, "backend hci")
             case .auto where mgmtRefused: (kind, why) = (.hci, "backend auto: the management interface refused beacond")
+            case .auto where addressNeedsHCI:
+                (kind, why) = (.hci, "backend auto: address = \"\(config.advertising.address!.rawValue)\" needs them; the management interface would advertise from the kernel's own address")
             case .auto: (kind, why) = (.mgmt, "backend auto: cooperates with bluetoothd")
             }
         default:
@@ -245,7 +263,8 @@ public struct Lifecycle: Sendable {
 
     private mutating func apply(_ out: inout [Action], dataOnlyAllowed: Bool) {
         guard let wanted = request else { return withdraw(&out) }
-        let dataOnly = dataOnlyAllowed && applied.map { !$0.needsRestart(for: wanted) } == true
+        let dataOnly = dataOnlyAllowed && applied.map { $0.address == wanted.address && $0.beacons.count == wanted.beacons.count
+            && !zip($0.beacons, wanted.beacons).contains { $0.needsRestart(for: $1) } } == true
         applying = (wanted, dataOnly)
         applyAgain = false
         phase = .applying
@@ -253,7 +272,7 @@ public struct Lifecycle: Sendable {
         out.append(.armTimer(Self.operationDeadline))
     }
 
-    private mutating func confirmed(_ wanted: AdvertisingRequest, _ result: OnAir, dataOnly: Bool, _ out: inout [Action]) {
+    private mutating func confirmed(_ wanted: AdvertisingSchedule, _ result: OnAir, dataOnly: Bool, _ out: inout [Action]) {
         let changed = applied != wanted
         applied = wanted
         onAir = result
@@ -267,6 +286,17 @@ public struct Lifecycle: Sendable {
         let s = advertisingStatus
         if changed || !dataOnly {
             out.append(.log(.notice, dataOnly ? "\(s) (data updated)" : s, beaconFields))
+            if config.beacons.count > 1 {
+                // One journal line per beacon, with what it actually gets.
+                let n = config.beacons.count
+                for (k, b) in config.beacons.enumerated() {
+                    let got = k < result.beacons.count ? result.beacons[k] : nil
+                    let every = got.map { formatDuration($0.every) } ?? config.interval(of: b).description
+                    let details = got.map { $0.details.isEmpty ? "" : " (\($0.details.joined(separator: ", ")))" } ?? ""
+                    out.append(.log(.info, "Beacon \(k + 1) of \(n): \(describe(b.beacon)) every \(every) on \(device)\(details)",
+                                    b.beacon.journalFields + ["HCI_DEVICE=\(device)", "BEACON_INDEX=\(k + 1)", "BEACON_COUNT=\(n)"]))
+                }
+            }
             if result.intervalIsKernelDefault {
                 out.append(.log(.warning, "The configured interval \(config.advertising.interval) is not used: the kernel's management interface here can only advertise at its default interval (about 1.28 s). Set backend = \"hci\" when the interval matters.", []))
             }
@@ -276,6 +306,15 @@ public struct Lifecycle: Sendable {
     }
 
     private var advertisingStatus: String {
+        if config.beacons.count > 1 {
+            let each = config.beacons.enumerated().map { k, b in
+                let every = onAir.flatMap { k < $0.beacons.count ? formatDuration($0.beacons[k].every) : nil } ?? config.interval(of: b).description
+                return "\(b.beacon.format.displayName) every \(every)"
+            }
+            var details = onAir?.details ?? []
+            if config.advertising.connectable { details.append("connectable") }
+            return "Advertising \(config.beacons.count) beacons on \(device): \(each.joined(separator: ", ")) (\(details.joined(separator: ", ")))"
+        }
         let every = onAir.map { $0.intervalIsKernelDefault ? "about 1.28 s (kernel default)" : $0.interval.description }
             ?? config.advertising.interval.description
         var details = onAir?.details ?? []
@@ -408,7 +447,7 @@ public struct Lifecycle: Sendable {
             return open(&out)
         }
         let oldDevice = deviceOverride ?? old.controller.device
-        if device != oldDevice || new.controller.backend != old.controller.backend {
+        if device != oldDevice || new.controller.backend != old.controller.backend || Self.addressNeedsHCI(old) != addressNeedsHCI {
             out.append(.log(.notice, "Controller settings changed (now \(device), backend \(new.controller.backend.rawValue)); starting over", []))
             mgmtRefused = false
             backoff.reset()

@@ -54,26 +54,146 @@ public struct Step: Sendable, Hashable {
     }
 }
 
-/// What to advertise and how.
+/// The address an advertisement comes from, as the controller is told.
+public enum OwnAddress: Sendable, Hashable, CustomStringConvertible {
+    /// The controller's public address.
+    case `public`
+    /// A random address (static or private), 6 bytes least significant first, as on the wire.
+    case random([UInt8])
+
+    /// Own Address Type in the parameters commands: 0 public, 1 random.
+    public var type: UInt8 { if case .random = self { 1 } else { 0 } }
+
+    /// `C3:12:…` most significant first, as people write addresses.
+    public var description: String {
+        switch self {
+        case .public: "public"
+        case .random(let b): RandomAddress.format(b)
+        }
+    }
+}
+
+/// What to advertise and how: one advertisement (one beacon).
 public struct AdvertisingRequest: Sendable, Hashable {
     public var data: AdvertisingData
     public var type: LegacyAdvertisingType
     public var interval: AdvertisingInterval
     /// dBm wanted; nil = controller's choice.
     public var txPower: Int8?
+    public var ownAddress: OwnAddress
 
-    public init(data: AdvertisingData, type: LegacyAdvertisingType, interval: AdvertisingInterval, txPower: Int8?) {
+    public init(data: AdvertisingData, type: LegacyAdvertisingType, interval: AdvertisingInterval, txPower: Int8?,
+                ownAddress: OwnAddress = .public) {
         self.data = data
         self.type = type
         self.interval = interval
         self.txPower = txPower
+        self.ownAddress = ownAddress
     }
 
     /// True when going from `self` to `other` needs new parameters (disable, reconfigure, enable),
     /// false when only the data differs (updated while advertising stays on).
     public func needsRestart(for other: AdvertisingRequest) -> Bool {
-        type != other.type || interval != other.interval || txPower != other.txPower
+        type != other.type || interval != other.interval || txPower != other.txPower || ownAddress != other.ownAddress
     }
+}
+
+/// Several beacons on extended advertising sets: which set each beacon gets, and the steps from what the sets carry
+/// now. A beacon that did not change keeps its set and is not touched; one whose data alone changed gets its data
+/// updated while it stays on the air; a set nobody wants any more is disabled and removed.
+public struct SetPlan: Sendable, Hashable {
+    /// The set of each wanted beacon, in the wanted order.
+    public var handles: [UInt8]
+    public var steps: [Step]
+    /// Sets taken off the air and removed.
+    public var removed: [UInt8]
+
+    /// Nil when `wanted` needs more sets than `capacity`. `current`: what each set carries now, nil when unknown
+    /// (just opened, or someone else changed the controller): then every wanted set is started in full, and the
+    /// `stale` sets (used earlier on this connection) beyond them are removed.
+    public static func make(_ wanted: [AdvertisingRequest], current: [UInt8: AdvertisingRequest]?, capacity: Int,
+                            stale: Set<UInt8> = [], afterReset: Bool = false) -> SetPlan? {
+        // Advertising handles are 0x00…0xEF.
+        let capacity = min(capacity, 0xF0)
+        guard wanted.count <= capacity else { return nil }
+        guard let current else {
+            let handles = wanted.indices.map { UInt8($0) }
+            var steps: [Step] = []
+            for (r, h) in zip(wanted, handles) { steps += AdvertisingPlan.start(r, family: .extended, handle: h, afterReset: afterReset) }
+            let removed = stale.filter { Int($0) >= wanted.count }.sorted()
+            for h in removed { steps += AdvertisingPlan.stop(family: .extended, handle: h) }
+            return SetPlan(handles: handles, steps: steps, removed: removed)
+        }
+        guard let (handles, removed) = SlotAssignment.assign(wanted, current: current, free: (0..<UInt8(capacity)).map { $0 }) else { return nil }
+        var steps: [Step] = []
+        for h in removed { steps += AdvertisingPlan.stop(family: .extended, handle: h) }
+        for (i, r) in wanted.enumerated() {
+            let h = handles[i]
+            switch current[h] {
+            case let now? where now == r: break
+            case let now? where !now.needsRestart(for: r): steps += AdvertisingPlan.updateData(r.data, family: .extended, handle: h)
+            default: steps += AdvertisingPlan.start(r, family: .extended, handle: h)
+            }
+        }
+        return SetPlan(handles: handles, steps: steps, removed: removed)
+    }
+}
+
+/// Which slot (advertising set, mgmt instance) each wanted advertisement goes to, given what the slots carry now:
+/// the one rule both backends follow so that a reload touches only what changed.
+public enum SlotAssignment {
+    /// - An advertisement already on a slot keeps it.
+    /// - A changed one takes over a slot whose advertisement left: one with the same parameters first (then only
+    ///   its data changes), else any.
+    /// - A new one takes the first of `free` (in its order) that carries nothing.
+    /// Returns the slot of each wanted advertisement and the slots left over (to be removed), or nil when there are
+    /// not enough slots.
+    public static func assign<Slot: Hashable & Comparable>(_ wanted: [AdvertisingRequest], current: [Slot: AdvertisingRequest],
+                                                           free: [Slot]) -> (slots: [Slot], removed: [Slot])? {
+        var slots = [Slot?](repeating: nil, count: wanted.count)
+        var taken = Set<Slot>()
+        let occupied = current.keys.sorted()
+        for (i, r) in wanted.enumerated() {
+            if let h = occupied.first(where: { !taken.contains($0) && current[$0] == r }) {
+                slots[i] = h
+                taken.insert(h)
+            }
+        }
+        for (i, r) in wanted.enumerated() where slots[i] == nil {
+            let left = occupied.filter { !taken.contains($0) }
+            let h = left.first { current[$0].map { !$0.needsRestart(for: r) } == true } ?? left.first
+                ?? free.first { !taken.contains($0) && current[$0] == nil }
+            guard let h else { return nil }
+            slots[i] = h
+            taken.insert(h)
+        }
+        return (slots.map { $0! }, occupied.filter { !taken.contains($0) })
+    }
+}
+
+/// Several beacons on one legacy advertiser: beacond changes the data every `slot` (the shortest interval any of them
+/// asks for), so each beacon is on the air once every `beacons × slot`.
+public struct LegacySlicing: Sendable, Hashable {
+    public var beacons: [AdvertisingRequest]
+    public init(_ beacons: [AdvertisingRequest]) { self.beacons = beacons }
+
+    /// The one advertiser's parameters: the first beacon's, at the shortest interval.
+    public var base: AdvertisingRequest {
+        var b = beacons[0]
+        b.interval = beacons.map(\.interval).min()!
+        return b
+    }
+
+    /// How long each beacon holds the air.
+    public var slot: AdvertisingInterval { base.interval }
+
+    /// How often each beacon is on the air, for `slot` (after any adjustment for the controller).
+    public func effectiveInterval(slot: AdvertisingInterval) -> Duration {
+        .microseconds(Int64(slot.units) * 625 * Int64(beacons.count))
+    }
+
+    /// The beacon after `index`.
+    public func next(after index: Int) -> Int { (index + 1) % beacons.count }
 }
 
 public enum AdvertisingPlan {
@@ -105,7 +225,9 @@ public enum AdvertisingPlan {
                 // Controllers that follow the pre-5.0 text (and BlueZ's emulator) answer a disable of disabled
                 // advertising with Command Disallowed: harmless here.
                 Step(.leSetAdvertisingEnable(false), tolerating: [.commandDisallowed]),
-                Step(.leSetAdvertisingParameters(LEAdvertisingParameters(interval: request.interval, type: request.type))),
+                Step(.leSetAdvertisingParameters(LEAdvertisingParameters(interval: request.interval, type: request.type,
+                                                                         ownAddressType: request.ownAddress.type))),
+            ] + randomAddress(request.ownAddress, family: .legacy, handle: handle) + [
                 Step(.leReadAdvertisingPhysicalChannelTxPower),
                 Step(.leSetAdvertisingData(request.data)),
                 Step(.leSetAdvertisingEnable(true)),
@@ -117,10 +239,21 @@ public enum AdvertisingPlan {
                      tolerating: [.unknownAdvertisingIdentifier]),
                 Step(.leSetExtendedAdvertisingParameters(
                     LEExtendedAdvertisingParameters(handle: handle, legacyType: request.type, interval: request.interval,
-                                                    txPower: request.txPower))),
+                                                    txPower: request.txPower, ownAddressType: request.ownAddress.type))),
+            ] + randomAddress(request.ownAddress, family: .extended, handle: handle) + [
                 Step(.leSetExtendedAdvertisingData(handle: handle, data: request.data)),
                 Step(.leSetExtendedAdvertisingEnable(enable: true, sets: [AdvertisingSetEnable(handle: handle)])),
             ]
+        }
+    }
+
+    /// The random address goes in after the parameters (so steps 0 and 1 stay the disable and the parameters, where
+    /// the command family shows) and before the enable.
+    private static func randomAddress(_ a: OwnAddress, family: CommandFamily, handle: UInt8) -> [Step] {
+        guard case .random(let bytes) = a else { return [] }
+        switch family {
+        case .legacy: return [Step(.leSetRandomAddress(bytes))]
+        case .extended: return [Step(.leSetAdvertisingSetRandomAddress(handle: handle, address: bytes))]
         }
     }
 

@@ -64,6 +64,9 @@ public struct MgmtAdvertisingFlags: OptionSet, Sendable, Hashable {
     public init(rawValue: UInt32) { self.rawValue = rawValue }
     /// Bit 0: undirected connectable advertising.
     public static let connectable = MgmtAdvertisingFlags(rawValue: 1 << 0)
+    /// Bit 11 (supported flags): the controller has advertising sets of its own (extended advertising), so the
+    /// instances are on the air together; without it the kernel rotates them on the one legacy advertiser.
+    public static let hardwareOffload = MgmtAdvertisingFlags(rawValue: 1 << 11)
     /// Bit 10 (supported flags): the TX power can be requested.
     public static let canSetTxPower = MgmtAdvertisingFlags(rawValue: 1 << 10)
     /// Bits 12–15: which optional parameters of Add Extended Advertising Parameters are set.
@@ -237,11 +240,12 @@ public struct MgmtAdvertisingFeatures: Sendable, Hashable {
         instances = try r.take(Int(count))
     }
 
-    /// The instance beacond takes: always the highest number. bluetoothd hands out the lowest free numbers first, so
-    /// the highest is only taken when every instance is in use; and a fixed number means a beacond restarted after a
-    /// crash or a watchdog kill updates its own old instance instead of leaving a stale copy beside a new one.
-    public func chooseInstance(preferred: UInt8?) -> UInt8? {
-        if let p = preferred, p >= 1, p <= maxInstances { return p }
-        return maxInstances >= 1 ? maxInstances : nil
+    /// The instances beacond takes for `count` beacons: the highest numbers, from the top down. bluetoothd hands
+    /// out the lowest free numbers first, so the highest are only taken when nearly every instance is in use; and
+    /// fixed numbers mean a beacond restarted after a crash or a watchdog kill updates its own old instances instead
+    /// of leaving stale copies beside new ones. Nil when the kernel has fewer instances than beacons.
+    public func chooseInstances(count: Int) -> [UInt8]? {
+        guard count >= 1, count <= Int(maxInstances) else { return nil }
+        return (0..<count).map { maxInstances - UInt8($0) }
     }
 }

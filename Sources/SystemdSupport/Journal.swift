@@ -39,4 +39,11 @@ public enum RandomID {
         try check("sd_id128_randomize", sd_id128_randomize(&id))
         return withUnsafeBytes(of: &id) { Array($0) }
     }
+
+    /// `count` (at most 6) fully random bytes: the first six of a random version-4 id, before its version and
+    /// variant bits.
+    public static func bytes(_ count: Int) throws(SystemError) -> [UInt8] {
+        precondition(count <= 6)
+        return Array(try uuid4Bytes().prefix(count))
+    }
 }

@@ -46,7 +46,7 @@ struct ReferenceTests {
             }
             checked += 1
         }
-        #expect(checked == 7, "the README documents seven integer keys with a range")
+        #expect(checked == 8, "the README documents eight integer keys with a range")
     }
 
     private func config(setting table: String, _ key: String, to value: Int) -> String {

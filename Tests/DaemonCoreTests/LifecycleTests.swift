@@ -185,7 +185,7 @@ struct LifecycleTests {
         w.send(.hangup)
         w.send(.configLoaded(config(minor: 3)))
         let a = w.send(.applied(onAir))
-        #expect(a.contains { if case .apply(let r, true) = $0 { r.data == config(minor: 3).beacon?.advertisingData } else { false } })
+        #expect(a.contains { if case .apply(let r, true) = $0 { r.beacons.first?.data == config(minor: 3).beacon?.advertisingData } else { false } })
         #expect(w.reloadsOwed == 1)
         w.send(.applied(onAir))
         #expect(w.reloadsOwed == 0 && w.lastStatus?.contains("minor 3") == true)
@@ -202,7 +202,7 @@ struct LifecycleTests {
         w.fire()
         w.send(.opened)
         #expect(w.actions.last.map { if case .armTimer = $0 { true } else { false } } == true)
-        #expect(w.actions.contains { if case .apply(let r, _) = $0 { r.data == config(minor: 4).beacon?.advertisingData } else { false } })
+        #expect(w.actions.contains { if case .apply(let r, _) = $0 { r.beacons.first?.data == config(minor: 4).beacon?.advertisingData } else { false } })
     }
 
     @Test("bug: a stop during an apply waits for the apply's answer, then stops: no enable after the disable")

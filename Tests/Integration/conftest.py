@@ -94,6 +94,14 @@ class Beacond:
         return self.wait(5)
 
 
+@pytest.fixture(autouse=True)
+def state_directory(tmp_path_factory, monkeypatch):
+    """Where `address = "static"` keeps its address, as systemd's StateDirectory= would give it: one per test."""
+    d = tmp_path_factory.mktemp('state')
+    monkeypatch.setenv('STATE_DIRECTORY', str(d))
+    return d
+
+
 @pytest.fixture
 def notify(tmp_path: Path):
     n = NotifyListener(tmp_path)

@@ -98,12 +98,13 @@ def test_a_stop_between_set_data_and_enable_leaves_nothing_on_air(tmp_path, proc
 
 
 def test_connectable_advertising_is_back_after_a_central_connects_and_after_it_disconnects(
-        tmp_path, processes, tcp_lab, notify):
+        tmp_path, processes, tcp_lab, notify, state_directory):
     lab, device = tcp_lab
     b = start(tmp_path, processes, device, notify, connectable=True)
     on_air(lab, ibeacon_bytes())
     enables = len(lab.enabled_at())
-    lab.connect_central()
+    # The central connects to the address the beacon advertises from: the static one beacond keeps.
+    lab.connect_central((state_directory / 'static-address').read_text().strip())
     # The controller stopped advertising when the central connected; beacond must turn it back on.
     wait_for(lambda: len(lab.enabled_at()) > enables, timeout=5, what='advertising re-enabled after the connection')
     on_air(lab, ibeacon_bytes(), timeout=5)

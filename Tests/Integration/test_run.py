@@ -53,7 +53,7 @@ def test_extended_controller_over_tcp_puts_the_exact_ibeacon_on_air(tmp_path, pr
     assert b.proc.poll() is None
 
 
-def test_legacy_only_controller_over_unix_socket(tmp_path, processes):
+def test_legacy_only_controller_over_unix_socket(tmp_path, processes, state_directory):
     sock = tmp_path / 'hci.sock'
     with Lab(f'unix-server:{sock}', extended=False) as lab:
         conf = write_config(tmp_path, minor=2)
@@ -61,9 +61,13 @@ def test_legacy_only_controller_over_unix_socket(tmp_path, processes):
         family, st = on_air(lab, ibeacon_bytes(minor=2))
         assert family == 'legacy'
         assert st['type'] == 3 and st['interval_min'] == 160 and st['interval_max'] == 160
-        assert st['own_address_type'] == 0 and st['channel_map'] == 7
+        # From the random static address beacond made and keeps (the default address policy).
+        static = (state_directory / 'static-address').read_text().strip()
+        assert st['own_address_type'] == 1 and st['random_address'] == static and st['channel_map'] == 7
+        assert int(static[:2], 16) >> 6 == 0b11
         assert not any(s['enabled'] for s in lab.state()['sets'].values())
         heard(lab, ibeacon_bytes(minor=2))
+        assert {r.address for r in lab.received if r.data == ibeacon_bytes(minor=2)} == {static}
 
 
 @pytest.mark.parametrize('extended', [True, False], ids=['extended', 'legacy'])

@@ -95,7 +95,7 @@ def test_all_shows_other_advertisements_and_bad_frames_as_such():
         assert 'truncated' in by_addr['D0:00:00:00:00:07']['reason']
 
 
-def test_a_running_beacond_is_seen_by_beacond_scan_on_another_radio(tmp_path, processes):
+def test_a_running_beacond_is_seen_by_beacond_scan_on_another_radio(tmp_path, processes, state_directory):
     port1, port2 = free_port(), free_port()
     conf = tmp_path / 'b.conf'
     conf.write_text(config_text(major=4242, minor=77, measured_power=-61))
@@ -103,8 +103,10 @@ def test_a_running_beacond_is_seen_by_beacond_scan_on_another_radio(tmp_path, pr
         b = processes('run', '-c', str(conf), '-d', f'tcp:127.0.0.1:{port1}')
         wait_for(lab.advertising, 10, what='beacond run advertising')
         final, _ = scan(f'tcp:127.0.0.1:{port2}')
+        # From the static address beacond keeps, not the radio's public F0:F1:F2:F3:F4:F5.
+        static = (state_directory / 'static-address').read_text().strip()
         assert [(x['uuid'], x['major'], x['minor'], x['measured_power'], x['address']) for x in final] == \
-            [(APPLE_UUID, 4242, 77, -61, 'F0:F1:F2:F3:F4:F5')]
+            [(APPLE_UUID, 4242, 77, -61, static)]
         b.stop()
 
 

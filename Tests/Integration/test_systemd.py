@@ -27,7 +27,7 @@ def states(notify) -> list[str]:
     return out
 
 
-def test_start_reload_bad_reload_stop_sequence(tmp_path, processes, notify, tcp_lab):
+def test_start_reload_bad_reload_stop_sequence(tmp_path, processes, notify, tcp_lab, state_directory):
     lab, device = tcp_lab
     conf = write_config(tmp_path, minor=1)
     b = processes('run', '-c', str(conf), '-d', device, env={'NOTIFY_SOCKET': notify.path})
@@ -35,8 +35,9 @@ def test_start_reload_bad_reload_stop_sequence(tmp_path, processes, notify, tcp_
     on_air(lab, ibeacon_bytes(minor=1))
     assert states(notify) == ['STATUS=Probing', 'READY=1', 'STATUS=Advertising']
     ready_status = [a for a in notify.assignments() if a.startswith('STATUS=Advertising')][0]
+    static = (state_directory / 'static-address').read_text().strip()
     assert ready_status == (f'STATUS=Advertising {APPLE_UUID} major 1 minor 1 every 100 ms on {device} '
-                            '(extended, TX 0 dBm)')
+                            f'(extended, TX 0 dBm, static address {static})')
 
     # A good reload: RELOADING=1 with MONOTONIC_USEC (in one datagram), then READY=1 with the new STATUS.
     n = len(notify.assignments())

@@ -43,7 +43,9 @@ def main() -> int:
         with Lab(f'unix-server:{sock}') as lab:
             print(f'virtual controller (Bumble) listening on unix:{sock}; a second virtual radio is scanning')
             print(f'$ beacond run --config {args.config} --device unix:{sock}')
-            proc = subprocess.Popen([args.beacond, 'run', '--config', args.config, '--device', f'unix:{sock}'])
+            # The static address the beacon advertises from is kept where systemd's StateDirectory= would put it.
+            env = {**os.environ, 'STATE_DIRECTORY': os.environ.get('STATE_DIRECTORY', tmp)}
+            proc = subprocess.Popen([args.beacond, 'run', '--config', args.config, '--device', f'unix:{sock}'], env=env)
             try:
                 family, state = wait_for(lab.advertising, 10, what='beacond to start advertising')
                 print(f'controller: advertising enabled ({family} commands), data {state["data"].hex()}')

@@ -98,6 +98,13 @@ class LabController(Controller):
         # A hostile controller: every packet Bumble's controller sends goes through this (H4 bytes in, the list of
         # byte strings actually sent out); None sends it unchanged.
         self.mutate: Callable[[bytes], list[bytes]] | None = None
+        self.max_sets: int | None = None  # what LE Read Number of Supported Advertising Sets answers (Bumble: 240)
+
+    def on_hci_le_read_number_of_supported_advertising_sets_command(self, command: Any) -> Any:
+        if self.max_sets is None:
+            return super().on_hci_le_read_number_of_supported_advertising_sets_command(command)
+        return hci.HCI_LE_Read_Number_Of_Supported_Advertising_Sets_ReturnParameters(
+            status=hci.HCI_ErrorCode.SUCCESS, num_supported_advertising_sets=self.max_sets)
 
     def send_hci_packet(self, packet: hci.HCI_Packet) -> None:
         data = bytes(packet)
@@ -179,7 +186,7 @@ class Lab:
     def __init__(self, transport: str, *, extended: bool = True, hci_version: int = hci.HCI_VERSION_BLUETOOTH_CORE_5_0,
                  enforce_mixing_rule: bool = True, family_in_use: str | None = None, scan: bool = True,
                  advertisers: list[tuple[str, bytes]] = (), second_transport: str | None = None,
-                 flooders: list[tuple[str, bytes]] = ()) -> None:
+                 flooders: list[tuple[str, bytes]] = (), max_sets: int | None = None) -> None:
         """advertisers: other radios on the same link, each (public address, advertising data), advertising from the
         start with legacy ADV_NONCONN_IND. second_transport: a second controller on the link behind its own H4 server
         (for a second beacond)."""
@@ -193,6 +200,7 @@ class Lab:
         self.advertisers = list(advertisers)
         self.flooders = list(flooders)
         self.second_transport_spec = second_transport
+        self.max_sets = max_sets
         self.controller2: LabController | None = None
         self._transport2 = None
         self._lock = threading.Lock()
@@ -227,6 +235,7 @@ class Lab:
         c.enforce_mixing_rule = self.enforce
         c.family_in_use = self.initial_family
         c.drop_connection = self._drop_now
+        c.max_sets = self.max_sets
         self.controller = c
         for i, (address, data) in enumerate(self.advertisers + self.flooders):
             # Another beacon in the room: a controller of its own on the link, driven through HCI commands directly.
@@ -324,10 +333,13 @@ class Lab:
             return {
                 'legacy': {'enabled': a.enabled, 'type': a.advertising_type, 'interval_min': a.advertising_interval_min,
                            'interval_max': a.advertising_interval_max, 'own_address_type': a.own_address_type,
-                           'channel_map': a.advertising_channel_map, 'data': bytes(a.advertising_data)},
+                           'channel_map': a.advertising_channel_map, 'data': bytes(a.advertising_data),
+                           'random_address': str(c.random_address)},
                 'sets': {h: {'enabled': s.enabled, 'data': bytes(s.data),
                              'properties': int(s.parameters.advertising_event_properties) if s.parameters else None,
                              'interval_min': s.parameters.primary_advertising_interval_min if s.parameters else None,
+                             'own_address_type': int(s.parameters.own_address_type) if s.parameters else None,
+                             'random_address': str(s.random_address) if s.random_address else None,
                              'tx_power': (s.parameters.advertising_tx_power + 128) % 256 - 128 if s.parameters else None}  # signed dBm
                          for h, s in c.advertising_sets.items()},
                 'commands': list(c.commands),
@@ -389,12 +401,14 @@ class Lab:
         """Calls fn(opcode) on the lab's thread as each command from beacond arrives (before it is answered)."""
         self.call(lambda: setattr(self.controller, 'on_command', fn))
 
-    def connect_central(self) -> None:
-        """The scanning radio connects to beacond's radio as a central, as a phone would to a connectable beacon."""
+    def connect_central(self, address: str | None = None) -> None:
+        """The scanning radio connects to beacond's radio as a central, as a phone would to a connectable beacon:
+        to `address` (a random one) or to the radio's public address."""
         async def go() -> None:
             await self.scanner.stop_scanning()
-            self.central_connection = await self.scanner.connect(
-                hci.Address('F0:F1:F2:F3:F4:F5', hci.Address.PUBLIC_DEVICE_ADDRESS), timeout=10)
+            target = (hci.Address(address, hci.Address.RANDOM_DEVICE_ADDRESS) if address
+                      else hci.Address('F0:F1:F2:F3:F4:F5', hci.Address.PUBLIC_DEVICE_ADDRESS))
+            self.central_connection = await self.scanner.connect(target, timeout=10)
         self.call(go)
 
     def disconnect_central(self) -> None:

@@ -1,0 +1,119 @@
+// Several beacons on extended advertising sets: which set each gets, and that a change touches only its own set.
+import BluetoothHCI
+import HCIHost
+import Testing
+
+private func request(_ byte: UInt8, ms: Int = 100) -> AdvertisingRequest {
+    AdvertisingRequest(data: try! AdvertisingData(raw: [0x02, 0x01, 0x06, 0x03, 0xFF, 0x01, byte]), type: .nonConnectableUndirected,
+                       interval: AdvertisingInterval(milliseconds: ms)!, txPower: nil, ownAddress: .random([1, 2, 3, 4, 5, 0xC6]))
+}
+
+/// The handle each step addresses (nil for steps without one).
+private func handles(_ steps: [Step]) -> [String] {
+    steps.map { s in
+        switch s.command {
+        case .leSetExtendedAdvertisingEnable(let on, let sets): "\(on ? "enable" : "disable") \(sets.map(\.handle))"
+        case .leSetExtendedAdvertisingParameters(let p): "parameters \(p.handle)"
+        case .leSetAdvertisingSetRandomAddress(let h, _): "address \(h)"
+        case .leSetExtendedAdvertisingData(let h, _): "data \(h)"
+        case .leRemoveAdvertisingSet(let h): "remove \(h)"
+        default: "\(s.command.opcode)"
+        }
+    }
+}
+
+@Suite("advertising sets for several beacons")
+struct SetPlanTests {
+    @Test("from nothing: sets 0, 1, 2 in order, each started in full with its random address")
+    func fresh() throws {
+        let plan = try #require(SetPlan.make([request(1), request(2), request(3)], current: nil, capacity: 4))
+        #expect(plan.handles == [0, 1, 2])
+        #expect(handles(plan.steps) == (0...2).flatMap { ["disable [\($0)]", "parameters \($0)", "address \($0)", "data \($0)", "enable [\($0)]"] })
+        #expect(plan.removed == [])
+    }
+
+    @Test("sets used earlier on the connection beyond the wanted ones are removed on a full start")
+    func staleRemoved() throws {
+        let plan = try #require(SetPlan.make([request(1)], current: nil, capacity: 4, stale: [0, 1, 2]))
+        #expect(plan.removed == [1, 2])
+        #expect(handles(plan.steps).suffix(4) == ["disable [1]", "remove 1", "disable [2]", "remove 2"])
+    }
+
+    @Test("nothing changed: no command at all")
+    func unchanged() throws {
+        let now: [UInt8: AdvertisingRequest] = [0: request(1), 1: request(2)]
+        let plan = try #require(SetPlan.make([request(1), request(2)], current: now, capacity: 4))
+        #expect(plan.steps.isEmpty && plan.handles == [0, 1])
+    }
+
+    @Test("one beacon's data changed: one data command on its set, the others untouched")
+    func dataOnly() throws {
+        let now: [UInt8: AdvertisingRequest] = [0: request(1), 1: request(2), 2: request(3)]
+        let plan = try #require(SetPlan.make([request(1), request(9), request(3)], current: now, capacity: 4))
+        #expect(plan.handles == [0, 1, 2])
+        #expect(handles(plan.steps) == ["data 1"])
+    }
+
+    @Test("one beacon's interval changed: only its set restarts")
+    func parametersChanged() throws {
+        let now: [UInt8: AdvertisingRequest] = [0: request(1), 1: request(2)]
+        let plan = try #require(SetPlan.make([request(1), request(2, ms: 250)], current: now, capacity: 4))
+        #expect(handles(plan.steps) == ["disable [1]", "parameters 1", "address 1", "data 1", "enable [1]"])
+    }
+
+    @Test("added: the lowest free set; removed: disabled and removed; the rest untouched, even when the order moves")
+    func addAndRemove() throws {
+        let now: [UInt8: AdvertisingRequest] = [0: request(1), 1: request(2), 2: request(3)]
+        // Remove the first, add a new one at the end: the new one takes over the freed set 0.
+        let plan = try #require(SetPlan.make([request(2), request(3), request(4)], current: now, capacity: 4))
+        #expect(plan.handles == [1, 2, 0])
+        #expect(handles(plan.steps) == ["data 0"])
+        // Only remove.
+        let fewer = try #require(SetPlan.make([request(3)], current: now, capacity: 4))
+        #expect(fewer.handles == [2] && fewer.removed == [0, 1])
+        #expect(handles(fewer.steps) == ["disable [0]", "remove 0", "disable [1]", "remove 1"])
+        // Only add.
+        let more = try #require(SetPlan.make([request(1), request(2), request(3), request(4)], current: now, capacity: 4))
+        #expect(more.handles == [0, 1, 2, 3])
+        #expect(handles(more.steps) == ["disable [3]", "parameters 3", "address 3", "data 3", "enable [3]"])
+    }
+
+    @Test("more beacons than the controller has sets: no plan (the backend says so), never a silent drop")
+    func capacity() {
+        #expect(SetPlan.make([request(1), request(2), request(3)], current: nil, capacity: 2) == nil)
+        #expect(SetPlan.make([request(1), request(2), request(3)], current: [0: request(1)], capacity: 2) == nil)
+    }
+
+    @Test("legacy time slicing: the shortest interval is the slot; each beacon comes round every count × slot")
+    func slicing() {
+        let s = LegacySlicing([request(1, ms: 200), request(2, ms: 100), request(3, ms: 1000)])
+        #expect(s.slot.units == 160)
+        #expect(s.base.data == request(1).data)
+        #expect(s.effectiveInterval(slot: s.slot) == .milliseconds(300))
+        #expect([0, 1, 2].map(s.next(after:)) == [1, 2, 0])
+    }
+}
+
+@Suite("random addresses")
+struct RandomAddressTests {
+    @Test("static: top two bits 11; non-resolvable: 00; an all-zero or all-one random part is refused")
+    func kinds() throws {
+        let s = try #require(RandomAddress.makeStatic(from: [1, 2, 3, 4, 5, 6]))
+        #expect(s == [1, 2, 3, 4, 5, 0xC6] && RandomAddress.isStatic(s))
+        let n = try #require(RandomAddress.makeNonResolvable(from: [1, 2, 3, 4, 5, 0xFF]))
+        #expect(n == [1, 2, 3, 4, 5, 0x3F] && !RandomAddress.isStatic(n))
+        #expect(RandomAddress.makeStatic(from: [0, 0, 0, 0, 0, 0xC0]) == nil)
+        #expect(RandomAddress.makeStatic(from: [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x3F]) == nil)
+        #expect(RandomAddress.makeNonResolvable(from: [0, 0, 0, 0, 0, 0]) == nil)
+    }
+
+    @Test("text: most significant first, colons; anything else is refused")
+    func text() {
+        #expect(RandomAddress.format([0x9A, 0x78, 0x56, 0x34, 0x12, 0xC3]) == "C3:12:34:56:78:9A")
+        #expect(RandomAddress.parse("C3:12:34:56:78:9A") == [0x9A, 0x78, 0x56, 0x34, 0x12, 0xC3])
+        #expect(RandomAddress.parse("c3:12:34:56:78:9a") == [0x9A, 0x78, 0x56, 0x34, 0x12, 0xC3])
+        for bad in ["", "C3:12:34:56:78", "C3:12:34:56:78:9A:00", "C3:12:34:56:78:9G", "C312:34:56:78:9A:0", "+3:12:34:56:78:9A"] {
+            #expect(RandomAddress.parse(bad) == nil)
+        }
+    }
+}

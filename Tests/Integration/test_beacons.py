@@ -1,0 +1,235 @@
+"""Several beacons on one radio ([[beacon]]): their own advertising sets on an extended controller, time slices on a
+legacy-only one, reloads that touch only what changed, the capacity error, and the address policy.
+
+What is on the air comes from Bumble's controller (each set's data, parameters and random address) and from the
+second radio on the link (what it heard, from which address); the frames are written out from the specifications
+(conftest.ibeacon_bytes, test_scan.altbeacon_bytes, test_formats.eddystone_uid_bytes) and decoded independently
+(beacontools for iBeacon and Eddystone, the Android Beacon Library layout for AltBeacon).
+"""
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+from conftest import APPLE_UUID, ibeacon_bytes, run_cli
+from harness.lab import Lab, wait_for
+from harness.notify import NotifyListener
+from test_formats import INSTANCE, NAMESPACE, eddystone_uid_bytes
+from test_scan import altbeacon_bytes, altbeacon_decode
+
+IB = f'[[beacon]]\nuuid = "{APPLE_UUID}"\nmajor = 1\nminor = 2\n'
+ALT = f'[[beacon]]\nformat = "altbeacon"\nuuid = "{APPLE_UUID}"\nmajor = 513\nminor = 1027\nmeasured_power = -61\nreserved = 7\n'
+EDDY = f'[[beacon]]\nformat = "eddystone-uid"\nnamespace = "{NAMESPACE}"\ninstance = "{INSTANCE}"\nmeasured_power = -20\ninterval_ms = 250\n'
+IB_BYTES = ibeacon_bytes(major=1, minor=2)
+ALT_BYTES = altbeacon_bytes(APPLE_UUID, 513, 1027, -61, reserved=7)
+EDDY_BYTES = eddystone_uid_bytes(NAMESPACE, INSTANCE, -20)
+
+
+def enabled_sets(lab: Lab) -> dict[int, dict]:
+    return {h: s for h, s in lab.state()['sets'].items() if s['enabled']}
+
+
+def heard_all(lab: Lab, frames: list[bytes], timeout: float) -> dict[bytes, set[str]]:
+    """Waits until the second radio heard every frame; returns the addresses each came from."""
+    def got():
+        by = {}
+        for r in list(lab.received):
+            by.setdefault(r.data, set()).add(r.address)
+        return all(f in by for f in frames) and by
+    return wait_for(got, timeout, what=f'the scanner to hear all of {[f.hex()[:20] for f in frames]}')
+
+
+def check_decoded(frames: dict[bytes, set[str]]) -> None:
+    from beacontools import parse_packet
+    ib = parse_packet(IB_BYTES)
+    assert (ib.uuid, ib.major, ib.minor) == (APPLE_UUID.lower(), 1, 2)
+    assert altbeacon_decode(ALT_BYTES) == {'uuid': APPLE_UUID.replace('-', '').lower(), 'major': 513, 'minor': 1027,
+                                           'power': -61, 'data': 7}
+    uid = parse_packet(EDDY_BYTES)
+    assert (uid.namespace, uid.instance, uid.tx_power) == (NAMESPACE, INSTANCE, -20)
+    assert set(frames) >= {IB_BYTES, ALT_BYTES, EDDY_BYTES}
+
+
+def test_three_formats_each_on_its_own_set_with_exact_bytes(tmp_path, processes, state_directory):
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(IB + ALT + EDDY)
+    sock = tmp_path / 'hci.sock'
+    with Lab(f'unix-server:{sock}') as lab:
+        notify = NotifyListener(tmp_path)
+        try:
+            b = processes('run', '-c', str(conf), '-d', f'unix:{sock}', env={'NOTIFY_SOCKET': notify.path})
+            sets = wait_for(lambda: (s := enabled_sets(lab)) and len(s) == 3 and s, 10, what='three sets enabled')
+            assert sorted(s['data'] for s in sets.values()) == sorted([IB_BYTES, ALT_BYTES, EDDY_BYTES])
+            by_data = {s['data']: s for s in sets.values()}
+            assert by_data[IB_BYTES]['interval_min'] == 160 and by_data[EDDY_BYTES]['interval_min'] == 400  # its own 250 ms
+            static = (state_directory / 'static-address').read_text().strip()
+            assert {s['random_address'] for s in sets.values()} == {static}
+            assert all(s['own_address_type'] == 1 and s['properties'] == 0x0010 for s in sets.values())
+            frames = heard_all(lab, [IB_BYTES, ALT_BYTES, EDDY_BYTES], timeout=5)
+            check_decoded(frames)
+            assert all(frames[f] == {static} for f in (IB_BYTES, ALT_BYTES, EDDY_BYTES))
+            status = notify.wait_for('STATUS=Advertising 3 beacons')
+            assert status == (f'STATUS=Advertising 3 beacons on unix:{sock}: iBeacon every 100 ms, AltBeacon every 100 ms, '
+                              f'Eddystone-UID every 250 ms (extended, 3 sets, static address {static})')
+            # One journal line per beacon.
+            wait_for(lambda: sum('Beacon ' in l and ' of 3: ' in l for l in b.lines) == 3, 5, what='one line per beacon')
+        finally:
+            notify.close()
+
+
+def test_legacy_only_controller_time_slices_every_beacon_within_a_bound(tmp_path, processes):
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(IB + ALT + EDDY)
+    sock = tmp_path / 'hci.sock'
+    with Lab(f'unix-server:{sock}', extended=False) as lab:
+        notify = NotifyListener(tmp_path)
+        try:
+            processes('run', '-c', str(conf), '-d', f'unix:{sock}', env={'NOTIFY_SOCKET': notify.path})
+            status = notify.wait_for('STATUS=Advertising 3 beacons')
+            # One advertiser at the shortest interval (100 ms); each beacon has every third slot.
+            assert 'iBeacon every 300 ms, AltBeacon every 300 ms, Eddystone-UID every 300 ms' in status, status
+            assert 'time-sliced' in status
+            lab.clear_received()
+            start = time.monotonic()
+            frames = heard_all(lab, [IB_BYTES, ALT_BYTES, EDDY_BYTES], timeout=3)
+            took = time.monotonic() - start
+            check_decoded(frames)
+            assert took < 3
+            assert not any(s['enabled'] for s in lab.state()['sets'].values())
+            # Every beacon keeps coming round: each heard again in the next 2 s.
+            lab.clear_received()
+            heard_all(lab, [IB_BYTES, ALT_BYTES, EDDY_BYTES], timeout=2)
+        finally:
+            notify.close()
+
+
+def test_reload_adding_and_removing_a_beacon_leaves_the_others_untouched(tmp_path, processes, tcp_lab):
+    lab, device = tcp_lab
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(IB + ALT)
+    b = processes('run', '-c', str(conf), '-d', device)
+    sets = wait_for(lambda: (s := enabled_sets(lab)) and len(s) == 2 and s, 10, what='two sets')
+    handle_of = {s['data']: h for h, s in sets.items()}
+    seen = len(lab.state()['commands'])
+
+    def commands_since():
+        return lab.state()['commands'][seen:]
+
+    # Add Eddystone-UID: a new set; nothing is sent for the two already on the air.
+    conf.write_text(IB + ALT + EDDY)
+    b.signal(signal.SIGHUP)
+    sets = wait_for(lambda: (s := enabled_sets(lab)) and len(s) == 3 and s, 10, what='three sets after the reload')
+    new = [h for h, s in sets.items() if s['data'] == EDDY_BYTES]
+    assert len(new) == 1 and new[0] not in handle_of.values()
+    assert {s['data']: h for h, s in sets.items() if s['data'] != EDDY_BYTES} == handle_of
+    for _, op, p in commands_since():
+        if op in (0x2035, 0x2036, 0x2037, 0x203C):
+            assert p[0] == new[0], f'{op:#06x} touched set {p[0]}'
+        if op == 0x2039:
+            assert p[1] == 1 and p[2] == new[0], f'enable/disable touched {p.hex()}'
+    # Remove the AltBeacon: its set goes; the iBeacon's and Eddystone's sets get no command.
+    seen = len(lab.state()['commands'])
+    conf.write_text(IB + EDDY)
+    b.signal(signal.SIGHUP)
+    sets = wait_for(lambda: (s := enabled_sets(lab)) and len(s) == 2 and ALT_BYTES not in [x['data'] for x in s.values()] and s,
+                    10, what='the AltBeacon gone')
+    assert ALT_BYTES not in [s['data'] for s in lab.state()['sets'].values()]  # removed, not only disabled
+    for _, op, p in commands_since():
+        if op in (0x2035, 0x2036, 0x2037, 0x203C):
+            assert p[0] == handle_of[ALT_BYTES], f'{op:#06x} touched set {p[0]}'
+        if op == 0x2039:
+            assert p[1] == 1 and p[2] == handle_of[ALT_BYTES], f'enable/disable touched {p.hex()}'
+    # Edit the iBeacon's minor: only its data changes, in place (no disable of any set).
+    seen = len(lab.state()['commands'])
+    conf.write_text(IB.replace('minor = 2', 'minor = 3') + EDDY)
+    b.signal(signal.SIGHUP)
+    wait_for(lambda: ibeacon_bytes(major=1, minor=3) in [s['data'] for s in enabled_sets(lab).values()], 10, what='minor 3')
+    ops = [(op, p[0]) for _, op, p in commands_since()]
+    assert ops == [(0x2037, handle_of[IB_BYTES])], ops
+    # A broken file keeps all of them.
+    conf.write_text(IB + EDDY + '[[beacon]]\nmajor = "x"\n')
+    before = enabled_sets(lab)
+    b.signal(signal.SIGHUP)
+    wait_for(lambda: 'Keeping the previous configuration' in b.log(), 5, what='the broken file refused')
+    assert enabled_sets(lab) == before
+    assert b.proc.poll() is None
+
+
+def test_more_beacons_than_sets_is_a_clear_error(tmp_path, processes):
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(IB + ALT + EDDY)
+    sock = tmp_path / 'hci.sock'
+    with Lab(f'unix-server:{sock}', max_sets=2) as lab:
+        b = processes('run', '-c', str(conf), '-d', f'unix:{sock}')
+        wait_for(lambda: 'The config has 3 beacons, but the controller on' in b.log(), 10, what='the capacity error')
+        assert 'has 2 advertising sets' in b.log()
+        assert not enabled_sets(lab)  # none of them on the air: no silent drop of the third
+        assert b.proc.poll() is None
+
+
+def test_static_address_is_the_same_after_a_restart(tmp_path, processes, state_directory):
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(IB)
+    sock = tmp_path / 'hci.sock'
+    addresses = []
+    for _ in range(2):
+        with Lab(f'unix-server:{sock}') as lab:
+            b = processes('run', '-c', str(conf), '-d', f'unix:{sock}')
+            frames = heard_all(lab, [IB_BYTES], timeout=10)
+            addresses.append(frames[IB_BYTES])
+            assert b.stop() == 0
+    static = (state_directory / 'static-address').read_text().strip()
+    assert addresses == [{static}, {static}]
+    assert int(static[:2], 16) >> 6 == 0b11  # a random static address
+    # Another machine (another state directory) gets another address.
+    other = tmp_path / 'other-state'
+    other.mkdir()
+    with Lab(f'unix-server:{sock}') as lab:
+        processes('run', '-c', str(conf), '-d', f'unix:{sock}', env={'STATE_DIRECTORY': str(other)})
+        frames = heard_all(lab, [IB_BYTES], timeout=10)
+    assert frames[IB_BYTES] == {(other / 'static-address').read_text().strip()} != {static}
+
+
+@pytest.mark.parametrize('policy', ['public', 'rotating'])
+def test_public_and_rotating_addresses(tmp_path, processes, policy):
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(IB + f'[advertising]\naddress = "{policy}"\n')
+    sock = tmp_path / 'hci.sock'
+    with Lab(f'unix-server:{sock}') as lab:
+        processes('run', '-c', str(conf), '-d', f'unix:{sock}')
+        frames = heard_all(lab, [IB_BYTES], timeout=10)
+        (address,) = frames[IB_BYTES]
+        if policy == 'public':
+            assert address.split('/')[0] == 'F0:F1:F2:F3:F4:F5'  # Bumble marks a public address '/P'
+        else:
+            assert int(address[:2], 16) >> 6 == 0b00 and address != 'F0:F1:F2:F3:F4:F5'  # non-resolvable private
+
+
+def test_a_damaged_static_address_file_is_an_error_not_a_new_identity(tmp_path, processes, state_directory):
+    (state_directory / 'static-address').write_text('not an address\n')
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(IB)
+    sock = tmp_path / 'hci.sock'
+    with Lab(f'unix-server:{sock}') as lab:
+        b = processes('run', '-c', str(conf), '-d', f'unix:{sock}')
+        wait_for(lambda: 'does not hold a random static address' in b.log(), 10, what='the error')
+        assert not lab.advertising()
+        assert (state_directory / 'static-address').read_text() == 'not an address\n'
+
+
+def test_payload_and_check_config_print_every_beacon(tmp_path):
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(IB + ALT + EDDY)
+    r = run_cli('payload', '-c', str(conf))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [IB_BYTES.hex(), ALT_BYTES.hex(), EDDY_BYTES.hex()]
+    r = run_cli('check-config', '-c', str(conf))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count('beacon ') >= 3 and 'eddystone-uid' in r.stdout and 'altbeacon' in r.stdout
+    # With a mistake in the second beacon, the message names it and where.
+    conf.write_text(IB + ALT.replace('major = 513', 'major = 70000') + EDDY)
+    r = run_cli('check-config', '-c', str(conf))
+    assert r.returncode == 78
+    assert f"{conf}:8:9: error: 'major' in [[beacon]] #2 must be from 0 to 65535, found 70000" in r.stderr, r.stderr
