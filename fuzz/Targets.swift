@@ -118,7 +118,7 @@ private func fuzzMgmt(_ bytes: [UInt8]) {
         for a in flow.received(event) {
             if case .complete(_, .success(let params)) = a {
                 _ = try? MgmtControllerInformation(returnParameters: params)
-                if let f = try? MgmtAdvertisingFeatures(returnParameters: params) { _ = f.chooseInstance(preferred: params.first) }
+                if let f = try? MgmtAdvertisingFeatures(returnParameters: params) { _ = f.chooseInstances(count: Int(params.first ?? 1)) }
             }
         }
         if case .commandComplete(let op, let status, _) = event.kind {
