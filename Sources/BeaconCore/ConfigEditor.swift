@@ -8,6 +8,11 @@ public enum ConfigEditor {
         if let fileProblem = ConfigFile.check(bytes) { throw ConfigDiagnostics([fileProblem]) }
         let (document, syntax) = TOMLSubset.parse(bytes)
         guard syntax.isEmpty else { throw ConfigDiagnostics(syntax) }
+        if let element = document.tables("beacon").first(where: \.isArrayElement) {
+            // Which of several beacons is meant is the user's to say: do not guess.
+            throw ConfigDiagnostics([ConfigDiagnostic("--set fills the uuid of a single [beacon]; this file has [[beacon]] tables: put a uuid into each yourself ('beacond gen-uuid --count N' prints N)",
+                                                      at: element.location, key: "beacon")])
+        }
         guard let beacon = document.table("beacon") else {
             throw ConfigDiagnostics([ConfigDiagnostic("no [beacon] table to put the UUID in", at: SourceLocation(line: 1, column: 1), key: "beacon")])
         }

@@ -199,4 +199,13 @@ struct EditorTests {
             try ConfigEditor.settingUUID(uuid, in: Array("[beacon]\nmajor = 1\n".utf8))
         }
     }
+
+    @Test("bug: with [[beacon]] tables --set replaced the first beacon's uuid; which beacon is the user's to say")
+    func refuseArrays() {
+        let uuid = BeaconUUID.version4(random: Array(0..<16))
+        let text = "[[beacon]]\nuuid = \"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"\nmajor = 1\nminor = 2\n[[beacon]]\nmajor = 1\nminor = 3\n"
+        let error = thrown(ConfigDiagnostics.self) { _ = try ConfigEditor.settingUUID(uuid, in: Array(text.utf8)) }
+        #expect(error?.items.map(\.message) == ["--set fills the uuid of a single [beacon]; this file has [[beacon]] tables: put a uuid into each yourself ('beacond gen-uuid --count N' prints N)"])
+        #expect(error?.items.first?.location == SourceLocation(line: 1, column: 1))
+    }
 }
