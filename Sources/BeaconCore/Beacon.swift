@@ -7,6 +7,7 @@ public enum BeaconFormat: String, Sendable, Hashable, CaseIterable {
     case ibeacon
     case altbeacon
     case eddystoneUID = "eddystone-uid"
+    case eddystoneTLM = "eddystone-tlm"
 
     /// How logs and STATUS name it.
     public var displayName: String {
@@ -14,6 +15,7 @@ public enum BeaconFormat: String, Sendable, Hashable, CaseIterable {
         case .ibeacon: "iBeacon"
         case .altbeacon: "AltBeacon"
         case .eddystoneUID: "Eddystone-UID"
+        case .eddystoneTLM: "Eddystone-TLM"
         }
     }
 
@@ -23,6 +25,7 @@ public enum BeaconFormat: String, Sendable, Hashable, CaseIterable {
         case .ibeacon: ["uuid", "major", "minor", "measured_power"]
         case .altbeacon: ["uuid", "major", "minor", "measured_power", "company_id", "reserved"]
         case .eddystoneUID: ["namespace", "instance", "measured_power"]
+        case .eddystoneTLM: []
         }
     }
 }
@@ -31,13 +34,26 @@ public enum Beacon: Sendable, Hashable {
     case iBeacon(IBeacon)
     case altBeacon(AltBeacon)
     case eddystoneUID(EddystoneUID)
+    /// Telemetry: the values are beacond's, put in when it goes on the air (`withTelemetry`).
+    case eddystoneTLM(EddystoneTLM)
 
     public var format: BeaconFormat {
         switch self {
         case .iBeacon: .ibeacon
         case .altBeacon: .altbeacon
         case .eddystoneUID: .eddystoneUID
+        case .eddystoneTLM: .eddystoneTLM
         }
+    }
+
+    /// True for a beacon whose frame changes while it is on the air.
+    public var isTelemetry: Bool { format == .eddystoneTLM }
+
+    /// This beacon with the current telemetry (the others unchanged).
+    public func withTelemetry(_ t: Telemetry) -> Beacon {
+        guard case .eddystoneTLM = self else { return self }
+        return .eddystoneTLM(EddystoneTLM(batteryMillivolts: 0, temperature: t.temperature, advertisingCount: t.advertisingCount,
+                                          uptimeTenths: t.uptimeTenths))
     }
 
     /// The exact advertising data.
@@ -46,6 +62,7 @@ public enum Beacon: Sendable, Hashable {
         case .iBeacon(let b): b.advertisingData
         case .altBeacon(let b): b.advertisingData
         case .eddystoneUID(let b): b.advertisingData
+        case .eddystoneTLM(let b): b.advertisingData
         }
     }
 
@@ -55,6 +72,7 @@ public enum Beacon: Sendable, Hashable {
         case .iBeacon(let b): "\(b.uuid) major \(b.major) minor \(b.minor)"
         case .altBeacon(let b): "AltBeacon \(b.uuid) major \(b.major) minor \(b.minor)"
         case .eddystoneUID(let b): "Eddystone-UID namespace \(hexString(b.namespace)) instance \(hexString(b.instance))"
+        case .eddystoneTLM: "Eddystone-TLM telemetry"
         }
     }
 
@@ -65,11 +83,34 @@ public enum Beacon: Sendable, Hashable {
         case .altBeacon(let b): ["BEACON_FORMAT=altbeacon", "BEACON_UUID=\(b.uuid)", "BEACON_MAJOR=\(b.major)", "BEACON_MINOR=\(b.minor)"]
         case .eddystoneUID(let b): ["BEACON_FORMAT=eddystone-uid", "BEACON_NAMESPACE=\(hexString(b.namespace))",
                                     "BEACON_INSTANCE=\(hexString(b.instance))"]
+        case .eddystoneTLM: ["BEACON_FORMAT=eddystone-tlm"]
         }
     }
 
     public var iBeacon: IBeacon? {
         if case .iBeacon(let b) = self { return b }
         return nil
+    }
+}
+
+/// What an Eddystone-TLM frame reports: the battery is 0 mV (mains powered), the rest is beacond's.
+public struct Telemetry: Sendable, Hashable {
+    /// Degrees Celsius in signed 8.8 fixed point; nil: the machine has no thermal zone (0x8000, "not supported").
+    public var temperature: Int16?
+    /// Advertising PDUs sent since beacond started.
+    public var advertisingCount: UInt32
+    /// Time since beacond started, in 0.1 s.
+    public var uptimeTenths: UInt32
+
+    public init(temperature: Int16? = nil, advertisingCount: UInt32 = 0, uptimeTenths: UInt32 = 0) {
+        self.temperature = temperature
+        self.advertisingCount = advertisingCount
+        self.uptimeTenths = uptimeTenths
+    }
+
+    /// Millidegrees Celsius (a thermal zone's `temp`) → 8.8 fixed point, clamped to what the field can hold.
+    public static func fixedPoint(millidegrees: Int) -> Int16 {
+        let v = (millidegrees * 256) / 1000
+        return Int16(clamping: max(v, Int(Int16.min) + 1))
     }
 }

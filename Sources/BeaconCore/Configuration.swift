@@ -242,7 +242,7 @@ private struct Validator {
                 if mayLackUUID { lacksUUID = true } else { required.insert("uuid", at: 0) }
             }
         case .eddystoneUID?: required = ["namespace", "instance"]
-        case nil: required = []
+        case .eddystoneTLM?, nil: required = []
         }
         let suffix = format == .ibeacon ? "" : " (format \"\(format?.rawValue ?? "")\")"
         for key in required where !present.contains(key) {
@@ -263,6 +263,8 @@ private struct Validator {
                   let uid = EddystoneUID(namespace: namespace, instance: instance, txPowerAt0m: measuredPower ?? EddystoneUID.defaultTxPowerAt0m)
             else { return .invalid }
             beacon = .eddystoneUID(uid)
+        case .eddystoneTLM:
+            beacon = .eddystoneTLM(EddystoneTLM(batteryMillivolts: 0, temperature: nil, advertisingCount: 0, uptimeTenths: 0))
         }
         return .beacon(ConfiguredBeacon(beacon, interval: interval, location: table.location))
     }

@@ -21,6 +21,9 @@ final class Daemon {
     /// The mgmt instances beacond added: updated again after a reconnect, removed at stop even with no backend.
     private var mgmtInstances: Set<UInt8> = []
     private var timer: EventSource?
+    /// Eddystone-TLM: new values every Lifecycle.telemetryPeriod, while the config has such a beacon.
+    private var telemetryTimer: EventSource?
+    private var telemetryClock: TelemetryClock
     private var watcher: DeviceWatcher?
     private var watcherSource: EventSource?
     /// Events that arrive while actions are being carried out (a backend may answer at once) wait their turn, so
@@ -33,6 +36,7 @@ final class Daemon {
         self.loop = loop
         self.log = log
         self.options = options
+        telemetryClock = TelemetryClock(startedAt: loop.nowMicroseconds)
         lifecycle = Lifecycle(config: config, configPath: options.configPath, device: options.device,
                               logLevel: options.logLevel, seed: monotonicMicroseconds() ^ UInt64(UInt32(bitPattern: processID())) << 32)
     }
@@ -73,8 +77,11 @@ final class Daemon {
         _ = try loop.addSignal(SIGINT) { [unowned self] in self.handle(.terminate(signal: "SIGINT")) }
         _ = try loop.addSignal(SIGHUP) { [unowned self] in self.handle(.hangup) }
         timer = try loop.addIdleTimer { [unowned self] in self.handle(.timerFired) }
+        telemetryTimer = try loop.addIdleTimer { [unowned self] in self.telemetryTick() }
         try loop.enableWatchdog()
         startWatcher()
+        // The first telemetry (the temperature now) before the first frame goes out.
+        handle(.telemetry(telemetryClock.telemetry(temperature: lifecycle.hasTelemetry ? ThermalZone.read() : nil)))
         handle(.start)
     }
 
@@ -90,6 +97,25 @@ final class Daemon {
             for action in lifecycle.handle(e) { perform(action) }
         }
         handling = false
+        syncTelemetryTimer()
+    }
+
+    // MARK: Eddystone-TLM
+
+    /// Armed exactly while the config has an Eddystone-TLM beacon.
+    private func syncTelemetryTimer() {
+        guard let t = telemetryTimer else { return }
+        if lifecycle.hasTelemetry {
+            if !t.isArmed { t.rearm(after: Lifecycle.telemetryPeriod) }
+        } else if t.isArmed {
+            t.disarm()
+        }
+    }
+
+    private func telemetryTick() {
+        telemetryClock.advance(to: loop.nowMicroseconds, onAir: lifecycle.onAirEvery)
+        telemetryTimer?.rearm(after: Lifecycle.telemetryPeriod)
+        handle(.telemetry(telemetryClock.telemetry(temperature: ThermalZone.read())))
     }
 
     private func perform(_ action: Lifecycle.Action) {

@@ -289,8 +289,8 @@ final class MgmtBackend: AdvertisingBackend {
         if using == .legacy { details.append("kernel default interval") }
         let beacons = zip(wanted, slots).map { r, i in
             let interval = using == .legacy ? kernelDefault : r.interval
-            let every: Duration = rotated ? max(Self.kernelRotation * n, .microseconds(Int64(interval.units) * 625))
-                                          : .microseconds(Int64(interval.units) * 625)
+            // Rotated, a beacon has one n-th of the time: on average an advertising event every n intervals.
+            let every = Duration.microseconds(Int64(interval.units) * 625) * (rotated ? n : 1)
             var d = ["instance \(i)"]
             if let t = tx(i) { d.append(t) }
             if rotated { d.append("on the air \(formatDuration(Self.kernelRotation)) of every \(formatDuration(Self.kernelRotation * n)), every \(interval) then") }

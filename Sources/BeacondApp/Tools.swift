@@ -69,6 +69,9 @@ enum Tools {
         case .eddystoneUID(let b):
             return [("format", "eddystone-uid"), ("namespace", hexString(b.namespace)), ("instance", hexString(b.instance)),
                     ("measured_power", "\(b.txPowerAt0m) dBm at 0 m (Eddystone's calibration distance; about \(b.measuredPowerAt1m) dBm at 1 m)")]
+        case .eddystoneTLM:
+            return [("format", "eddystone-tlm"),
+                    ("telemetry", "battery 0 mV (mains powered), temperature from \(ThermalZone.path) (now \(ThermalZone.read().map { celsius($0) } ?? "none: 0x8000, not supported")), advertising PDUs and time since beacond started, refreshed every \(formatDuration(Lifecycle.telemetryPeriod))")]
         }
     }
 
@@ -83,6 +86,8 @@ enum Tools {
         case .eddystoneUID(let b):
             return "\"format\":\"eddystone-uid\",\"namespace\":\(jsonString(hexString(b.namespace))),"
                 + "\"instance\":\(jsonString(hexString(b.instance))),\"measured_power_0m\":\(b.txPowerAt0m)"
+        case .eddystoneTLM(let b):
+            return "\"format\":\"eddystone-tlm\",\"battery_mv\":\(b.batteryMillivolts),\"temperature\":\(b.celsius.map { "\($0)" } ?? "null")"
         }
     }
 
@@ -94,8 +99,9 @@ enum Tools {
             Output.err("\(path)\(at): error: no beacon to print: [beacon] has no uuid yet (set one with 'beacond gen-uuid --set \(path)')\n")
             return .config
         }
+        let now = Telemetry(temperature: ThermalZone.read())
         for (k, cb) in config.beacons.enumerated() {
-            payload(cb.beacon, interval: config.interval(of: cb), config: config, format: format,
+            payload(cb.beacon.withTelemetry(now), interval: config.interval(of: cb), config: config, format: format,
                     header: config.beacons.count > 1 && format == .hcitool ? "# beacon \(k + 1) (line \(cb.location.line)): \(cb.beacon.summary)\n" : "")
         }
         return .success
@@ -164,5 +170,12 @@ enum Tools {
         }
         Output.out(buffer)
         return .success
+    }
+
+    /// `45.5 °C` from 8.8 fixed point.
+    static func celsius(_ t: Int16) -> String {
+        let tenths = (Int(t) * 10 + (t >= 0 ? 128 : -128)) / 256
+        let a = abs(tenths)
+        return "\(tenths < 0 ? "-" : "")\(a / 10).\(a % 10) °C"
     }
 }

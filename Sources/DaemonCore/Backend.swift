@@ -133,3 +133,34 @@ public func formatDuration(_ d: Duration) -> String {
     if ms % 1000 == 0 || ms >= 10_000 { return "\((ms + 500) / 1000) s" }
     return "\(ms / 1000).\((ms % 1000) / 100) s"
 }
+
+/// Counts for Eddystone-TLM: the time since beacond started and the advertising PDUs its beacons sent, from the time
+/// each was on the air and how often (an advertising event sends one PDU on each of the three primary channels).
+/// The controller reports no such count, so it is computed, to within one telemetry period.
+public struct TelemetryClock: Sendable {
+    public let startedAt: UInt64
+    private var lastAt: UInt64
+    private var pdus: Double = 0
+
+    /// `startedAt`: CLOCK_MONOTONIC in µs.
+    public init(startedAt: UInt64) {
+        self.startedAt = startedAt
+        lastAt = startedAt
+    }
+
+    /// Moves to `now`; `onAir`: how often each beacon was on the air since the last call (nil: none was).
+    public mutating func advance(to now: UInt64, onAir: [Duration]?) {
+        let elapsed = Double(now &- lastAt) / 1_000_000
+        lastAt = max(lastAt, now)
+        for every in onAir ?? [] {
+            let seconds = Double(every.components.seconds) + Double(every.components.attoseconds) / 1e18
+            if seconds > 0 { pdus += 3 * elapsed / seconds }
+        }
+    }
+
+    public func telemetry(temperature: Int16?) -> Telemetry {
+        // The counter wraps, as a 32-bit counter on a beacon does.
+        Telemetry(temperature: temperature, advertisingCount: UInt32(truncatingIfNeeded: UInt64(min(pdus, 1.8e19))),
+                  uptimeTenths: UInt32(clamping: (lastAt &- startedAt) / 100_000))
+    }
+}

@@ -49,6 +49,8 @@ public struct Lifecycle: Sendable {
         case timerFired
         case configLoaded(BeaconConfiguration)
         case configRefused(ConfigError)
+        /// New values for the Eddystone-TLM beacons (every `telemetryPeriod` while the config has one).
+        case telemetry(Telemetry)
     }
 
     public enum Action: Sendable, Hashable {
@@ -81,6 +83,8 @@ public struct Lifecycle: Sendable {
     public static let operationDeadline = Duration.seconds(45)
     /// How long a stop may take before beacond exits anyway.
     public static let stopDeadline = Duration.seconds(3)
+    /// How often Eddystone-TLM frames get new values.
+    public static let telemetryPeriod = Duration.seconds(10)
 
     public private(set) var phase: Phase = .idle
     public private(set) var config: BeaconConfiguration
@@ -110,6 +114,10 @@ public struct Lifecycle: Sendable {
     /// Between RELOADING=1 and its READY=1.
     private var reloading = false
     private var lastStatus = ""
+    /// What the Eddystone-TLM beacons report now.
+    private var telemetry = Telemetry()
+    /// The apply running now only puts new telemetry on the air: no log lines for it.
+    private var telemetryRefresh = false
 
     public init(config: BeaconConfiguration, configPath: String, device: DeviceSpec? = nil, logLevel: LogLevel? = nil,
                 seed: UInt64) {
@@ -199,6 +207,11 @@ public struct Lifecycle: Sendable {
             terminate(signal, &out)
         case .timerFired:
             timerFired(&out)
+        case .telemetry(let t):
+            telemetry = t
+            guard phase == .advertising, hasTelemetry else { break }
+            telemetryRefresh = true
+            apply(&out, dataOnlyAllowed: true)
         }
         return out
     }
@@ -209,9 +222,19 @@ public struct Lifecycle: Sendable {
     private var request: AdvertisingSchedule? {
         guard !config.beacons.isEmpty else { return nil }
         return AdvertisingSchedule(beacons: config.beacons.map {
-            AdvertisingRequest(data: $0.beacon.advertisingData, type: config.advertising.legacyType,
+            AdvertisingRequest(data: $0.beacon.withTelemetry(telemetry).advertisingData, type: config.advertising.legacyType,
                                interval: config.interval(of: $0), txPower: config.advertising.txPower)
         }, address: config.advertising.address)
+    }
+
+    /// The config has an Eddystone-TLM beacon (the executor then sends `telemetry` every `telemetryPeriod`).
+    public var hasTelemetry: Bool { config.beacons.contains { $0.beacon.isTelemetry } }
+
+    /// How often each beacon is on the air, when the controller confirmed them; nil when not advertising.
+    public var onAirEvery: [Duration]? {
+        guard phase == .advertising, let onAir else { return nil }
+        if !onAir.beacons.isEmpty { return onAir.beacons.map(\.every) }
+        return [.microseconds(Int64(onAir.interval.units) * 625)]
     }
 
     /// The address policy needs beacond's own commands: the kernel's management interface advertises a
@@ -275,6 +298,9 @@ public struct Lifecycle: Sendable {
     private mutating func confirmed(_ wanted: AdvertisingSchedule, _ result: OnAir, dataOnly: Bool, _ out: inout [Action]) {
         let changed = applied != wanted
         applied = wanted
+        // New telemetry alone is not news for the journal.
+        let quiet = telemetryRefresh && dataOnly
+        telemetryRefresh = false
         onAir = result
         backoff.reset()
         if applyAgain {
@@ -284,7 +310,7 @@ public struct Lifecycle: Sendable {
         phase = .advertising
         out.append(.cancelTimer)
         let s = advertisingStatus
-        if changed || !dataOnly {
+        if (changed || !dataOnly) && !quiet {
             out.append(.log(.notice, dataOnly ? "\(s) (data updated)" : s, beaconFields))
             if config.beacons.count > 1 {
                 // One journal line per beacon, with what it actually gets.

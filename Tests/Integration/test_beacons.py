@@ -233,3 +233,57 @@ def test_payload_and_check_config_print_every_beacon(tmp_path):
     r = run_cli('check-config', '-c', str(conf))
     assert r.returncode == 78
     assert f"{conf}:8:9: error: 'major' in [[beacon]] #2 must be from 0 to 65535, found 70000" in r.stderr, r.stderr
+
+
+TLM = '[[beacon]]\nformat = "eddystone-tlm"\n'
+TLM_PREFIX = bytes.fromhex('0201060303aafe1116aafe2000')
+
+
+def tlm_fields(data: bytes) -> tuple[int, int, int, int]:
+    """(battery mV, temperature 8.8 raw, advertising PDU count, time in 0.1 s), from the Eddystone-TLM layout."""
+    assert data[:len(TLM_PREFIX)] == TLM_PREFIX and len(data) == 25, data.hex()
+    f = data[len(TLM_PREFIX):]
+    return (int.from_bytes(f[0:2], 'big'), int.from_bytes(f[2:4], 'big'), int.from_bytes(f[4:8], 'big'),
+            int.from_bytes(f[8:12], 'big'))
+
+
+def host_temperature() -> int:
+    """What the frame must say: this machine's first thermal zone in 8.8 fixed point, or 0x8000 without one."""
+    try:
+        milli = int(open('/sys/class/thermal/thermal_zone0/temp').read().split()[0])
+    except (OSError, ValueError, IndexError):
+        print('NOTE: this machine has no thermal zone: the TLM temperature must be 0x8000, "not supported"')
+        return 0x8000
+    return (milli * 256 // 1000) & 0xFFFF
+
+
+def test_eddystone_tlm_reports_mains_power_the_thermal_zone_and_honest_counts(tmp_path, processes):
+    from beacontools import parse_packet
+    from beacontools.packet_types.eddystone import EddystoneTLMFrame
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(IB + TLM)
+    sock = tmp_path / 'hci.sock'
+    with Lab(f'unix-server:{sock}') as lab:
+        started = time.monotonic()
+        processes('run', '-c', str(conf), '-d', f'unix:{sock}')
+
+        def tlm():
+            return next((s['data'] for s in enabled_sets(lab).values() if s['data'].startswith(TLM_PREFIX)), None)
+        first = wait_for(tlm, 10, what='the TLM set')
+        vbatt, temp, count, tenths = tlm_fields(first)
+        assert vbatt == 0  # mains powered
+        assert abs(temp - host_temperature()) <= 256 or temp == host_temperature()
+        assert (count, tenths) == (0, 0)  # just started
+        # Every 10 s new values, sent as a data update of that set alone.
+        second = wait_for(lambda: (d := tlm()) and d != first and d, 14, what='new TLM values')
+        seen = time.monotonic() - started
+        vbatt, temp2, count2, tenths2 = tlm_fields(second)
+        assert vbatt == 0
+        assert abs(tenths2 - seen * 10) <= 25, (tenths2, seen)  # time since start, 0.1 s
+        # Two beacons at 100 ms for ~10 s: 3 PDUs per event (channels 37, 38, 39), ~600.
+        assert 500 <= count2 <= 700, count2
+        # The second radio hears it and beacontools decodes it as TLM.
+        heard = wait_for(lambda: next((r.data for r in list(lab.received) if r.data.startswith(TLM_PREFIX)), None), 5,
+                         what='the scanner to hear the TLM frame')
+        frame = parse_packet(heard)
+        assert isinstance(frame, EddystoneTLMFrame) and frame.voltage == 0
