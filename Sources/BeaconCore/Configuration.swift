@@ -84,14 +84,26 @@ public struct ConfiguredBeacon: Sendable, Hashable {
     public var beacon: Beacon
     /// Its own `interval_ms`; nil = `[advertising] interval_ms`.
     public var interval: AdvertisingInterval?
+    /// `name`: the local name a scanner gets in the scan response; nil: no scan response.
+    public var name: String?
     /// Where its table starts.
     public var location: SourceLocation
 
-    public init(_ beacon: Beacon, interval: AdvertisingInterval? = nil, location: SourceLocation = SourceLocation(line: 1, column: 1)) {
+    public init(_ beacon: Beacon, interval: AdvertisingInterval? = nil, name: String? = nil,
+                location: SourceLocation = SourceLocation(line: 1, column: 1)) {
         self.beacon = beacon
         self.interval = interval
+        self.name = name
         self.location = location
     }
+
+    /// The scan response for `name`: one Complete Local Name structure.
+    public var scanResponse: AdvertisingData? {
+        name.map { try! AdvertisingData([ADStructure(type: 0x09, data: Array($0.utf8))]) }
+    }
+
+    /// The most a name can take: a scan response is 31 bytes, 2 of them the structure's length and type.
+    public static let maxNameBytes = 29
 }
 
 /// A validated beacond configuration.
@@ -129,14 +141,14 @@ public struct BeaconConfiguration: Sendable, Hashable {
 
     /// The schema: tables and their keys, in documentation order.
     public static let schema: [(table: String, keys: [String])] = [
-        ("beacon", ["format", "uuid", "major", "minor", "measured_power", "company_id", "reserved", "namespace", "instance", "interval_ms"]),
+        ("beacon", ["format", "uuid", "major", "minor", "measured_power", "company_id", "reserved", "namespace", "instance", "interval_ms", "name"]),
         ("advertising", ["interval_ms", "connectable", "tx_power", "address"]),
         ("controller", ["device", "backend"]),
         ("daemon", ["log_level"]),
     ]
 
     /// Keys every beacon may set, whatever its format.
-    public static let commonBeaconKeys = ["format", "interval_ms"]
+    public static let commonBeaconKeys = ["format", "interval_ms", "name"]
 
     /// Checks, parses and validates a whole file. Every mistake is reported, in file order.
     public static func parse(_ bytes: [UInt8]) throws(ConfigDiagnostics) -> BeaconConfiguration {
@@ -173,6 +185,7 @@ private struct Validator {
         var namespace: [UInt8]?
         var instance: [UInt8]?
         var interval: AdvertisingInterval?
+        var name: String?
         // The format decides which keys belong; nil when `format` itself is wrong.
         var format: BeaconFormat? = .ibeacon
         if let entry = table.entries.first(where: { $0.key == "format" }) {
@@ -226,6 +239,17 @@ private struct Validator {
                 } else if let v = integer(item, what, key, -127...20, unit: " dBm") { measuredPower = Int8(v) }
             case "interval_ms":
                 interval = intervalValue(item, what, key) ?? interval
+            case "name":
+                guard let s = string(item, what, key) else { continue }
+                let n = s.utf8.count
+                if n == 0 || n > ConfiguredBeacon.maxNameBytes {
+                    fail("\(what) must be 1 to \(ConfiguredBeacon.maxNameBytes) bytes of UTF-8 (it goes into a 31-byte scan response), found \(n)",
+                         at: item.location, key: key)
+                } else if s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+                    fail("\(what) must not contain control characters", at: item.location, key: key)
+                } else {
+                    name = s
+                }
             default:
                 preconditionFailure("schema lists \(key) but the validator does not handle it")
             }
@@ -266,7 +290,7 @@ private struct Validator {
         case .eddystoneTLM:
             beacon = .eddystoneTLM(EddystoneTLM(batteryMillivolts: 0, temperature: nil, advertisingCount: 0, uptimeTenths: 0))
         }
-        return .beacon(ConfiguredBeacon(beacon, interval: interval, location: table.location))
+        return .beacon(ConfiguredBeacon(beacon, interval: interval, name: name, location: table.location))
     }
 
     mutating func unknownKey(_ e: TOMLEntry, in name: String, label: String, keys: [String]) {

@@ -32,6 +32,7 @@ final class HCIBackend: AdvertisingBackend {
     /// Legacy: the one advertiser's parameters and the data it carries now.
     private var legacyBase: AdvertisingRequest?
     private var legacyData: AdvertisingData?
+    private var legacyScanResponse: AdvertisingData?
     /// Legacy with several beacons: the beacons taking turns, whose turn it is, the slot timer.
     private var slicing: LegacySlicing?
     private var sliceIndex = 0
@@ -297,14 +298,15 @@ final class HCIBackend: AdvertisingBackend {
             if dataOnlyAllowed, let legacyBase, !legacyBase.needsRestart(for: base) {
                 // The advertiser's parameters stay: only the data of the beacon in the current slot may change.
                 if sliceIndex >= wanted.count { sliceIndex = 0 }
-                let data = wanted[sliceIndex].data
+                let steps = sliceSteps(slicing, sliceIndex)
                 startSlicing(slicing)
                 self.legacyBase = base
                 effectiveIntervals = wanted.map { _ in base.interval }
-                if data == legacyData { return finish(.success(()), false) }
-                c.run(AdvertisingPlan.updateData(data, family: .legacy, handle: 0)) { [weak self] result in
+                if steps.isEmpty { return finish(.success(()), false) }
+                let (data, response) = (wanted[sliceIndex].data, slicing.scanResponse(sliceIndex))
+                c.run(steps) { [weak self] result in
                     guard let self, !self.closed else { return }
-                    if case .success = result { self.legacyData = data }
+                    if case .success = result { (self.legacyData, self.legacyScanResponse) = (data, response) }
                     finish(result.map { _ in () }, false)
                 }
                 return
@@ -318,6 +320,7 @@ final class HCIBackend: AdvertisingBackend {
                 if case .success(let replies) = result {
                     self.legacyBase = base
                     self.legacyData = base.data
+                    self.legacyScanResponse = base.scanResponse
                     self.sliceIndex = 0
                     self.txPowers[0] = zip(steps, replies).compactMap { AdvertisingPlan.reportedTxPower(for: $0.command, returnParameters: $1) }.last
                     self.effectiveIntervals = wanted.map { _ in base.interval }
@@ -343,6 +346,14 @@ final class HCIBackend: AdvertisingBackend {
         .microseconds(Int64((legacyBase ?? slicing!.base).interval.units) * 625)
     }
 
+    /// What slot `i` needs sent: its data and its scan response, each only when it differs from what is there.
+    private func sliceSteps(_ s: LegacySlicing, _ i: Int) -> [Step] {
+        var steps: [Step] = []
+        if s.beacons[i].data != legacyData { steps += AdvertisingPlan.updateData(s.beacons[i].data, family: .legacy, handle: 0) }
+        if let r = s.scanResponse(i), r != legacyScanResponse { steps.append(Step(.leSetScanResponseData(r))) }
+        return steps
+    }
+
     private func stopSlicing() {
         slicing = nil
         sliceTimer?.disarm()
@@ -354,14 +365,18 @@ final class HCIBackend: AdvertisingBackend {
         guard !sliceInFlight else { return }  // the controller has not answered the last one: skip this slot
         let i = s.next(after: sliceIndex)
         let data = s.beacons[i].data
+        let response = s.scanResponse(i)
+        let steps = sliceSteps(s, i)
+        guard !steps.isEmpty else { sliceIndex = i; return }
         sliceInFlight = true
-        c.run(AdvertisingPlan.updateData(data, family: .legacy, handle: 0)) { [weak self] result in
+        c.run(steps) { [weak self] result in
             guard let self, !self.closed else { return }
             self.sliceInFlight = false
             switch result {
             case .success:
                 self.sliceIndex = i
                 self.legacyData = data
+                self.legacyScanResponse = response
             case .failure(let f):
                 self.oddity("slice", "The controller on \(self.device) refused the next time slice's data (\(f.error)); trying again at the next slot")
             }

@@ -212,9 +212,10 @@ final class MgmtBackend: AdvertisingBackend {
             switch current?[instance] {
             case let now? where now == r: continue
             case let now? where !now.needsRestart(for: r) && using == .extended:
-                steps += MgmtAdvertisingPlan.updateData(instance: instance, data: r.data.bytes)
+                steps += MgmtAdvertisingPlan.updateData(instance: instance, data: r.data.bytes, scanResponse: r.scanResponse?.bytes ?? [])
             default:
-                let plan = MgmtAdvertisingPlan.Instance(number: instance, flags: flags, interval: UInt32(r.interval.units), txPower: tx, data: r.data.bytes)
+                let plan = MgmtAdvertisingPlan.Instance(number: instance, flags: flags, interval: UInt32(r.interval.units), txPower: tx,
+                                                        data: r.data.bytes, scanResponse: r.scanResponse?.bytes ?? [])
                 paramSteps[steps.count] = instance
                 steps += MgmtAdvertisingPlan.add(plan, using: using)
             }

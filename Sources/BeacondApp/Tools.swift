@@ -34,11 +34,13 @@ enum Tools {
         if config.beacons.count == 1 {
             var lines = beaconLines(b)
             if let own = config.beacons[0].interval { lines.append(("interval_ms", "\(own) (this beacon's own)")) }
+            if let name = config.beacons[0].name { lines.append(("name", "\"\(name)\" (in a scan response: scannable)")) }
             beacons = "\(path): OK\n" + lines.map { "  " + $0.name.padding(to: 16) + $0.value + "\n" }.joined()
         } else {
             beacons = "\(path): OK, \(config.beacons.count) beacons\n" + config.beacons.enumerated().map { k, cb in
                 var lines = [("format", cb.beacon.format.rawValue)] + beaconLines(cb.beacon).filter { $0.name != "format" }
                 lines.append(("interval_ms", cb.interval.map { "\($0) (this beacon's own)" } ?? "\(a.interval) (from [advertising])"))
+                if let name = cb.name { lines.append(("name", "\"\(name)\" (in a scan response: scannable)")) }
                 return "  beacon \(k + 1) (line \(cb.location.line))\n" + lines.map { "    " + $0.name.padding(to: 14) + $0.value + "\n" }.joined()
             }.joined()
         }
@@ -101,15 +103,17 @@ enum Tools {
         }
         let now = Telemetry(temperature: ThermalZone.read())
         for (k, cb) in config.beacons.enumerated() {
-            payload(cb.beacon.withTelemetry(now), interval: config.interval(of: cb), config: config, format: format,
+            payload(cb.beacon.withTelemetry(now), interval: config.interval(of: cb), scanResponse: cb.scanResponse, config: config, format: format,
                     header: config.beacons.count > 1 && format == .hcitool ? "# beacon \(k + 1) (line \(cb.location.line)): \(cb.beacon.summary)\n" : "")
         }
         return .success
     }
 
     /// One beacon's payload; with several, one line (hex, json) or one block (hcitool) each.
-    private static func payload(_ b: Beacon, interval: AdvertisingInterval, config: BeaconConfiguration, format: PayloadFormat, header: String) {
+    private static func payload(_ b: Beacon, interval: AdvertisingInterval, scanResponse: AdvertisingData?, config: BeaconConfiguration,
+                                format: PayloadFormat, header: String) {
         let data = b.advertisingData
+        let type = scanResponse != nil && !config.advertising.connectable ? LegacyAdvertisingType.scannableUndirected : config.advertising.legacyType
         switch format {
         case .hex:
             Output.out(hexString(data.bytes) + "\n")
@@ -117,10 +121,9 @@ enum Tools {
             let device: String
             if case .kernel = config.controller.device { device = config.controller.device.description } else { device = "hci0" }
             let commands: [HCICommand] = [
-                .leSetAdvertisingParameters(LEAdvertisingParameters(interval: interval, type: config.advertising.legacyType)),
+                .leSetAdvertisingParameters(LEAdvertisingParameters(interval: interval, type: type)),
                 .leSetAdvertisingData(data),
-                .leSetAdvertisingEnable(true),
-            ]
+            ] + (scanResponse.map { [.leSetScanResponseData($0)] } ?? []) + [.leSetAdvertisingEnable(true)]
             var out = header
             for c in commands {
                 let ocf = hexString([UInt8(c.opcode.ocf >> 8), UInt8(c.opcode.ocf & 0xFF)])
@@ -131,8 +134,9 @@ enum Tools {
             let a = config.advertising
             let intervalMs = String(interval.description.dropLast(3))
             Output.out("{" + beaconJSON(b) + ",\"interval_ms\":\(intervalMs),\"connectable\":\(a.connectable),"
-                + "\"pdu\":\(jsonString(a.legacyType.pduName)),\"tx_power\":\(a.txPower.map(String.init) ?? "null"),"
-                + "\"advertising_data\":\(jsonString(hexString(data.bytes)))}\n")
+                + "\"pdu\":\(jsonString(type.pduName)),\"tx_power\":\(a.txPower.map(String.init) ?? "null"),"
+                + "\"advertising_data\":\(jsonString(hexString(data.bytes)))"
+                + (scanResponse.map { ",\"scan_response\":\(jsonString(hexString($0.bytes)))" } ?? "") + "}\n")
         }
     }
 

@@ -84,6 +84,8 @@ public enum HCICommand: Sendable, Hashable, CustomStringConvertible {
     case leReadNumberOfSupportedAdvertisingSets
     /// Operation 0x03 (complete data), fragment preference 0x01 (do not fragment).
     case leSetExtendedAdvertisingData(handle: UInt8, data: AdvertisingData)
+    /// Operation 0x03 (complete data), fragment preference 0x01 (do not fragment).
+    case leSetExtendedScanResponseData(handle: UInt8, data: AdvertisingData)
     case leSetExtendedAdvertisingEnable(enable: Bool, sets: [AdvertisingSetEnable])
     case leRemoveAdvertisingSet(handle: UInt8)
     case leClearAdvertisingSets
@@ -113,6 +115,7 @@ public enum HCICommand: Sendable, Hashable, CustomStringConvertible {
         case .leSetAdvertisingSetRandomAddress: .leSetAdvertisingSetRandomAddress
         case .leReadNumberOfSupportedAdvertisingSets: .leReadNumberOfSupportedAdvertisingSets
         case .leSetExtendedAdvertisingData: .leSetExtendedAdvertisingData
+        case .leSetExtendedScanResponseData: .leSetExtendedScanResponseData
         case .leSetExtendedAdvertisingEnable: .leSetExtendedAdvertisingEnable
         case .leRemoveAdvertisingSet: .leRemoveAdvertisingSet
         case .leClearAdvertisingSets: .leClearAdvertisingSets
@@ -171,7 +174,7 @@ public enum HCICommand: Sendable, Hashable, CustomStringConvertible {
             w.u8(p.secondaryPHY)
             w.u8(p.sid)
             w.u8(p.scanRequestNotification)
-        case .leSetExtendedAdvertisingData(let handle, let data):
+        case .leSetExtendedAdvertisingData(let handle, let data), .leSetExtendedScanResponseData(let handle, let data):
             w.u8(handle)
             w.u8(0x03)  // complete extended advertising data
             w.u8(0x01)  // the controller should not fragment

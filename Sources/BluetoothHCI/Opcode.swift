@@ -45,6 +45,8 @@ public struct Opcode: RawRepresentable, Hashable, Sendable, CustomStringConverti
     public static let leSetExtendedAdvertisingParameters = Opcode(ogf: 0x08, ocf: 0x0036)
     /// Vol 4 Part E §7.8.54
     public static let leSetExtendedAdvertisingData = Opcode(ogf: 0x08, ocf: 0x0037)
+    /// Vol 4 Part E §7.8.55
+    public static let leSetExtendedScanResponseData = Opcode(ogf: 0x08, ocf: 0x0038)
     /// Vol 4 Part E §7.8.56
     public static let leSetExtendedAdvertisingEnable = Opcode(ogf: 0x08, ocf: 0x0039)
     /// Vol 4 Part E §7.8.59
@@ -77,6 +79,7 @@ public struct Opcode: RawRepresentable, Hashable, Sendable, CustomStringConverti
         .leSetAdvertisingSetRandomAddress: "LE Set Advertising Set Random Address",
         .leSetExtendedAdvertisingParameters: "LE Set Extended Advertising Parameters",
         .leSetExtendedAdvertisingData: "LE Set Extended Advertising Data",
+        .leSetExtendedScanResponseData: "LE Set Extended Scan Response Data",
         .leSetExtendedAdvertisingEnable: "LE Set Extended Advertising Enable",
         .leRemoveAdvertisingSet: "LE Remove Advertising Set",
         .leClearAdvertisingSets: "LE Clear Advertising Sets",

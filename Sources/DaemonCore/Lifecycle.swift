@@ -223,7 +223,7 @@ public struct Lifecycle: Sendable {
         guard !config.beacons.isEmpty else { return nil }
         return AdvertisingSchedule(beacons: config.beacons.map {
             AdvertisingRequest(data: $0.beacon.withTelemetry(telemetry).advertisingData, type: config.advertising.legacyType,
-                               interval: config.interval(of: $0), txPower: config.advertising.txPower)
+                               interval: config.interval(of: $0), txPower: config.advertising.txPower, scanResponse: $0.scanResponse)
         }, address: config.advertising.address)
     }
 

@@ -81,20 +81,25 @@ public struct AdvertisingRequest: Sendable, Hashable {
     /// dBm wanted; nil = controller's choice.
     public var txPower: Int8?
     public var ownAddress: OwnAddress
+    /// What a scanner gets when it asks (the beacon's local name); nil: not scannable, nothing to ask for.
+    public var scanResponse: AdvertisingData?
 
     public init(data: AdvertisingData, type: LegacyAdvertisingType, interval: AdvertisingInterval, txPower: Int8?,
-                ownAddress: OwnAddress = .public) {
+                ownAddress: OwnAddress = .public, scanResponse: AdvertisingData? = nil) {
         self.data = data
-        self.type = type
         self.interval = interval
         self.txPower = txPower
         self.ownAddress = ownAddress
+        self.scanResponse = scanResponse
+        // A scan response makes the advertising scannable (connectable advertising is scannable already).
+        self.type = scanResponse != nil && type == .nonConnectableUndirected ? .scannableUndirected : type
     }
 
     /// True when going from `self` to `other` needs new parameters (disable, reconfigure, enable),
     /// false when only the data differs (updated while advertising stays on).
     public func needsRestart(for other: AdvertisingRequest) -> Bool {
         type != other.type || interval != other.interval || txPower != other.txPower || ownAddress != other.ownAddress
+            || scanResponse != other.scanResponse
     }
 }
 
@@ -181,8 +186,20 @@ public struct LegacySlicing: Sendable, Hashable {
     public var base: AdvertisingRequest {
         var b = beacons[0]
         b.interval = beacons.map(\.interval).min()!
+        // One of them has a name: the advertiser is scannable, and the others answer with an empty scan response.
+        if beacons.contains(where: { $0.scanResponse != nil }) {
+            if b.type == .nonConnectableUndirected { b.type = .scannableUndirected }
+            if b.scanResponse == nil { b.scanResponse = LegacySlicing.noScanResponse }
+        }
         return b
     }
+
+    /// The scan response of slot `index` (empty for a beacon without a name when another has one).
+    public func scanResponse(_ index: Int) -> AdvertisingData? {
+        beacons[index].scanResponse ?? (beacons.contains { $0.scanResponse != nil } ? LegacySlicing.noScanResponse : nil)
+    }
+
+    static let noScanResponse = try! AdvertisingData(raw: [])
 
     /// How long each beacon holds the air.
     public var slot: AdvertisingInterval { base.interval }
@@ -230,6 +247,7 @@ public enum AdvertisingPlan {
             ] + randomAddress(request.ownAddress, family: .legacy, handle: handle) + [
                 Step(.leReadAdvertisingPhysicalChannelTxPower),
                 Step(.leSetAdvertisingData(request.data)),
+            ] + (request.scanResponse.map { [Step(.leSetScanResponseData($0))] } ?? []) + [
                 Step(.leSetAdvertisingEnable(true)),
             ]
         case .extended:
@@ -242,6 +260,7 @@ public enum AdvertisingPlan {
                                                     txPower: request.txPower, ownAddressType: request.ownAddress.type))),
             ] + randomAddress(request.ownAddress, family: .extended, handle: handle) + [
                 Step(.leSetExtendedAdvertisingData(handle: handle, data: request.data)),
+            ] + (request.scanResponse.map { [Step(.leSetExtendedScanResponseData(handle: handle, data: $0))] } ?? []) + [
                 Step(.leSetExtendedAdvertisingEnable(enable: true, sets: [AdvertisingSetEnable(handle: handle)])),
             ]
         }

@@ -19,12 +19,15 @@ public enum MgmtAdvertisingPlan {
         public var interval: UInt32
         public var txPower: Int8
         public var data: [UInt8]
-        public init(number: UInt8, flags: MgmtAdvertisingFlags, interval: UInt32, txPower: Int8, data: [UInt8]) {
+        /// The local name's scan response (empty: none; the kernel makes an instance with one scannable).
+        public var scanResponse: [UInt8]
+        public init(number: UInt8, flags: MgmtAdvertisingFlags, interval: UInt32, txPower: Int8, data: [UInt8], scanResponse: [UInt8] = []) {
             self.number = number
             self.flags = flags
             self.interval = interval
             self.txPower = txPower
             self.data = data
+            self.scanResponse = scanResponse
         }
     }
 
@@ -44,15 +47,15 @@ public enum MgmtAdvertisingPlan {
             return [
                 MgmtStep(.addExtendedAdvertisingParameters(instance: i.number, flags: i.flags, duration: 0, timeout: 0,
                                                            minInterval: i.interval, maxInterval: i.interval, txPower: i.txPower)),
-                MgmtStep(.addExtendedAdvertisingData(instance: i.number, data: decoy, scanResponse: []), mayFail: true),
-                MgmtStep(.addExtendedAdvertisingData(instance: i.number, data: i.data, scanResponse: [])),
+                MgmtStep(.addExtendedAdvertisingData(instance: i.number, data: decoy, scanResponse: i.scanResponse), mayFail: true),
+                MgmtStep(.addExtendedAdvertisingData(instance: i.number, data: i.data, scanResponse: i.scanResponse)),
             ]
         case .legacy:
             let flags = i.flags.intersection(.connectable)
             return [
-                MgmtStep(.addAdvertising(instance: i.number, flags: flags, duration: 0, timeout: 0, data: decoy, scanResponse: []),
+                MgmtStep(.addAdvertising(instance: i.number, flags: flags, duration: 0, timeout: 0, data: decoy, scanResponse: i.scanResponse),
                          mayFail: true),
-                MgmtStep(.addAdvertising(instance: i.number, flags: flags, duration: 0, timeout: 0, data: i.data, scanResponse: [])),
+                MgmtStep(.addAdvertising(instance: i.number, flags: flags, duration: 0, timeout: 0, data: i.data, scanResponse: i.scanResponse)),
             ]
         }
     }
@@ -64,8 +67,8 @@ public enum MgmtAdvertisingPlan {
     }
 
     /// New data for an instance that is on the air with the extended commands.
-    public static func updateData(instance: UInt8, data: [UInt8]) -> [MgmtStep] {
-        [MgmtStep(.addExtendedAdvertisingData(instance: instance, data: data, scanResponse: []))]
+    public static func updateData(instance: UInt8, data: [UInt8], scanResponse: [UInt8] = []) -> [MgmtStep] {
+        [MgmtStep(.addExtendedAdvertisingData(instance: instance, data: data, scanResponse: scanResponse))]
     }
 
     /// Why an extended add that failed should be done again with Add Advertising, or nil when it should not.

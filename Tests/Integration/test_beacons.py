@@ -287,3 +287,32 @@ def test_eddystone_tlm_reports_mains_power_the_thermal_zone_and_honest_counts(tm
                          what='the scanner to hear the TLM frame')
         frame = parse_packet(heard)
         assert isinstance(frame, EddystoneTLMFrame) and frame.voltage == 0
+
+
+def name_response(name: str) -> bytes:
+    """A scan response with one Complete Local Name structure (AD type 0x09)."""
+    raw = name.encode()
+    return bytes([len(raw) + 1, 0x09]) + raw
+
+
+def test_a_name_goes_into_a_scan_response_and_makes_only_that_beacon_scannable(tmp_path, processes):
+    from bumble.core import AdvertisingData
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(IB + 'name = "Shelf 12 – Café"\n' + ALT)
+    sock = tmp_path / 'hci.sock'
+    with Lab(f'unix-server:{sock}') as lab:
+        processes('run', '-c', str(conf), '-d', f'unix:{sock}')
+        sets = wait_for(lambda: (s := enabled_sets(lab)) and len(s) == 2 and s, 10, what='two sets')
+        by_data = {s['data']: s for s in sets.values()}
+        named, plain = by_data[IB_BYTES], by_data[ALT_BYTES]
+        assert named['properties'] == 0x0012  # legacy PDU, scannable: ADV_SCAN_IND
+        assert named['scan_response'] == name_response('Shelf 12 – Café')
+        # Bumble's own AD parser reads the name back.
+        assert AdvertisingData.from_bytes(named['scan_response']).get(AdvertisingData.COMPLETE_LOCAL_NAME) == 'Shelf 12 – Café'
+        assert plain['properties'] == 0x0010 and plain['scan_response'] == b''  # without a name nothing changes
+    # A legacy-only controller: ADV_SCAN_IND and LE Set Scan Response Data.
+    conf.write_text(IB + 'name = "Shelf 12"\n')
+    with Lab(f'unix-server:{sock}', extended=False) as lab:
+        processes('run', '-c', str(conf), '-d', f'unix:{sock}')
+        family, st = wait_for(lambda: (a := lab.advertising()) and a[1]['data'] == IB_BYTES and a, 10, what='legacy advertising')
+        assert family == 'legacy' and st['type'] == 2 and st['scan_response'] == name_response('Shelf 12')
