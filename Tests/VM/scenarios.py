@@ -619,12 +619,98 @@ def s14_upgrade_keeps_the_edited_conffile():
     return f'0.1.0 → {dpkg_version().split()[-1]}, pid {before["MainPID"]} → {after["MainPID"]}, edit kept, new default in .dpkg-dist'
 
 
+# ---- several beacons ----------------------------------------------------------------------------------------------
+
+ALT = (bytes.fromhex('0201061bff1801beac') + bytes.fromhex(UUID.replace('-', '')) + (2).to_bytes(2, 'big')
+       + (3).to_bytes(2, 'big') + (-59).to_bytes(1, 'big', signed=True) + bytes([0]))
+EDDY = (bytes.fromhex('0201060303aafe1716aafe00') + (-18).to_bytes(1, 'big', signed=True)
+        + bytes.fromhex('00112233445566778899') + bytes.fromhex('a1b2c3d4e5f6') + b'\x00\x00')
+THREE = (f'[[beacon]]\nuuid = "{UUID}"\nmajor = 1\nminor = 1\n\n'
+         f'[[beacon]]\nformat = "altbeacon"\nuuid = "{UUID}"\nmajor = 2\nminor = 3\n\n'
+         '[[beacon]]\nformat = "eddystone-uid"\nnamespace = "00112233445566778899"\ninstance = "a1b2c3d4e5f6"\n\n')
+
+
+def ever_on_air(expected, since_us):
+    """`expected` was on the air at some moment after since_us (on already then, or put on after)."""
+    timeline, _ = replay(snoop.update())
+    before = [datas for ts, datas in timeline if ts < since_us]
+    return bool(before and expected in before[-1]) or any(expected in datas for ts, datas in timeline if ts >= since_us)
+
+
+def random_addresses(since_us):
+    """Every random address the controller accepted after since_us (LE Set Random Address, LE Set Advertising Set
+    Random Address), most significant byte first."""
+    _, commands = replay(snoop.update())
+    out = []
+    for ts, op, p, st in commands:
+        if ts < since_us or st != 0:
+            continue
+        if op == 0x2005 and len(p) >= 6:
+            out.append(':'.join(f'{b:02X}' for b in reversed(p[:6])))
+        elif op == 0x2035 and len(p) >= 7:
+            out.append(':'.join(f'{b:02X}' for b in reversed(p[1:7])))
+    return out
+
+
+def s15_mgmt_three_beacons_beside_bluetoothd():
+    bluetoothd(True)
+    with open(CONF, 'w') as f:
+        f.write(THREE + '[controller]\ndevice = "hci0"\nbackend = "auto"\n')
+    t0 = now_us()
+    sh('systemctl restart beacond', check=True)
+    st = wait_advertising('3 beacons')
+    assert '3 instances' in st, st
+    for frame in (ibeacon(), ALT, EDDY):
+        wait(lambda: ever_on_air(frame, t0), 30, f'{frame.hex()[:24]}… on the air (btmon)')
+    journal = sh('journalctl -u beacond --no-pager -o cat --since=-2min')
+    assert all(f'Beacon {k} of 3: ' in journal for k in (1, 2, 3)), 'no journal line per beacon'
+    info = sh('btmgmt --index 0 advinfo')
+    return f'{st} | {" ".join(info.split())[:160]}'
+
+
+def s16_hci_three_beacons_and_a_static_address():
+    bluetoothd(False)
+    with open(CONF, 'w') as f:
+        f.write(THREE + '[controller]\ndevice = "hci0"\nbackend = "hci"\n')
+    t0 = now_us()
+    sh('systemctl restart beacond', check=True)
+    st = wait_advertising('3 beacons')
+    for frame in (ibeacon(), ALT, EDDY):
+        wait(lambda: ever_on_air(frame, t0), 30, f'{frame.hex()[:24]}… on the air (btmon)')
+    kept = sh('cat /var/lib/beacond/static-address').strip()
+    assert re.fullmatch(r'[C-F][0-9A-F](:[0-9A-F]{2}){5}', kept), f'not a random static address: {kept!r}'
+    first = set(random_addresses(t0))
+    assert first == {kept}, f'the controller was given {first}, the state directory keeps {kept}'
+    # The same address after a restart (and it is the one in StateDirectory=, private to the dynamic user).
+    t1 = now_us()
+    sh('systemctl restart beacond', check=True)
+    wait_advertising('3 beacons')
+    wait(lambda: random_addresses(t1), 30, 'the address set again after the restart')
+    assert set(random_addresses(t1)) == {kept}, f'after the restart: {set(random_addresses(t1))}, kept {kept}'
+    assert os.path.islink('/var/lib/beacond') or os.path.isdir('/var/lib/private/beacond'), 'not systemd\'s StateDirectory'
+    # Remove one beacon: the other two stay on the air, the removed one goes.
+    with open(CONF, 'w') as f:
+        f.write(THREE.split('[[beacon]]\nformat = "altbeacon"')[0] + '[[beacon]]\nformat = "eddystone-uid"'
+                + THREE.split('[[beacon]]\nformat = "eddystone-uid"')[1] + '[controller]\ndevice = "hci0"\nbackend = "hci"\n')
+    t2 = now_us()
+    sh('systemctl reload beacond', check=True)
+    st2 = wait_advertising('2 beacons')
+    time.sleep(2)
+    assert not ever_on_air(ALT, now_us() - 1_500_000), 'the removed AltBeacon is still on the air'
+    assert ever_on_air(ibeacon(), now_us() - 1_500_000) and ever_on_air(EDDY, now_us() - 1_500_000), 'the others left the air'
+    _, commands = replay(snoop.update())
+    disables = [c for c in commands if c[0] >= t2 and c[3] == 0 and c[1] in (0x200A, 0x2039) and c[2][:1] == b'\x00'
+                and not (c[1] == 0x2039 and len(c[2]) >= 3 and c[2][1] == 1 and c[2][2] == 1)]
+    assert not disables, f'the reload disabled what it should not have: {[(hex(c[1]), c[2].hex()) for c in disables]}'
+    return f'{st} | after removing one: {st2} | static address {kept}, the same after a restart'
+
+
 def main():
     sh(f'rm -f {SNOOP}; systemd-run --unit=btmon-capture /usr/bin/btmon -w {SNOOP}', check=True)
     wait(lambda: os.path.exists(SNOOP) and os.path.getsize(SNOOP) >= 16, 10, 'btmon to start')
     btvirt_start()
     # The arm64 guest (Debian 13 under TCG, several times slower) runs the issue's list; amd64 runs everything.
-    only = {'0', '1a', '1c', '1e', '2a', '3', '5', '7', '8', '9', '13', '14'} if ARM64 else None
+    only = {'0', '1a', '1c', '1e', '2a', '3', '5', '7', '8', '9', '13', '14', '15', '16'} if ARM64 else None
 
     def run_(title, fn):
         if only is None or title.split('.')[0] in only:
@@ -648,6 +734,8 @@ def main():
         run_('10. backend=hci: another program disables advertising, beacond puts the beacon back', s10_foreign_disable_is_undone)
         run_('11. without CAP_NET_ADMIN: backend=mgmt exits 77 naming it, auto falls back to raw HCI', s11_capabilities_for_mgmt)
         run_('12. mgmt: stopped while the adapter is powered off, nothing comes back at power-on', s12_mgmt_stop_while_powered_off_leaves_nothing)
+        run_('15. mgmt beside bluetoothd: three beacons (iBeacon, AltBeacon, Eddystone-UID) on three instances, each on the air', s15_mgmt_three_beacons_beside_bluetoothd)
+        run_('16. hci: three beacons, a static address from the state directory, the same after a restart; a reload removing one leaves the others', s16_hci_three_beacons_and_a_static_address)
         run_('13. apt-get purge: nothing left behind (files, units, enablement, state), nothing on the air', s13_purge_leaves_nothing)
         run_('14. upgrade from the previous package with an edited conffile: edit kept, new default as .dpkg-dist, restarted, beacon back', s14_upgrade_keeps_the_edited_conffile)
     finally:
