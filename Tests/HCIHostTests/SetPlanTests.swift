@@ -94,6 +94,54 @@ struct SetPlanTests {
     }
 }
 
+@Suite("address and scan response in the start sequences")
+struct StartSequenceTests {
+    static let name = try! AdvertisingData(raw: [0x05, 0x09, 0x53, 0x68, 0x65, 0x6C])  // "Shel"
+
+    @Test("legacy: the random address after the parameters (steps 0 and 1 stay disable and parameters), the scan response after the data")
+    func legacy() {
+        var r = request(1)
+        r = AdvertisingRequest(data: r.data, type: .nonConnectableUndirected, interval: r.interval, txPower: nil,
+                               ownAddress: .random([1, 2, 3, 4, 5, 0xC6]), scanResponse: Self.name)
+        #expect(r.type == .scannableUndirected)  // a name makes it scannable
+        let steps = AdvertisingPlan.start(r, family: .legacy, handle: 0)
+        #expect(steps.map(\.command.opcode) == [.leSetAdvertisingEnable, .leSetAdvertisingParameters, .leSetRandomAddress,
+                                                 .leReadAdvertisingPhysicalChannelTxPower, .leSetAdvertisingData, .leSetScanResponseData,
+                                                 .leSetAdvertisingEnable])
+        #expect(hexString(steps[1].command.parameters) == "a000a000" + "02" + "01" + "00" + "000000000000" + "07" + "00")
+        #expect(hexString(steps[2].command.parameters) == "0102030405c6")
+    }
+
+    @Test("extended: own address type random, LE Set Advertising Set Random Address for that set, LE Set Extended Scan Response Data")
+    func extended() {
+        let r = AdvertisingRequest(data: request(1).data, type: .nonConnectableUndirected, interval: request(1).interval, txPower: nil,
+                                   ownAddress: .random([1, 2, 3, 4, 5, 0xC6]), scanResponse: Self.name)
+        let steps = AdvertisingPlan.start(r, family: .extended, handle: 3)
+        #expect(handles(steps) == ["disable [3]", "parameters 3", "address 3", "data 3", "\(Opcode.leSetExtendedScanResponseData)", "enable [3]"])
+        if case .leSetExtendedAdvertisingParameters(let p) = steps[1].command {
+            #expect(p.ownAddressType == 1 && p.eventProperties == 0x0012)
+        } else {
+            Issue.record("step 1 is not the parameters")
+        }
+        #expect(hexString(steps[2].command.parameters) == "03" + "0102030405c6")
+        #expect(hexString(steps[4].command.parameters) == "03" + "03" + "01" + "06" + "05095368656c")
+        // Public and without a name: exactly the sequence beacond always sent.
+        let plain = AdvertisingPlan.start(AdvertisingRequest(data: r.data, type: .nonConnectableUndirected, interval: r.interval, txPower: nil),
+                                          family: .extended, handle: 0)
+        #expect(handles(plain) == ["disable [0]", "parameters 0", "data 0", "enable [0]"])
+    }
+
+    @Test("time slices: a beacon without a name answers with an empty scan response when another has one")
+    func slicesWithNames() {
+        let named = AdvertisingRequest(data: request(1).data, type: .nonConnectableUndirected, interval: request(1).interval, txPower: nil,
+                                       scanResponse: Self.name)
+        let s = LegacySlicing([request(2), named])
+        #expect(s.base.type == .scannableUndirected)
+        #expect(s.scanResponse(0)?.bytes == [] && s.scanResponse(1) == Self.name)
+        #expect(LegacySlicing([request(2), request(3)]).scanResponse(0) == nil)
+    }
+}
+
 @Suite("random addresses")
 struct RandomAddressTests {
     @Test("static: top two bits 11; non-resolvable: 00; an all-zero or all-one random part is refused")
