@@ -50,6 +50,16 @@ def check_decoded(frames: dict[bytes, set[str]]) -> None:
     uid = parse_packet(EDDY_BYTES)
     assert (uid.namespace, uid.instance, uid.tx_power) == (NAMESPACE, INSTANCE, -20)
     assert set(frames) >= {IB_BYTES, ALT_BYTES, EDDY_BYTES}
+    # And Bumble's AD parser: the structures each frame is made of.
+    from bumble.core import AdvertisingData
+    ib_ad = AdvertisingData.from_bytes(IB_BYTES)
+    assert ib_ad.get(AdvertisingData.FLAGS) == 0x06
+    assert ib_ad.get(AdvertisingData.MANUFACTURER_SPECIFIC_DATA) == (0x004C, bytes.fromhex('0215') + IB_BYTES[9:])
+    alt_ad = AdvertisingData.from_bytes(ALT_BYTES)
+    assert alt_ad.get(AdvertisingData.MANUFACTURER_SPECIFIC_DATA) == (0x0118, ALT_BYTES[7:])
+    eddy_ad = AdvertisingData.from_bytes(EDDY_BYTES)
+    service = eddy_ad.get(AdvertisingData.SERVICE_DATA_16_BIT_UUID)
+    assert str(service[0]).endswith('FEAA') and service[1] == EDDY_BYTES[11:]  # UUID-16:FEAA
 
 
 def test_three_formats_each_on_its_own_set_with_exact_bytes(tmp_path, processes, state_directory):
