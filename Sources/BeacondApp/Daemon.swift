@@ -24,6 +24,8 @@ final class Daemon {
     /// Eddystone-TLM: new values every Lifecycle.telemetryPeriod, while the config has such a beacon.
     private var telemetryTimer: EventSource?
     private var telemetryClock: TelemetryClock
+    /// `address = "rotating"`: a new private address every AddressPolicy.rotationPeriod.
+    private var addressTimer: EventSource?
     private var watcher: DeviceWatcher?
     private var watcherSource: EventSource?
     /// Events that arrive while actions are being carried out (a backend may answer at once) wait their turn, so
@@ -78,6 +80,10 @@ final class Daemon {
         _ = try loop.addSignal(SIGHUP) { [unowned self] in self.handle(.hangup) }
         timer = try loop.addIdleTimer { [unowned self] in self.handle(.timerFired) }
         telemetryTimer = try loop.addIdleTimer { [unowned self] in self.telemetryTick() }
+        addressTimer = try loop.addIdleTimer { [unowned self] in
+            self.addressTimer?.rearm(after: AddressPolicy.rotationPeriod)
+            self.handle(.addressPeriod)
+        }
         try loop.enableWatchdog()
         startWatcher()
         // The first telemetry (the temperature now) before the first frame goes out.
@@ -97,18 +103,22 @@ final class Daemon {
             for action in lifecycle.handle(e) { perform(action) }
         }
         handling = false
-        syncTelemetryTimer()
+        syncTimers()
     }
 
     // MARK: Eddystone-TLM
 
-    /// Armed exactly while the config has an Eddystone-TLM beacon.
-    private func syncTelemetryTimer() {
-        guard let t = telemetryTimer else { return }
-        if lifecycle.hasTelemetry {
-            if !t.isArmed { t.rearm(after: Lifecycle.telemetryPeriod) }
-        } else if t.isArmed {
-            t.disarm()
+    /// The telemetry timer is armed exactly while the config has an Eddystone-TLM beacon, the address timer while
+    /// beacond rotates the address.
+    private func syncTimers() {
+        for (timer, wanted, period) in [(telemetryTimer, lifecycle.hasTelemetry, Lifecycle.telemetryPeriod),
+                                        (addressTimer, lifecycle.rotatesAddress, AddressPolicy.rotationPeriod)] {
+            guard let timer else { continue }
+            if wanted {
+                if !timer.isArmed { timer.rearm(after: period) }
+            } else if timer.isArmed {
+                timer.disarm()
+            }
         }
     }
 

@@ -44,8 +44,7 @@ final class HCIBackend: AdvertisingBackend {
     /// The address in use, as STATUS names it.
     private var addressNote = ""
     private var staticAddress: [UInt8]?
-    private var rotatingAddress: [UInt8]?
-    private var rotationTimer: EventSource?
+    private var rotatingAddress: (generation: UInt64, address: [UInt8])?
     /// The controller refused a short interval although its version allows it: use the 100 ms floor from now on.
     private var intervalFloorForced = false
     private var closed = false
@@ -155,7 +154,7 @@ final class HCIBackend: AdvertisingBackend {
 
     /// The address policy as the controller is told: nil with the failure's message when the static address
     /// cannot be had.
-    private func ownAddress(_ policy: AddressPolicy) -> Result<OwnAddress, BackendFailure> {
+    private func ownAddress(_ policy: AddressPolicy, generation: UInt64) -> Result<OwnAddress, BackendFailure> {
         switch policy {
         case .public:
             return .success(.public)
@@ -169,14 +168,14 @@ final class HCIBackend: AdvertisingBackend {
                 return .failure(BackendFailure(message: error.description, fields: ["HCI_DEVICE=\(device)"]))
             }
         case .rotating:
-            if let a = rotatingAddress { return .success(.random(a)) }
+            if let r = rotatingAddress, r.generation == generation { return .success(.random(r.address)) }
             var a: [UInt8]?
             while a == nil {
                 do { a = RandomAddress.makeNonResolvable(from: try RandomID.bytes(6)) } catch {
                     return .failure(BackendFailure(message: "Cannot make a private address: \(error)"))
                 }
             }
-            rotatingAddress = a
+            rotatingAddress = (generation, a!)
             return .success(.random(a!))
         }
     }
@@ -199,7 +198,7 @@ final class HCIBackend: AdvertisingBackend {
         }
         let policy = schedule.address ?? .static
         let own: OwnAddress
-        switch ownAddress(policy) {
+        switch ownAddress(policy, generation: schedule.addressGeneration) {
         case .success(let a): own = a
         case .failure(let f): return done(.failure(f))
         }
@@ -222,7 +221,6 @@ final class HCIBackend: AdvertisingBackend {
             case .success:
                 self.applied = schedule
                 self.addressNote = addressNote
-                self.armRotation(policy)
                 done(.success(self.currentOnAir!))
             case .failure(let f):
                 self.applied = nil
@@ -383,30 +381,6 @@ final class HCIBackend: AdvertisingBackend {
         }
     }
 
-    // MARK: rotating address
-
-    /// `rotating`: a new non-resolvable private address every `AddressPolicy.rotationPeriod`.
-    private func armRotation(_ policy: AddressPolicy) {
-        guard policy == .rotating else {
-            rotationTimer?.disarm()
-            rotatingAddress = nil
-            return
-        }
-        if rotationTimer == nil { rotationTimer = try? loop.addIdleTimer { [weak self] in self?.rotate() } }
-        if rotationTimer?.isArmed != true { rotationTimer?.rearm(after: AddressPolicy.rotationPeriod) }
-    }
-
-    private func rotate() {
-        guard let applied, !closed else { return }
-        rotatingAddress = nil
-        log.info("Changing the rotating address on \(device) (every \(formatDuration(AddressPolicy.rotationPeriod)))")
-        // A new address means new parameters on every set: the full sequence.
-        apply(applied, dataOnlyAllowed: true, allowSwitch: false) { [weak self] result in
-            guard let self else { return }
-            if case .failure(let f) = result { self.onEvent(.lost(f)) }
-        }
-    }
-
     private var currentOnAir: OnAir? {
         guard let family, let applied, !effectiveIntervals.isEmpty else { return nil }
         let n = applied.beacons.count
@@ -439,7 +413,6 @@ final class HCIBackend: AdvertisingBackend {
         guard let c = connection, let family, info != nil, !c.isClosed else { return done() }
         applied = nil
         stopSlicing()
-        rotationTimer?.disarm()
         let steps: [Step]
         switch family {
         case .legacy: steps = AdvertisingPlan.stop(family: .legacy, handle: 0)
@@ -463,7 +436,6 @@ final class HCIBackend: AdvertisingBackend {
         closed = true
         stopSlicing()
         sliceTimer?.cancel()
-        rotationTimer?.cancel()
         connection?.close()
         connection = nil
     }

@@ -20,10 +20,13 @@ public struct AdvertisingSchedule: Sendable, Hashable {
     public var beacons: [AdvertisingRequest]
     /// Nil: the default (`static` where beacond drives the controller, the kernel's choice through mgmt).
     public var address: AddressPolicy?
+    /// `rotating`: a new value asks for a new private address.
+    public var addressGeneration: UInt64
 
-    public init(beacons: [AdvertisingRequest], address: AddressPolicy? = nil) {
+    public init(beacons: [AdvertisingRequest], address: AddressPolicy? = nil, addressGeneration: UInt64 = 0) {
         self.beacons = beacons
         self.address = address
+        self.addressGeneration = addressGeneration
     }
 
     /// A single beacon (tests, tools).

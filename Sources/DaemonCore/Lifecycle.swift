@@ -51,6 +51,8 @@ public struct Lifecycle: Sendable {
         case configRefused(ConfigError)
         /// New values for the Eddystone-TLM beacons (every `telemetryPeriod` while the config has one).
         case telemetry(Telemetry)
+        /// `address = "rotating"`: time for a new private address (every `AddressPolicy.rotationPeriod`).
+        case addressPeriod
     }
 
     public enum Action: Sendable, Hashable {
@@ -118,6 +120,8 @@ public struct Lifecycle: Sendable {
     private var telemetry = Telemetry()
     /// The apply running now only puts new telemetry on the air: no log lines for it.
     private var telemetryRefresh = false
+    /// Bumped for every new rotating address.
+    private var addressGeneration: UInt64 = 0
 
     public init(config: BeaconConfiguration, configPath: String, device: DeviceSpec? = nil, logLevel: LogLevel? = nil,
                 seed: UInt64) {
@@ -212,6 +216,11 @@ public struct Lifecycle: Sendable {
             guard phase == .advertising, hasTelemetry else { break }
             telemetryRefresh = true
             apply(&out, dataOnlyAllowed: true)
+        case .addressPeriod:
+            guard rotatesAddress else { break }
+            addressGeneration &+= 1
+            // Not on the air now: the next apply takes the new address anyway.
+            if phase == .advertising { apply(&out, dataOnlyAllowed: true) }
         }
         return out
     }
@@ -224,8 +233,12 @@ public struct Lifecycle: Sendable {
         return AdvertisingSchedule(beacons: config.beacons.map {
             AdvertisingRequest(data: $0.beacon.withTelemetry(telemetry).advertisingData, type: config.advertising.legacyType,
                                interval: config.interval(of: $0), txPower: config.advertising.txPower, scanResponse: $0.scanResponse)
-        }, address: config.advertising.address)
+        }, address: config.advertising.address, addressGeneration: addressGeneration)
     }
+
+    /// `address = "rotating"` where beacond drives the controller (through mgmt the kernel rotates its own); the
+    /// executor then sends `addressPeriod` every `AddressPolicy.rotationPeriod`.
+    public var rotatesAddress: Bool { config.advertising.address == .rotating && backend != .mgmt }
 
     /// The config has an Eddystone-TLM beacon (the executor then sends `telemetry` every `telemetryPeriod`).
     public var hasTelemetry: Bool { config.beacons.contains { $0.beacon.isTelemetry } }
@@ -286,7 +299,8 @@ public struct Lifecycle: Sendable {
 
     private mutating func apply(_ out: inout [Action], dataOnlyAllowed: Bool) {
         guard let wanted = request else { return withdraw(&out) }
-        let dataOnly = dataOnlyAllowed && applied.map { $0.address == wanted.address && $0.beacons.count == wanted.beacons.count
+        let dataOnly = dataOnlyAllowed && applied.map { $0.address == wanted.address && $0.addressGeneration == wanted.addressGeneration
+            && $0.beacons.count == wanted.beacons.count
             && !zip($0.beacons, wanted.beacons).contains { $0.needsRestart(for: $1) } } == true
         applying = (wanted, dataOnly)
         applyAgain = false

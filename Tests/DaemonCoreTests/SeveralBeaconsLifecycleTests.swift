@@ -100,3 +100,29 @@ struct SeveralBeaconsLifecycleTests {
         #expect(opened(reopened) == .hci)
     }
 }
+
+@Suite("rotating address")
+struct RotatingAddressTests {
+    @Test("every period a full apply with a new address generation, and STATUS and the journal say so; not through mgmt")
+    func rotates() throws {
+        let text = "[beacon]\nuuid = \"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"\nmajor = 1\nminor = 1\n[advertising]\naddress = \"rotating\"\n[controller]\ndevice = \"tcp:127.0.0.1:9\"\n"
+        var lc = Lifecycle(config: try BeaconConfiguration.parse(Array(text.utf8)), configPath: "/c", seed: 1)
+        #expect(lc.rotatesAddress)
+        _ = lc.handle(.start)
+        let first = lc.handle(.opened).compactMap { if case .apply(let s, _) = $0 { s } else { nil } }.first
+        #expect(first?.addressGeneration == 0)
+        _ = lc.handle(.applied(OnAir(interval: AdvertisingInterval(units: 160)!, details: ["extended", "rotating address 12:34:56:78:9A:BC"])))
+        let a = lc.handle(.addressPeriod)
+        let next = try #require(a.compactMap { if case .apply(let s, _) = $0 { s } else { nil } }.first)
+        #expect(next.addressGeneration == 1)
+        let done = lc.handle(.applied(OnAir(interval: AdvertisingInterval(units: 160)!, details: ["extended", "rotating address 2F:00:00:00:00:01"])))
+        #expect(done.contains { if case .notify(let n) = $0 { n.contains { $0.hasSuffix("rotating address 2F:00:00:00:00:01)") } } else { false } })
+        #expect(done.contains { if case .log(.notice, let m, _) = $0 { m.hasSuffix("rotating address 2F:00:00:00:00:01)") } else { false } })
+        // Through the kernel's management interface the kernel rotates its own address.
+        let mgmt = "[beacon]\nuuid = \"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"\nmajor = 1\nminor = 1\n[advertising]\naddress = \"rotating\"\n[controller]\nbackend = \"mgmt\"\n"
+        var m = Lifecycle(config: try BeaconConfiguration.parse(Array(mgmt.utf8)), configPath: "/c", seed: 1)
+        _ = m.handle(.start)
+        #expect(!m.rotatesAddress)
+        #expect(m.handle(.addressPeriod).isEmpty)
+    }
+}
