@@ -44,6 +44,7 @@ final class HCIBackend: AdvertisingBackend {
     /// The address in use, as STATUS names it.
     private var addressNote = ""
     private var staticAddress: [UInt8]?
+    private var warnedNoStateDirectory = false
     private var rotatingAddress: (generation: UInt64, address: [UInt8])?
     /// The controller refused a short interval although its version allows it: use the 100 ms floor from now on.
     private var intervalFloorForced = false
@@ -154,7 +155,10 @@ final class HCIBackend: AdvertisingBackend {
 
     /// The address policy as the controller is told: nil with the failure's message when the static address
     /// cannot be had.
-    private func ownAddress(_ policy: AddressPolicy, generation: UInt64) -> Result<OwnAddress, BackendFailure> {
+    /// `chosen`: the config says `address`; unset, a static address that cannot be kept (no state directory: a
+    /// hand-started beacond without root) falls back to the public address, with a warning, instead of nothing on
+    /// the air.
+    private func ownAddress(_ policy: AddressPolicy, chosen: Bool, generation: UInt64) -> Result<OwnAddress, BackendFailure> {
         switch policy {
         case .public:
             return .success(.public)
@@ -165,6 +169,14 @@ final class HCIBackend: AdvertisingBackend {
                 staticAddress = a
                 return .success(.random(a))
             } catch {
+                if !chosen && !error.damaged {
+                    if !warnedNoStateDirectory {
+                        warnedNoStateDirectory = true
+                        log.warning("\(error.description); advertising from the controller's public address until it can be kept",
+                                    ["HCI_DEVICE=\(device)"])
+                    }
+                    return .success(.public)
+                }
                 return .failure(BackendFailure(message: error.description, fields: ["HCI_DEVICE=\(device)"]))
             }
         case .rotating:
@@ -198,7 +210,7 @@ final class HCIBackend: AdvertisingBackend {
         }
         let policy = schedule.address ?? .static
         let own: OwnAddress
-        switch ownAddress(policy, generation: schedule.addressGeneration) {
+        switch ownAddress(policy, chosen: schedule.address != nil, generation: schedule.addressGeneration) {
         case .success(let a): own = a
         case .failure(let f): return done(.failure(f))
         }
@@ -214,7 +226,7 @@ final class HCIBackend: AdvertisingBackend {
         if family == .legacy, let tx = schedule.beacons[0].txPower {
             log.warning("tx_power = \(tx) is ignored: the controller on \(device) uses legacy advertising commands, which cannot set the TX power")
         }
-        let addressNote = policy == .public ? "public address" : "\(policy.rawValue) address \(own)"
+        let addressNote = own == .public ? "public address" : "\(policy.rawValue) address \(own)"
         let finish: (Result<Void, StepFailure>, _ full: Bool) -> Void = { [weak self] result, full in
             guard let self, !self.closed else { return }
             switch result {

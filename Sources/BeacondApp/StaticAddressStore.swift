@@ -16,6 +16,8 @@ enum StaticAddressStore {
 
     struct Failure: Error, CustomStringConvertible {
         var description: String
+        /// The file is there but holds no address: an identity was made and is damaged (not a missing directory).
+        var damaged = false
     }
 
     /// The kept address, made and stored first when there is none. Never replaces a file that is there: a damaged
@@ -27,7 +29,8 @@ enum StaticAddressStore {
             let bytes = try fd.readAll(limit: 64)
             let text = String(decoding: bytes, as: UTF8.self).split(whereSeparator: { $0 == "\n" || $0 == " " }).first.map(String.init) ?? ""
             guard bytes.count <= 64, let a = RandomAddress.parse(text), RandomAddress.isStatic(a) else {
-                throw Failure(description: "\(path) does not hold a random static address (one line like C3:12:34:56:78:9A, the top two bits set); remove it to make a new one")
+                throw Failure(description: "\(path) does not hold a random static address (one line like C3:12:34:56:78:9A, the top two bits set); remove it to make a new one",
+                              damaged: true)
             }
             return a
         } catch let e as Failure {

@@ -326,3 +326,22 @@ def test_a_name_goes_into_a_scan_response_and_makes_only_that_beacon_scannable(t
         processes('run', '-c', str(conf), '-d', f'unix:{sock}')
         family, st = wait_for(lambda: (a := lab.advertising()) and a[1]['data'] == IB_BYTES and a, 10, what='legacy advertising')
         assert family == 'legacy' and st['type'] == 2 and st['scan_response'] == name_response('Shelf 12')
+
+
+def test_without_a_state_directory_the_default_falls_back_to_public_and_an_explicit_static_is_an_error(tmp_path, processes):
+    """A hand-started beacond (no systemd StateDirectory=, no root for /var/lib) still puts the beacon on the air."""
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(IB)
+    sock = tmp_path / 'hci.sock'
+    nowhere = {'STATE_DIRECTORY': str(tmp_path / 'missing' / 'state')}  # mkdir fails: its parent does not exist
+    with Lab(f'unix-server:{sock}') as lab:
+        b = processes('run', '-c', str(conf), '-d', f'unix:{sock}', env=nowhere)
+        frames = heard_all(lab, [IB_BYTES], timeout=10)
+        assert {a.split('/')[0] for a in frames[IB_BYTES]} == {'F0:F1:F2:F3:F4:F5'}
+        wait_for(lambda: "advertising from the controller's public address until it can be kept" in b.log(), 5, what='the warning')
+        assert b.log().count('Cannot keep a static address') == 1  # once, not per apply
+    conf.write_text(IB + '[advertising]\naddress = "static"\n')
+    with Lab(f'unix-server:{sock}') as lab:
+        b = processes('run', '-c', str(conf), '-d', f'unix:{sock}', env=nowhere)
+        wait_for(lambda: 'Cannot keep a static address' in b.log() and 'retrying in' in b.log(), 10, what='the error')
+        assert not lab.advertising()
