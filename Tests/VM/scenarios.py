@@ -631,6 +631,18 @@ THREE = (f'[[beacon]]\nuuid = "{UUID}"\nmajor = 1\nminor = 1\n\n'
          '[[beacon]]\nformat = "eddystone-uid"\nnamespace = "00112233445566778899"\ninstance = "a1b2c3d4e5f6"\n\n')
 
 
+def leaving_one_beacon(fn):
+    """Runs a several-beacons scenario, then puts back the single-beacon file the later scenarios start from, passed
+    or failed."""
+    def go():
+        try:
+            return fn()
+        finally:
+            write_conf(backend='auto', minor=2)
+            sh('systemctl restart beacond')
+    return go
+
+
 def ever_on_air(expected, since_us):
     """`expected` was on the air at some moment after since_us (on already then, or put on after)."""
     timeline, _ = replay(snoop.update())
@@ -638,25 +650,30 @@ def ever_on_air(expected, since_us):
     return bool(before and expected in before[-1]) or any(expected in datas for ts, datas in timeline if ts >= since_us)
 
 
-def random_addresses(since_us):
-    """The random address in effect each time advertising was enabled after since_us: the last LE Set Random Address
-    the controller accepted before a legacy enable, and each set's LE Set Advertising Set Random Address before its
-    enable; most significant byte first. (The kernel sets random addresses of its own for scanning: only the ones
-    advertising went out with count.)"""
+def random_addresses(since_us, frames):
+    """The random address in effect each time advertising with one of `frames` was enabled after since_us: the last
+    LE Set Random Address the controller accepted before a legacy enable, and each set's LE Set Advertising Set
+    Random Address before its enable; most significant byte first. (The kernel enables its own advertising, and sets
+    random addresses of its own: only what went out with these frames counts.)"""
     _, commands = replay(snoop.update())
     fmt = lambda b: ':'.join(f'{x:02X}' for x in reversed(b))
-    legacy, sets, out = None, {}, []
+    legacy, legacy_data, sets, set_data, out = None, b'', {}, {}, []
     for ts, op, p, st in commands:
         if st != 0:
             continue
         if op == 0x2005 and len(p) >= 6:
             legacy = fmt(p[:6])
+        elif op == 0x2008 and p:
+            legacy_data = bytes(p[1:1 + p[0]])
         elif op == 0x2035 and len(p) >= 7:
             sets[p[0]] = fmt(p[1:7])
-        elif ts >= since_us and op == 0x200A and p[:1] == b'\x01' and legacy:
-            out.append(legacy)
+        elif op == 0x2037 and len(p) >= 4:
+            set_data[p[0]] = bytes(p[4:4 + p[3]])
+        elif ts >= since_us and op == 0x200A and p[:1] == b'\x01' and legacy_data in frames:
+            out.append(legacy or 'public')
         elif ts >= since_us and op == 0x2039 and p[:1] == b'\x01' and len(p) >= 2:
-            out += [sets[p[2 + 4 * k]] for k in range(p[1]) if 2 + 4 * k < len(p) and p[2 + 4 * k] in sets]
+            handles = [p[2 + 4 * k] for k in range(p[1]) if 2 + 4 * k < len(p)]
+            out += [sets.get(h, 'public') for h in handles if set_data.get(h) in frames]
     return out
 
 
@@ -673,8 +690,6 @@ def s15_mgmt_three_beacons_beside_bluetoothd():
     journal = sh('journalctl -u beacond --no-pager -o cat --since=-2min')
     assert all(f'Beacon {k} of 3: ' in journal for k in (1, 2, 3)), 'no journal line per beacon'
     info = sh('btmgmt --index 0 advinfo')
-    write_conf(backend='auto', minor=2)  # the single-beacon file the later scenarios start from
-    sh('systemctl restart beacond', check=True)
     return f'{st} | {" ".join(info.split())[:160]}'
 
 
@@ -689,14 +704,15 @@ def s16_hci_three_beacons_and_a_static_address():
         wait(lambda: ever_on_air(frame, t0), 30, f'{frame.hex()[:24]}… on the air (btmon)')
     kept = sh('cat /var/lib/beacond/static-address').strip()
     assert re.fullmatch(r'[C-F][0-9A-F](:[0-9A-F]{2}){5}', kept), f'not a random static address: {kept!r}'
-    first = set(random_addresses(t0))
+    first = set(random_addresses(t0, (ibeacon(), ALT, EDDY)))
     assert first == {kept}, f'the controller was given {first}, the state directory keeps {kept}'
     # The same address after a restart (and it is the one in StateDirectory=, private to the dynamic user).
     t1 = now_us()
     sh('systemctl restart beacond', check=True)
     wait_advertising('3 beacons')
-    wait(lambda: random_addresses(t1), 30, 'the address set again after the restart')
-    assert set(random_addresses(t1)) == {kept}, f'after the restart: {set(random_addresses(t1))}, kept {kept}'
+    wait(lambda: random_addresses(t1, (ibeacon(), ALT, EDDY)), 30, 'advertising enabled again after the restart')
+    again = set(random_addresses(t1, (ibeacon(), ALT, EDDY)))
+    assert again == {kept}, f'after the restart: {again}, kept {kept}'
     assert os.path.islink('/var/lib/beacond') or os.path.isdir('/var/lib/private/beacond'), 'not systemd\'s StateDirectory'
     # Remove one beacon: the other two stay on the air, the removed one goes.
     with open(CONF, 'w') as f:
@@ -712,8 +728,6 @@ def s16_hci_three_beacons_and_a_static_address():
     disables = [c for c in commands if c[0] >= t2 and c[3] == 0 and c[1] in (0x200A, 0x2039) and c[2][:1] == b'\x00'
                 and not (c[1] == 0x2039 and len(c[2]) >= 3 and c[2][1] == 1 and c[2][2] == 1)]
     assert not disables, f'the reload disabled what it should not have: {[(hex(c[1]), c[2].hex()) for c in disables]}'
-    write_conf(backend='auto', minor=2)  # the single-beacon file the later scenarios start from
-    sh('systemctl restart beacond', check=True)
     return f'{st} | after removing one: {st2} | static address {kept}, the same after a restart'
 
 
@@ -746,8 +760,8 @@ def main():
         run_('10. backend=hci: another program disables advertising, beacond puts the beacon back', s10_foreign_disable_is_undone)
         run_('11. without CAP_NET_ADMIN: backend=mgmt exits 77 naming it, auto falls back to raw HCI', s11_capabilities_for_mgmt)
         run_('12. mgmt: stopped while the adapter is powered off, nothing comes back at power-on', s12_mgmt_stop_while_powered_off_leaves_nothing)
-        run_('15. mgmt beside bluetoothd: three beacons (iBeacon, AltBeacon, Eddystone-UID) on three instances, each on the air', s15_mgmt_three_beacons_beside_bluetoothd)
-        run_('16. hci: three beacons, a static address from the state directory, the same after a restart; a reload removing one leaves the others', s16_hci_three_beacons_and_a_static_address)
+        run_('15. mgmt beside bluetoothd: three beacons (iBeacon, AltBeacon, Eddystone-UID) on three instances, each on the air', leaving_one_beacon(s15_mgmt_three_beacons_beside_bluetoothd))
+        run_('16. hci: three beacons, a static address from the state directory, the same after a restart; a reload removing one leaves the others', leaving_one_beacon(s16_hci_three_beacons_and_a_static_address))
         run_('13. apt-get purge: nothing left behind (files, units, enablement, state), nothing on the air', s13_purge_leaves_nothing)
         run_('14. upgrade from the previous package with an edited conffile: edit kept, new default as .dpkg-dist, restarted, beacon back', s14_upgrade_keeps_the_edited_conffile)
     finally:
