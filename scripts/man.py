@@ -207,7 +207,20 @@ def beacond_conf_5(version, readme, example, date):
              for l in section[:table_at]]
     out += paragraphs(intro)
     out += ['.SH KEYS'] + paragraphs(section[table_at:table_end])
-    out += ['.SH ERRORS'] + paragraphs(section[table_end:])
+    # After the table: the formats, then one section per ### heading (### Mistakes is ERRORS).
+    chunks, title = [], 'FORMATS'
+    current = []
+    for line in section[table_end:]:
+        if line.startswith('### '):
+            chunks.append((title, current))
+            heading = line[4:].strip()
+            title, current = ('ERRORS' if heading == 'Mistakes' else heading.upper()), []
+        else:
+            current.append(line)
+    chunks.append((title, current))
+    for title, lines in chunks:
+        if any(l.strip() for l in lines):
+            out += ['.SH ' + esc(title)] + paragraphs(lines)
     out += ['.SH EXAMPLE', '.PP', '.RS 4', '.EX'] + [line_safe(esc(l)) for l in example.splitlines()] + ['.EE', '.RE']
     out += ['.SH SEE ALSO', '\\fBbeacond\\fR(8)']
     return out
