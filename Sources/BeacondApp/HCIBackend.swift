@@ -164,17 +164,17 @@ final class HCIBackend: AdvertisingBackend {
             return .success(.public)
         case .static:
             if let a = staticAddress { return .success(.random(a)) }
+            // Fallen back once on this connection: no new attempt (a mkdir) at every apply.
+            if !chosen && warnedNoStateDirectory { return .success(.public) }
             do {
                 let a = try StaticAddressStore.load()
                 staticAddress = a
                 return .success(.random(a))
             } catch {
                 if !chosen && !error.damaged {
-                    if !warnedNoStateDirectory {
-                        warnedNoStateDirectory = true
-                        log.warning("\(error.description); advertising from the controller's public address until it can be kept",
-                                    ["HCI_DEVICE=\(device)"])
-                    }
+                    warnedNoStateDirectory = true
+                    log.warning("\(error.description); advertising from the controller's public address until it can be kept",
+                                ["HCI_DEVICE=\(device)"])
                     return .success(.public)
                 }
                 return .failure(BackendFailure(message: error.description, fields: ["HCI_DEVICE=\(device)"]))
@@ -409,12 +409,10 @@ final class HCIBackend: AdvertisingBackend {
             }
         case .legacy:
             if let tx = txPowers[0], tx != 0x7F { details.append("TX \(tx) dBm") }
-            if n > 1, let base = legacyBase {
-                let slicing = LegacySlicing(Array(repeating: base, count: n))
+            if n > 1, let base = legacyBase, let slicing {
                 details.append("time-sliced, \(base.interval) slots")
-                for k in 0..<n {
-                    beacons.append(BeaconOnAir(every: slicing.effectiveInterval(slot: base.interval), details: ["slot \(k + 1) of \(n)"]))
-                }
+                let every = slicing.effectiveInterval(slot: base.interval)
+                beacons = (1...n).map { BeaconOnAir(every: every, details: ["slot \($0) of \(n)"]) }
             }
         }
         details.append(addressNote)
