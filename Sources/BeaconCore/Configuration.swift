@@ -430,8 +430,19 @@ private struct Validator {
         return stride(from: 0, to: digits.count, by: 2).map { UInt8(String(digits[$0]) + String(digits[$0 + 1]), radix: 16)! }
     }
 
+    /// Every string value: escapes may put control characters into it (`\n`, `\u0000`), and strings reach sd_notify
+    /// datagrams, the journal and paths, where a newline starts a new assignment and a NUL ends a path. Refused before
+    /// any other check, so no message repeats them.
     mutating func string(_ item: TOMLItem, _ what: String, _ key: String) -> String? {
-        if case .string(let s) = item.value { return s }
+        if case .string(let s) = item.value {
+            if let (k, c) = s.unicodeScalars.enumerated().first(where: { $0.element.properties.generalCategory == .control }) {
+                let code = String(c.value, radix: 16, uppercase: true)
+                fail("\(what) must not contain control characters (found U+\(String(repeating: "0", count: max(0, 4 - code.count)) + code) at character \(k + 1))",
+                     at: item.location, key: key)
+                return nil
+            }
+            return s
+        }
         fail("\(what) must be a string, found \(item.value.kindDescription)", at: item.location, key: key)
         return nil
     }

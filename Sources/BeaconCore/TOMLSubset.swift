@@ -446,7 +446,9 @@ private struct Parser {
                 escaped = true
                 let at = i
                 i += 1
-                guard i < b.count else {
+                // A backslash ending the line (TOML's line-ending escape exists in multi-line strings only): the
+                // string ends unterminated here, and the next line stays a line of its own.
+                guard !isLineEnd(i) else {
                     error("unterminated string (missing closing \")", at: open)
                     return nil
                 }
