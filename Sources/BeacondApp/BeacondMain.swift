@@ -4,6 +4,7 @@ import SystemCalls
 
 public enum BeacondMain {
     public static func main() -> Never {
+        ignoreBrokenPipe()
         let args = Array(CommandLine.arguments.dropFirst())
         let code: ExitCode
         do {

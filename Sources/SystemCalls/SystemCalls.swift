@@ -205,6 +205,11 @@ public func blockSignal(_ signo: Int32) throws(SystemError) {
 }
 
 /// exit(3): ends the process with `code`.
+/// SIGPIPE ignored for the whole process: a write to a peer that went away (an H4 socket whose other end stopped
+/// reading or closed) then fails with EPIPE, which the transport reports as a lost controller, instead of killing
+/// beacond with a signal that systemd counts as a clean exit (so Restart=on-failure would never bring it back).
+public func ignoreBrokenPipe() { signal(SIGPIPE, SIG_IGN) }
+
 public func exitProcess(_ code: Int32) -> Never { exit(code) }
 
 /// True when the descriptor (not owned: stdout, stderr) is a terminal.

@@ -154,3 +154,29 @@ def test_100_lose_recover_cycles_leak_neither_fds_nor_memory(tmp_path, processes
         assert fd1 == fd0
         assert rss1 - rss0 <= 256  # allocator noise, not growth per cycle
         assert b.proc.poll() is None
+
+
+def test_a_peer_that_stops_reading_is_a_lost_controller_not_a_sigpipe(tmp_path, processes):
+    """Bug: a unix H4 peer that shut its read side made beacond's next write raise SIGPIPE: exit 141, nothing logged,
+    and systemd counts SIGPIPE as a clean exit, so Restart=on-failure never brought it back."""
+    import socket
+    path = str(tmp_path / 'h4.sock')
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(2)
+    server.settimeout(20)
+    reset = bytes.fromhex('01030c00')
+    b = start(tmp_path, processes, f'unix:{path}')
+    first, _ = server.accept()
+    first.settimeout(10)
+    assert first.recv(4) == reset
+    first.shutdown(socket.SHUT_RD)
+    first.sendall(bytes.fromhex('040e0401030c00'))  # Reset complete: beacond's next command hits the shut side
+    # beacond is still there and, as after any lost controller, comes back with a Reset on a new connection.
+    second, _ = server.accept()
+    second.settimeout(10)
+    assert second.recv(4) == reset
+    assert b.proc.poll() is None, f'beacond exited with {b.proc.returncode}'
+    assert 'connection to the controller lost, retrying in' in b.log()
+    for s in (first, second, server):
+        s.close()
