@@ -1,12 +1,13 @@
 # beacond — build, test, demo and install entry points.
 #   make build      debug build
 #   make release    static-stdlib release binary in build/beacond (needs only libc, libbluetooth3, libsystemd0)
-#   make test       the whole test suite: unit tests (Swift 6.3, and 6.0 in a build root), fuzzing, the VM
-#                   end-to-end test (root, qemu, debootstrap),
-#                   the benchmark in smoke mode, integration tests on Bumble
+#   make test       the whole test suite: unit tests (Swift 6.3, and 6.0 in a build root), fuzzing, both
+#                   packages, the VM end-to-end tests (root, qemu, debootstrap), the benchmark in smoke mode,
+#                   integration tests on Bumble; stages run side by side (TEST_JOBS, default 3) and the run ends
+#                   with a table of their times (scripts/stage-report.sh)
 #   make test-fast  the same without the VM test and the benchmark (no root needed)
-#   make deb        build/beacond_<version>_amd64.deb and _arm64.deb (arm64 in a trixie root under qemu-user;
-#                   root), checked with lintian
+#   make deb        build/beacond_<version>_amd64.deb and _arm64.deb (arm64 cross-compiled in a trixie build
+#                   root; root), checked with lintian; BEACOND_ARM64_BUILD=native builds arm64 under qemu-user
 #   make vm-test    the VM end-to-end test of the amd64 package in Debian 12 (Tests/VM/run.sh)
 #   make vm-test-arm64  the same for the arm64 package in Debian 13 under qemu-system-aarch64 (cortex-a53)
 #   make fuzz-long  every fuzz target for 10 million executions
@@ -21,13 +22,15 @@ DESTDIR ?=
 VENV ?= .venv
 PYTHON ?= python3
 FUZZ_SECONDS ?= 30
+TEST_JOBS ?= 3
+STAGE := sh scripts/stage.sh
 PY := $(VENV)/bin/python
 
 VERSION := $(shell sed -n 's/^public let beacondVersion = "\(.*\)"$$/\1/p' Sources/DaemonCore/Lifecycle.swift)
 DEB_AMD64 := build/beacond_$(VERSION)_amd64.deb
 DEB_ARM64 := build/beacond_$(VERSION)_arm64.deb
 
-.PHONY: deps deps-all build release deb deb-amd64 deb-arm64 vm-test-arm64 test test-fast unit-test integration-test fuzz fuzz-long swift60 vm-test bench bench-smoke check-units demo install venv clean
+.PHONY: deps deps-all build release deb deb-amd64 deb-arm64 vm-test-arm64 test test-stages test-fast unit-test integration-test fuzz fuzz-long swift60 vm-test bench bench-smoke check-units demo install venv clean buildroot vm-image-amd64 vm-image-arm64
 
 # The Debian packages (installed when missing and run as root; otherwise the command to run is printed).
 deps:
@@ -53,16 +56,27 @@ $(VENV)/.installed: Tests/Integration/requirements.txt
 venv: $(VENV)/.installed
 
 unit-test: deps
-	$(SWIFT) test
+	$(STAGE) unit-test-swift63 $(SWIFT) test
 
 integration-test: build venv
-	BEACOND=$(CURDIR)/.build/debug/beacond $(PY) -m pytest -q Tests/Integration
+	BEACOND=$(CURDIR)/.build/debug/beacond $(STAGE) integration-tests $(PY) -m pytest -q Tests/Integration
 
 fuzz: deps
-	fuzz/run.sh $(FUZZ_SECONDS)
+	$(STAGE) fuzz fuzz/run.sh $(FUZZ_SECONDS)
 
-swift60: deps-all
-	sh scripts/build-swift60.sh
+swift60: deps-all buildroot
+	$(STAGE) unit-test-swift60 sh scripts/build-swift60.sh
+
+# The trixie build root (Swift 6.0 and the arm64 cross SDK), made once and cached (scripts/buildroot.sh).
+buildroot: deps-all
+	$(STAGE) buildroot sh -c 'sh scripts/buildroot.sh amd64 >/dev/null'
+
+# The VM guest images, made once and cached (Tests/VM/build-image.sh); early in a run so they build beside the rest.
+vm-image-amd64: deps-all
+	$(STAGE) vm-image-amd64 sh Tests/VM/run.sh --image-only --arch amd64
+
+vm-image-arm64: deps-all buildroot
+	$(STAGE) vm-image-arm64 sh Tests/VM/run.sh --image-only --arch arm64
 
 # Every fuzz target for at least 10 million executions (about an hour on two cores; docs/benchmarks.md has the counts).
 fuzz-long: deps
@@ -72,34 +86,40 @@ fuzz-long: deps
 PACKAGE_SOURCES := $(shell git ls-files Package.swift Sources systemd config scripts README.md 2>/dev/null)
 
 $(DEB_AMD64): $(PACKAGE_SOURCES) | deps-all
-	sh scripts/build-deb.sh amd64
+	$(STAGE) deb-amd64 sh scripts/build-deb.sh amd64
 
-$(DEB_ARM64): $(PACKAGE_SOURCES) | deps-all
-	sh scripts/build-deb.sh arm64
+$(DEB_ARM64): $(PACKAGE_SOURCES) | deps-all buildroot
+	$(STAGE) deb-arm64 sh scripts/build-deb.sh arm64
 
 deb-amd64: $(DEB_AMD64)
 deb-arm64: $(DEB_ARM64)
 
 deb: $(DEB_AMD64) $(DEB_ARM64)
-	sh scripts/lint-deb.sh $(DEB_AMD64) $(DEB_ARM64)
+	$(STAGE) lintian sh scripts/lint-deb.sh $(DEB_AMD64) $(DEB_ARM64)
 
-vm-test: $(DEB_AMD64)
-	sh Tests/VM/run.sh --arch amd64 $(DEB_AMD64)
+vm-test: $(DEB_AMD64) vm-image-amd64
+	$(STAGE) vm-amd64 sh Tests/VM/run.sh --arch amd64 $(DEB_AMD64)
 
-vm-test-arm64: $(DEB_ARM64) venv
-	sh Tests/VM/run.sh --arch arm64 $(DEB_ARM64)
+vm-test-arm64: $(DEB_ARM64) vm-image-arm64 venv
+	$(STAGE) vm-arm64 sh Tests/VM/run.sh --arch arm64 $(DEB_ARM64)
 
 bench: release venv
 	$(PY) bench/run.py --beacond build/beacond
 
 bench-smoke: release venv
-	$(PY) bench/run.py --beacond build/beacond --smoke
+	$(STAGE) bench-smoke $(PY) bench/run.py --beacond build/beacond --smoke
 
 # systemd-analyze verify must be clean and security --offline exposure at most 1.5 (printed for the CI log).
 check-units: build
-	sh scripts/check-units.sh .build/debug/beacond
+	$(STAGE) check-units sh scripts/check-units.sh .build/debug/beacond
 
-test: deps-all unit-test swift60 fuzz check-units deb vm-test vm-test-arm64 bench-smoke integration-test
+# The longest chains first (build root → arm64 image → arm64 VM), so make starts them before the rest.
+test: deps-all
+	rm -f build/stages.tsv
+	status=0; $(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-stages || status=$$?; \
+	  echo "Stages:"; sh scripts/stage-report.sh; exit $$status
+
+test-stages: buildroot vm-image-arm64 vm-image-amd64 swift60 deb vm-test-arm64 vm-test unit-test fuzz check-units bench-smoke integration-test
 
 test-fast: unit-test fuzz check-units integration-test
 

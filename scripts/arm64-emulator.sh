@@ -12,10 +12,12 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cache=${BEACOND_BUILDROOT_CACHE:-/var/cache/beacond-buildroot}
 key=$(sha256sum "$0" | cut -c1-16)
 dir="$cache/qemu-aarch64-$key"
+mkdir -p "$cache"
+exec 9>"$dir.lock"
+flock 9
 if [ ! -x "$dir/qemu-aarch64" ]; then
     root=$(sh "$top/scripts/buildroot.sh" amd64)
-    mirror=$(apt-get indextargets --format '$(URI)' 2>/dev/null | sed -n 's|^\(.*\)/dists/bookworm/main/.*|\1/|p' | head -n 1)
-    [ -n "$mirror" ] || { echo "arm64-emulator: cannot find a Debian mirror in this machine's apt configuration" >&2; exit 1; }
+    mirror=$(sh "$top/scripts/debian-mirror.sh")
     echo "deb $mirror trixie main" > "$root/etc/apt/sources.list.d/emulator.list"
     rm -rf "$root/tmp/emulator" && mkdir -p "$root/tmp/emulator"
     status=0

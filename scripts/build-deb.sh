@@ -2,13 +2,18 @@
 # Builds the Debian package of beacond for one architecture:
 #   sh scripts/build-deb.sh amd64|arm64        writes build/beacond_<version>_<arch>.deb
 #
-# amd64: the release binary from this machine's Swift (make release: static Swift stdlib), built on Debian 12, so
-#        the package installs on Debian 12 and later.
-# arm64: built natively with Debian 13's Swift 6.0 in the trixie arm64 build root under qemu-user
-#        (scripts/buildroot.sh arm64, root), for Raspberry Pi OS / Debian 13 on a Pi 3, 4, 5 or Zero 2 W.
-# The man pages come from scripts/man.py (the binary's help and the README), Depends from dpkg-shlibdeps run where
-# the binary's libraries are (this machine for amd64, the arm64 root for arm64), plus procps for the units'
-# ExecReload=/bin/kill. Needs dpkg-dev and python3; arm64 needs root.
+# Where each binary is compiled (docs/packaging.md has the why):
+# amd64  with this machine's Swift when it has one (a Swift 6.x toolchain built for glibc 2.35, as on the build
+#        machines: Debian 12 and Ubuntu 22.04 can install the package). Without one, with Debian 13's Swift 6.0 in
+#        the trixie build root; that package needs glibc 2.38 (Debian 13, Ubuntu 24.04), and this script says so.
+# arm64  on an amd64 machine: cross-compiled at native speed in the trixie amd64 build root (scripts/buildroot.sh)
+#        with the root's Swift 6.0 and its Swift SDK for aarch64 (Debian's arm64 runtime, the arm64 -dev packages
+#        through multiarch, lld). BEACOND_ARM64_BUILD=native compiles it natively instead, in a trixie arm64 root
+#        under qemu-user (about 13 minutes): the cross-check. On an arm64 machine (a Pi with swiftlang installed)
+#        it is built with that machine's own Swift.
+# The man pages come from scripts/man.py (a binary's help and the README), Depends from dpkg-shlibdeps run where
+# the target's libraries are (with dpkg-architecture -aarm64 for the cross-build), plus procps for the units'
+# ExecReload=/bin/kill. Needs dpkg-dev and python3; the build roots need root.
 set -eu
 arch=$1
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,29 +29,70 @@ stage="$work/stage"
 start=$(date +%s)
 # Bind now, as Debian's hardening flags ask; the static Swift stdlib keeps the package Swift-free.
 swift_flags='-c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now'
+strip_flags='--remove-section=.comment --remove-section=.note --strip-unneeded'
+host_arch=$(dpkg --print-architecture)
+arm64_build=${BEACOND_ARM64_BUILD:-cross}
+# Where dpkg-shlibdeps runs: "host", or the build root that has the target's libraries (with its arch option).
+shlibs_root=""
+shlibs_arch=""
+# The help texts (for the man pages) come from a binary this machine can run.
+help_binary="$work/beacond"
+
+# The root's debug build links the root's Swift runtime (glibc 2.41): it runs inside the root only.
+help_from_root() {
+    help_root=$1
+    printf '#!/bin/sh\nexec chroot %s sh -c '"'"'cd /src/beacond && exec .build/debug/beacond "$@"'"'"' sh "$@"\n' "$help_root" > "$work/beacond-help"
+    chmod 0755 "$work/beacond-help"
+    help_binary="$work/beacond-help"
+}
 
 case $arch in
-amd64)
-    (cd "$top" && swift build $swift_flags >&2)
+amd64|arm64) ;;
+*) echo "build-deb: architecture amd64 or arm64, not $arch" >&2; exit 2 ;;
+esac
+if [ "$arch" = "$host_arch" ] && command -v "${SWIFT:-swift}" >/dev/null 2>&1; then
+    # This machine's own Swift, for its own architecture.
+    (cd "$top" && "${SWIFT:-swift}" build $swift_flags >&2)
     cp "$top/.build/release/beacond" "$work/beacond"
-    help_binary="$work/beacond"
-    strip --remove-section=.comment --remove-section=.note --strip-unneeded "$work/beacond"
-    ;;
-arm64)
+    strip $strip_flags "$work/beacond"
+    how="this machine's $("${SWIFT:-swift}" --version 2>&1 | sed -n 's/.*\(Swift version [^ ]*\).*/\1/p' | head -n 1)"
+elif [ "$arch" = amd64 ] && [ "$host_arch" = amd64 ]; then
+    root=$(sh "$top/scripts/buildroot.sh" amd64)
+    echo "build-deb: WARNING: this machine has no Swift; the amd64 package is built with Debian 13's Swift 6.0 and needs glibc 2.38 (Debian 13, Ubuntu 24.04 or later): it will not install on Debian 12 or Ubuntu 22.04" >&2
+    sh "$top/scripts/in-buildroot.sh" amd64 "swift build $swift_flags >&2 && strip $strip_flags -o /tmp/beacond .build/release/beacond"
+    cp "$root/tmp/beacond" "$work/beacond"
+    shlibs_root=$root
+    how="Debian 13's Swift 6.0 in the trixie build root"
+elif [ "$arch" = arm64 ] && [ "$host_arch" = amd64 ] && [ "$arm64_build" = cross ]; then
+    root=$(sh "$top/scripts/buildroot.sh" amd64)
+    # pkg-config looks in the arm64 target's directories only (SwiftPM reads PKG_CONFIG_PATH first); the help texts
+    # come from the root's own debug build, which the Swift 6.0 tests share.
+    sh "$top/scripts/in-buildroot.sh" amd64 "export PKG_CONFIG_PATH=/usr/lib/aarch64-linux-gnu/pkgconfig PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig
+        swift build $swift_flags --swift-sdks-path /opt/swift-sdks --swift-sdk trixie-aarch64 >&2 &&
+        aarch64-linux-gnu-strip $strip_flags -o /tmp/beacond-arm64 .build/aarch64-unknown-linux-gnu/release/beacond &&
+        unset PKG_CONFIG_PATH PKG_CONFIG_LIBDIR && swift build --product beacond >&2"
+    cp "$root/tmp/beacond-arm64" "$work/beacond"
+    help_from_root "$root"
+    shlibs_root=$root
+    shlibs_arch=arm64
+    how="cross-compiled with Debian 13's Swift 6.0 and its aarch64 SDK in the trixie amd64 build root"
+elif [ "$arch" = arm64 ] && [ "$host_arch" = amd64 ] && [ "$arm64_build" = native ]; then
     root=$(sh "$top/scripts/buildroot.sh" arm64)
     # separate-code: Debian's Swift 6.0 on aarch64 marks .rodata writable in every object it emits (ours and the
     # static stdlib's), and GNU ld put that next to the code: one LOAD segment writable and executable ("LOAD
-    # segment with RWX permissions"). With it, code has a segment of its own (checked below). This machine's Swift
-    # links with gold, which has no such option and keeps them apart already.
-    sh "$top/scripts/in-buildroot.sh" arm64 "swift build $swift_flags -Xlinker -z -Xlinker separate-code >&2 && strip --remove-section=.comment --remove-section=.note --strip-unneeded -o /tmp/beacond .build/release/beacond"
+    # segment with RWX permissions"). With it, code has a segment of its own (checked below). The cross-build links
+    # with lld, which keeps code and data in segments of their own anyway.
+    sh "$top/scripts/in-buildroot.sh" arm64 "swift build $swift_flags -Xlinker -z -Xlinker separate-code >&2 && strip $strip_flags -o /tmp/beacond .build/release/beacond"
     cp "$root/tmp/beacond" "$work/beacond"
-    # The help texts are the same on every architecture; the host's debug build prints them quickly.
-    (cd "$top" && swift build >&2)
-    help_binary="$top/.build/debug/beacond"
-    ;;
-*) echo "build-deb: architecture amd64 or arm64, not $arch" >&2; exit 2 ;;
-esac
-echo "build-deb: $arch binary built in $(( $(date +%s) - start )) s" >&2
+    sh "$top/scripts/in-buildroot.sh" amd64 "swift build --product beacond >&2"
+    help_from_root "$(sh "$top/scripts/buildroot.sh" amd64)"
+    shlibs_root=$root
+    how="natively with Debian 13's Swift 6.0 in the trixie arm64 root under qemu-user"
+else
+    echo "build-deb: cannot build the $arch package on this $host_arch machine (BEACOND_ARM64_BUILD=$arm64_build; an amd64 machine builds both, an arm64 one with swiftlang builds arm64)" >&2
+    exit 2
+fi
+echo "build-deb: $arch binary built in $(( $(date +%s) - start )) s, $how" >&2
 # No segment may be both writable and executable (W^X; MemoryDenyWriteExecute= in the units expects it too).
 if readelf -lW "$work/beacond" | awk '$1 == "LOAD" && $(NF-1) ~ /W/ && $(NF-1) ~ /E/ { found = 1 } END { exit !found }'; then
     readelf -lW "$work/beacond" | grep LOAD >&2
@@ -64,7 +110,9 @@ install -D -m 0755 "$work/beacond" "$stage/usr/bin/beacond"
 install -D -m 0644 "$top/systemd/beacond.service" "$stage/usr/lib/systemd/system/beacond.service"
 install -D -m 0644 "$top/systemd/beacond@.service" "$stage/usr/lib/systemd/system/beacond@.service"
 install -D -m 0644 "$top/config/beacond.conf" "$stage/etc/beacond/beacond.conf"
+if [ -n "${help_root:-}" ]; then mountpoint -q "$help_root/proc" || mount -t proc proc "$help_root/proc"; fi
 python3 "$top/scripts/man.py" --beacond "$help_binary" --version "$version" --date "$man_date" --out "$work/man"
+if [ -n "${help_root:-}" ]; then umount "$help_root/proc" 2>/dev/null || true; fi
 install -D -m 0644 "$work/man/beacond.8" "$stage/usr/share/man/man8/beacond.8"
 install -D -m 0644 "$work/man/beacond.conf.5" "$stage/usr/share/man/man5/beacond.conf.5"
 install -D -m 0644 "$top/scripts/deb/copyright" "$stage/usr/share/doc/beacond/copyright"
@@ -75,17 +123,19 @@ gzip -9n "$stage/usr/share/man/man8/beacond.8" "$stage/usr/share/man/man5/beacon
 
 # Depends: the shared libraries the binary needs, as the packages that provide them on the target say.
 printf 'Source: beacond\n\nPackage: beacond\nArchitecture: any\n' > "$work/src/debian/control"
-if [ "$arch" = arm64 ]; then
-    rm -rf "$root/tmp/shlibs" && mkdir -p "$root/tmp/shlibs/debian"
-    cp "$work/src/debian/control" "$root/tmp/shlibs/debian/control"
-    cp "$work/beacond" "$root/tmp/shlibs/beacond"
-    mountpoint -q "$root/proc" || mount -t proc proc "$root/proc"
-    shlibs=$(chroot "$root" sh -c 'cd /tmp/shlibs && dpkg-shlibdeps -O beacond' | sed -n 's/^shlibs:Depends=//p')
-    umount "$root/proc" 2>/dev/null || true
+if [ -n "$shlibs_root" ]; then
+    rm -rf "$shlibs_root/tmp/shlibs" && mkdir -p "$shlibs_root/tmp/shlibs/debian"
+    cp "$work/src/debian/control" "$shlibs_root/tmp/shlibs/debian/control"
+    cp "$work/beacond" "$shlibs_root/tmp/shlibs/beacond"
+    mountpoint -q "$shlibs_root/proc" || mount -t proc proc "$shlibs_root/proc"
+    cross=""
+    [ -n "$shlibs_arch" ] && cross="dpkg-architecture -a$shlibs_arch -c"
+    shlibs=$(chroot "$shlibs_root" sh -c "cd /tmp/shlibs && $cross dpkg-shlibdeps -O beacond" 2>"$work/shlibdeps.log" | sed -n 's/^shlibs:Depends=//p')
+    umount "$shlibs_root/proc" 2>/dev/null || true
 else
-    shlibs=$(cd "$work/src" && dpkg-shlibdeps -O "$work/beacond" | sed -n 's/^shlibs:Depends=//p')
+    shlibs=$(cd "$work/src" && dpkg-shlibdeps -O "$work/beacond" 2>"$work/shlibdeps.log" | sed -n 's/^shlibs:Depends=//p')
 fi
-[ -n "$shlibs" ] || { echo "build-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
+[ -n "$shlibs" ] || { cat "$work/shlibdeps.log" >&2; echo "build-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 
 installed_size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
 cat > "$stage/DEBIAN/control" <<CONTROL

@@ -2,7 +2,7 @@
 # Runs a command in the trixie build root of ARCH (scripts/buildroot.sh), in /src/beacond, a copy of the checkout's
 # tracked files as they are in the working tree. The root's .build stays between runs, and a file whose content did
 # not change keeps its old copy and timestamp, so a build after a fresh clone (new timestamps everywhere) only
-# recompiles the modules whose files really changed: under qemu-user a whole arm64 build takes about 13 minutes.
+# recompiles the modules whose files really changed (a whole native arm64 build under qemu-user takes about 13 minutes).
 #   sh scripts/in-buildroot.sh ARCH 'COMMAND'      (root; ARCH amd64 or arm64)
 # The command's output goes to the terminal; its exit status is this script's.
 set -eu
@@ -12,6 +12,10 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 root=$(sh "$top/scripts/buildroot.sh" "$arch")
 src="$root/src/beacond"
 incoming="$root/src/incoming"
+# One command at a time per root: the copy below and SwiftPM's .build are shared (the CI runs stages in parallel).
+mkdir -p "$root/src"
+exec 9>"$root/src/.lock"
+flock 9
 rm -rf "$incoming"
 mkdir -p "$src" "$incoming"
 (cd "$top" && git ls-files -z --cached --others --exclude-standard | xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh | tar --null -cf - -T -) | (cd "$incoming" && tar -xf -)

@@ -4,6 +4,7 @@
 # bluetoothd; then upgraded from a previous package with an edited conffile, and purged.
 #
 #   sh Tests/VM/run.sh [--arch amd64|arm64] DEB
+#   sh Tests/VM/run.sh --image-only [--arch amd64|arm64]     only make sure the cached guest image exists
 #
 # amd64: a Debian 12 guest under qemu-system-x86_64. arm64: a Debian 13 guest under qemu-system-aarch64
 # (-M virt -cpu cortex-a53: the oldest 64-bit Pi's core, so an ARMv8.1 instruction in the binary would trap).
@@ -15,8 +16,10 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 arch=amd64
+image_only=false
+if [ "${1:-}" = --image-only ]; then image_only=true; shift; fi
 if [ "${1:-}" = --arch ]; then arch=$2; shift 2; fi
-deb=${1:?usage: run.sh [--arch amd64|arm64] DEB}
+if $image_only; then deb=""; else deb=${1:?usage: run.sh [--image-only] [--arch amd64|arm64] DEB}; fi
 cache_root=${BEACOND_VM_CACHE:-/var/cache/beacond-vm}
 timeout_s=${BEACOND_VM_TIMEOUT:-$([ "$arch" = arm64 ] && echo 2400 || echo 900)}
 
@@ -28,11 +31,17 @@ esac
 for tool in debootstrap "$qemu" mke2fs dpkg-deb; do
     command -v "$tool" >/dev/null 2>&1 || { echo "vm: $tool is missing (apt-get install debootstrap $qemu_pkg e2fsprogs)" >&2; exit 2; }
 done
-[ -f "$deb" ] || { echo "vm: no package at $deb (make deb)" >&2; exit 2; }
-[ "$(dpkg-deb -f "$deb" Architecture)" = "$arch" ] || { echo "vm: $deb is not an $arch package" >&2; exit 2; }
+if ! $image_only; then
+    [ -f "$deb" ] || { echo "vm: no package at $deb (make deb)" >&2; exit 2; }
+    [ "$(dpkg-deb -f "$deb" Architecture)" = "$arch" ] || { echo "vm: $deb is not an $arch package" >&2; exit 2; }
+fi
 
 key=$(sha256sum "$here/build-image.sh" | cut -c1-16)-$arch
 image="$cache_root/$key"
+# One builder at a time: a second run (the other architecture's suite in parallel, say) waits for it.
+mkdir -p "$cache_root"
+exec 8>"$image.lock"
+flock 8
 if [ ! -f "$image/rootfs.ext4" ]; then
     echo "vm: building the guest image ($image)"
     start=$(date +%s)
@@ -44,6 +53,8 @@ if [ ! -f "$image/rootfs.ext4" ]; then
 else
     echo "vm: using cached guest image $image"
 fi
+flock -u 8
+$image_only && exit 0
 
 # The payload share: the scenarios, the package under test, and a stand-in for the previous release.
 work=$(mktemp -d)
