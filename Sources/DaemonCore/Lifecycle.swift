@@ -192,7 +192,11 @@ public struct Lifecycle: Sendable {
         case .device(let kind):
             deviceEvent(kind, &out)
         case .hangup:
-            if phase == .stopping { break }
+            if phase == .stopping && afterStop == nil {
+                // Exiting: the file would never be used.
+                out.append(.log(.notice, "Received SIGHUP while stopping; not reloading \(configPath)", ["CONFIG_FILE=\(configPath)"]))
+                break
+            }
             out.append(.notifyReloading)
             reloading = true
             out.append(.log(.info, "Reloading configuration from \(configPath)", ["CONFIG_FILE=\(configPath)"]))
@@ -479,6 +483,12 @@ public struct Lifecycle: Sendable {
         let old = config
         config = new
         out.append(.setLogLevel(logLevelOverride ?? new.daemon.logLevel ?? .info))
+        if phase == .stopping, afterStop != nil {
+            // A stop on the old controller (a controller change, a withdrawn beacon) is under way: it finishes, and
+            // what follows it is decided by this file. Its READY=1 comes when that settles.
+            afterStop = new.beacon == nil ? .unprovisioned : .reopen
+            return
+        }
         if new.beacon == nil {
             return withdraw(&out)
         }
@@ -492,12 +502,15 @@ public struct Lifecycle: Sendable {
             mgmtRefused = false
             backoff.reset()
             out.append(.cancelTimer)
-            // Nothing of beacond's may stay on the old controller: stop there first when something is on the air.
-            if backend != nil && phase == .advertising {
+            // Nothing of beacond's may stay on the old controller: with a backend open there, whatever the phase,
+            // stop there first (an open or apply in flight answers first, as for SIGTERM).
+            if backend != nil {
+                let answerPending = phase == .opening || phase == .applying
                 phase = .stopping
                 afterStop = .reopen
                 out.append(.armTimer(Self.stopDeadline))
-                out.append(.stopAdvertising)
+                stopWhenAnswered = answerPending
+                if !answerPending { out.append(.stopAdvertising) }
                 return
             }
             closeBackend(&out)

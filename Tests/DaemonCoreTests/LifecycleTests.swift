@@ -348,6 +348,48 @@ struct LifecycleTests {
         #expect(w.lc.device == .tcp(host: "127.0.0.1", port: 10))
     }
 
+    @Test("bug: a SIGHUP during the stop of a controller change was dropped; it is loaded, and the new controller gets that edit")
+    func hangupDuringStop() {
+        var w = advertising()
+        w.send(.hangup)
+        w.send(.configLoaded(config(device: "tcp:127.0.0.1:10")))
+        #expect(w.lc.phase == .stopping)
+        let a = w.send(.hangup)
+        #expect(a.contains(.notifyReloading) && a.contains(.loadConfig), "\(a)")
+        w.send(.configLoaded(config(device: "tcp:127.0.0.1:10", minor: 3)))
+        #expect(w.lc.phase == .stopping, "the stop on the old controller goes on")
+        let b = w.send(.stopped)
+        #expect(b.contains(.open(.hci, mayBringUp: true)))
+        w.send(.opened)
+        let applied = w.actions.last { if case .apply = $0 { true } else { false } }
+        if case .apply(let s, _)? = applied {
+            #expect(s.beacons.first?.data == config(minor: 3).beacons.first?.beacon.advertisingData, "the second edit is what goes on the air")
+        } else { Issue.record("no apply after the new controller opened") }
+        w.send(.applied(onAir))
+        #expect(w.reloadsOwed == 0 && w.lc.phase == .advertising)
+    }
+
+    @Test("a SIGHUP during the stop for exiting is not loaded, but said so in the journal")
+    func hangupDuringExit() {
+        var w = advertising()
+        w.send(.terminate(signal: "SIGTERM"))
+        let a = w.send(.hangup)
+        #expect(!a.contains(.loadConfig) && !a.contains(.notifyReloading))
+        #expect(a.contains { if case .log(_, let m, _) = $0 { m.contains("SIGHUP") } else { false } }, "\(a)")
+    }
+
+    @Test("bug: a reload that changes the controller while the old one is open but not advertising stops there first")
+    func controllerChangeWhileReapplying() {
+        var w = advertising()
+        w.send(.reapply(reason: "Another program sent Reset", delay: .milliseconds(500), fields: [], at: 1))
+        #expect(w.lc.phase == .reapplyWait)
+        w.send(.hangup)
+        let a = w.send(.configLoaded(config(device: "tcp:127.0.0.1:10")))
+        #expect(a.contains(.stopAdvertising) && !a.contains(.closeBackend), "what beacond put on the old controller must come off there: \(a)")
+        let b = w.send(.stopped)
+        #expect(b.contains(.closeBackend) && b.contains(.open(.hci, mayBringUp: true)))
+    }
+
     @Test("a config without a uuid (a fresh install): READY=1 with a STATUS that says what to do, the controller untouched")
     func unprovisionedStart() {
         var w = World(config(uuid: false))
