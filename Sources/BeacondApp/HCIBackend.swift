@@ -219,12 +219,12 @@ final class HCIBackend: AdvertisingBackend {
             var (e, raised) = adjusted(r, info)
             e.ownAddress = own
             if raised && !wanted.contains(where: { $0.interval == e.interval }) {
-                log.warning("The controller on \(device) is Bluetooth \(info.version.coreVersionName); before 5.0 non-connectable advertising cannot go below 100 ms: raising the interval from \(r.interval) to \(e.interval)")
+                warnOnce("The controller on \(device) is Bluetooth \(info.version.coreVersionName); before 5.0 non-connectable advertising cannot go below 100 ms: raising the interval from \(r.interval) to \(e.interval)")
             }
             wanted.append(e)
         }
         if family == .legacy, let tx = schedule.beacons[0].txPower {
-            log.warning("tx_power = \(tx) is ignored: the controller on \(device) uses legacy advertising commands, which cannot set the TX power")
+            warnOnce("tx_power = \(tx) is ignored: the controller on \(device) uses legacy advertising commands, which cannot set the TX power")
         }
         let addressNote = own == .public ? "public address" : "\(policy.rawValue) address \(own)"
         let finish: (Result<Void, StepFailure>, _ full: Bool) -> Void = { [weak self] result, full in
@@ -448,6 +448,14 @@ final class HCIBackend: AdvertisingBackend {
         sliceTimer?.cancel()
         connection?.close()
         connection = nil
+    }
+
+    /// Warnings about the settings, each said once per connection: an apply runs again for every Eddystone-TLM
+    /// refresh and every reload, and the same setting is not news then (a changed one is: its text differs).
+    private var warned: Set<String> = []
+
+    private func warnOnce(_ message: String) {
+        if warned.insert(message).inserted { log.warning(message, ["HCI_DEVICE=\(device)"]) }
     }
 
     /// What a misbehaving controller did, each kind logged once per connection as a warning (then at debug level),

@@ -345,3 +345,21 @@ def test_without_a_state_directory_the_default_falls_back_to_public_and_an_expli
         b = processes('run', '-c', str(conf), '-d', f'unix:{sock}', env=nowhere)
         wait_for(lambda: 'Cannot keep a static address' in b.log() and 'retrying in' in b.log(), 10, what='the error')
         assert not lab.advertising()
+
+
+def test_the_tlm_refresh_does_not_repeat_the_applys_warnings(tmp_path, processes):
+    """Bug: every 10 s refresh of an Eddystone-TLM frame logged the apply's warnings again (here: a TX power that a
+    legacy controller cannot set)."""
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(TLM + '[advertising]\ntx_power = 0\n')
+    sock = tmp_path / 'hci.sock'
+    with Lab(f'unix-server:{sock}', extended=False) as lab:
+        b = processes('run', '-c', str(conf), '-d', f'unix:{sock}')
+        first = wait_for(lambda: (a := lab.advertising()) and a[1]['data'].startswith(TLM_PREFIX) and a[1]['data'], 10,
+                         what='the TLM frame on the legacy advertiser')
+        # The controller got the refresh (new values: a data command of its own), twice.
+        wait_for(lambda: (a := lab.advertising()) and a[1]['data'] != first and a, 15, what='the first refresh')
+        second = lab.advertising()[1]['data']
+        wait_for(lambda: (a := lab.advertising()) and a[1]['data'] not in (first, second) and a, 15, what='the second refresh')
+        warning = 'tx_power = 0 is ignored'
+        assert b.log().count(warning) == 1, b.log()
