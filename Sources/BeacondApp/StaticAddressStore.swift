@@ -1,7 +1,7 @@
 // The random static address `address = "static"` advertises from: made once from the kernel's CSPRNG and kept in
 // the state directory, so it is the same after restarts and reboots and different on every machine.
 import BluetoothHCI
-import Glibc
+import Glibc  // open flags
 import SystemCalls
 import SystemdSupport
 
@@ -50,18 +50,11 @@ enum StaticAddressStore {
             }
         }
         let a = address!
-        if mkdir(directory, 0o755) != 0 && errno != EEXIST {
-            throw Failure(description: "Cannot keep a static address: mkdir \(directory): \(SystemError("mkdir", errno: .current).errno); give beacond a state directory (the unit's StateDirectory=beacond) or set address = \"public\" or \"rotating\"")
-        }
-        let temporary = "\(path).new"
         do {
-            unlink(temporary)
-            let fd = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOCTTY, mode: 0o644)
-            try fd.writeAll(Array((RandomAddress.format(a) + "\n").utf8))
-            if fsync(fd.rawValue) != 0 { throw SystemError("fsync", errno: .current) }
-            if rename(temporary, path) != 0 { throw SystemError("rename", errno: .current) }
+            try createFileDurably(named: fileName, in: directory, contents: Array((RandomAddress.format(a) + "\n").utf8))
+        } catch where error.call.hasPrefix("mkdir") {
+            throw Failure(description: "Cannot keep a static address: mkdir \(directory): \(error.errno); give beacond a state directory (the unit's StateDirectory=beacond) or set address = \"public\" or \"rotating\"")
         } catch {
-            unlink(temporary)
             throw Failure(description: "Cannot keep a static address in \(directory): \(error); give beacond a state directory (the unit's StateDirectory=beacond) or set address = \"public\" or \"rotating\"")
         }
         return a

@@ -111,3 +111,26 @@ public final class EditableFile {
         return String(x & 0xFF_FFFF_FFFF, radix: 36)
     }
 }
+
+/// Creates `name` in `directory` (made first, mode 0755, when it is missing) with `bytes`, so that after a power cut
+/// it is either there whole or not there at all: written to a temporary name, synced, renamed into place, and the
+/// directory synced so that the rename itself is on the disk. An existing `name` is never replaced: that is an
+/// error (EEXIST), since a caller that keeps an identity must not make a second one.
+public func createFileDurably(named name: String, in directory: String, contents bytes: [UInt8], mode: mode_t = 0o644) throws(SystemError) {
+    if mkdir(directory, 0o755) != 0 && Glibc.errno != EEXIST { throw SystemError("mkdir(\(directory))", errno: .current) }
+    let dir = try FileDescriptor.open(directory, O_RDONLY | O_DIRECTORY)
+    let temporary = "\(name).new"
+    _ = unlinkat(dir.rawValue, temporary, 0)
+    var committed = false
+    defer { if !committed { _ = unlinkat(dir.rawValue, temporary, 0) } }
+    let file = try dir.openAt(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, mode: mode)
+    try file.writeAll(bytes)
+    try file.sync()
+    file.close()
+    // renameat2(RENAME_NOREPLACE) would refuse an existing name too, but not every file system takes it: link the
+    // temporary file in (EEXIST if the name is there), then drop the temporary name.
+    if linkat(dir.rawValue, temporary, dir.rawValue, name, 0) != 0 { throw SystemError("linkat(\(name))", errno: .current) }
+    committed = true
+    _ = unlinkat(dir.rawValue, temporary, 0)
+    try dir.sync()
+}

@@ -8,6 +8,7 @@ second radio on the link (what it heard, from which address); the frames are wri
 """
 from __future__ import annotations
 
+import os
 import signal
 import time
 
@@ -363,3 +364,47 @@ def test_the_tlm_refresh_does_not_repeat_the_applys_warnings(tmp_path, processes
         wait_for(lambda: (a := lab.advertising()) and a[1]['data'] not in (first, second) and a, 15, what='the second refresh')
         warning = 'tx_power = 0 is ignored'
         assert b.log().count(warning) == 1, b.log()
+
+
+def test_a_new_static_address_survives_a_power_cut_its_directory_is_synced(tmp_path, state_directory):
+    """Bug: the static address was renamed into place without syncing its directory, so a power cut right after the
+    first start could lose the name and give the beacons a new identity. strace shows the system calls as made."""
+    import re
+    import shutil
+    import subprocess
+    from conftest import beacond_path
+    strace = shutil.which('strace')
+    if strace is None:
+        pytest.fail('strace is not installed (scripts/deps.sh --all installs it): the check cannot run')
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(IB)
+    sock = tmp_path / 'hci.sock'
+    trace = tmp_path / 'trace.txt'
+    with Lab(f'unix-server:{sock}') as lab:
+        p = subprocess.Popen([strace, '-f', '-qq', '-e', 'trace=open,openat,fsync,fdatasync,rename,renameat,renameat2,link,linkat,close',
+                              '-o', str(trace), str(beacond_path()), 'run', '-c', str(conf), '-d', f'unix:{sock}'],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            heard_all(lab, [IB_BYTES], timeout=20)
+        finally:
+            # Stop beacond itself (strace's child); strace exits with it.
+            children = open(f'/proc/{p.pid}/task/{p.pid}/children').read().split()
+            for c in children:
+                os.kill(int(c), signal.SIGTERM)
+            p.wait(timeout=20)
+    lines = trace.read_text().splitlines()
+    renamed = next((i for i, l in enumerate(lines) if re.search(r'(?:rename|link)\w*\(.*static-address\.new.*static-address"', l)), None)
+    assert renamed is not None, 'static-address.new was not put into place (rename or link):\n' + '\n'.join(lines[-40:])
+    # Which descriptor names the state directory at each point: opened on its path, until closed.
+    fds = {}
+    synced = False
+    for i, l in enumerate(lines):
+        l = re.sub(r'^\d+\s+', '', l)
+        if m := re.match(r'open(?:at)?\((?:AT_FDCWD, )?"([^"]+)".*\) = (\d+)$', l):
+            fds[m.group(2)] = m.group(1).rstrip('/')
+        elif m := re.match(r'close\((\d+)\)', l):
+            fds.pop(m.group(1), None)
+        elif (m := re.match(r'f(?:data)?sync\((\d+)\)', l)) and i > renamed and fds.get(m.group(1)) == str(state_directory):
+            synced = True
+            break
+    assert synced, 'the state directory was not synced after the rename:\n' + '\n'.join(lines[renamed:renamed + 20])
