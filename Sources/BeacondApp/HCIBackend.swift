@@ -426,6 +426,9 @@ final class HCIBackend: AdvertisingBackend {
         let steps: [Step]
         switch family {
         case .legacy: steps = AdvertisingPlan.stop(family: .legacy, handle: 0)
+        case .extended where c.transport.ownsController:
+            // Nothing but beacond's on this controller: all sets at once, within the stop deadline however many.
+            steps = AdvertisingPlan.stopAll()
         case .extended:
             let handles = usedHandles.isEmpty ? [0] : usedHandles.sorted()
             steps = handles.flatMap { AdvertisingPlan.stop(family: .extended, handle: $0) }

@@ -299,6 +299,13 @@ public enum AdvertisingPlan {
         }
     }
 
+    /// Every extended set off and removed, in two commands whatever their number: a disable with no set list (Core
+    /// Vol 4 Part E §7.8.56: Number_of_Sets 0 disables all sets) and LE Clear Advertising Sets (§7.8.61). Only for a
+    /// controller beacond owns: on a kernel device other programs' sets would go too.
+    public static func stopAll() -> [Step] {
+        [Step(.leSetExtendedAdvertisingEnable(enable: false, sets: [])), Step(.leClearAdvertisingSets)]
+    }
+
     /// The TX power the controller reported in a step's return parameters, if that step reports one.
     public static func reportedTxPower(for command: HCICommand, returnParameters r: [UInt8]) -> Int8? {
         switch command {

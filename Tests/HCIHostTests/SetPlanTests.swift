@@ -24,6 +24,12 @@ private func handles(_ steps: [Step]) -> [String] {
 
 @Suite("advertising sets for several beacons")
 struct SetPlanTests {
+    @Test("a stop on a controller beacond owns: every set disabled at once (no set list), then all cleared")
+    func stopAll() {
+        let steps = AdvertisingPlan.stopAll()
+        #expect(steps.map { $0.command.h4Frame } == [[0x01, 0x39, 0x20, 0x02, 0x00, 0x00], [0x01, 0x3D, 0x20, 0x00]])
+    }
+
     @Test("from nothing: sets 0, 1, 2 in order, each started in full with its random address")
     func fresh() throws {
         let plan = try #require(SetPlan.make([request(1), request(2), request(3)], current: nil, capacity: 4))

@@ -408,3 +408,20 @@ def test_a_new_static_address_survives_a_power_cut_its_directory_is_synced(tmp_p
             synced = True
             break
     assert synced, 'the state directory was not synced after the rename:\n' + '\n'.join(lines[renamed:renamed + 20])
+
+
+def test_a_stop_on_a_controller_beacond_owns_clears_every_set_in_two_commands(tmp_path, processes):
+    """Bug: a stop sent a disable and a remove per set, each with its 2 s timeout, against the fixed 3 s stop
+    deadline; on an H4 controller, which beacond owns, LE Clear Advertising Sets does it in one."""
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(IB + ALT + EDDY)
+    sock = tmp_path / 'hci.sock'
+    with Lab(f'unix-server:{sock}') as lab:
+        b = processes('run', '-c', str(conf), '-d', f'unix:{sock}')
+        wait_for(lambda: len(enabled_sets(lab)) == 3, 10, what='three sets enabled')
+        t0 = time.monotonic()
+        assert b.stop() == 0
+        after = [(op, prm) for t, op, prm in lab.state()['commands'] if t >= t0]
+        # Every set disabled at once (Number_of_Sets 0 disables all), then all removed.
+        assert after == [(0x2039, b'\x00\x00'), (0x203D, b'')], after
+        assert lab.state()['sets'] == {}

@@ -156,7 +156,7 @@ def test_sigterm_disables_advertising_before_exit(tmp_path, processes, tcp_lab):
     commands = lab.state()['commands']
     disable_at = next(t for t, op, params in reversed(commands) if op == EXT_ENABLE and params[0] == 0)
     assert disable_at < b.exited_at
-    assert commands[-1][1] == hci.HCI_LE_REMOVE_ADVERTISING_SET_COMMAND
+    assert commands[-1][1] == hci.HCI_LE_CLEAR_ADVERTISING_SETS_COMMAND  # every set removed, in one command
 
 
 def test_sigint_also_stops_cleanly_on_a_legacy_controller(tmp_path, processes):
