@@ -91,9 +91,11 @@ def test_watchdog_pings_at_half_the_interval_only_when_asked(tmp_path, processes
     elapsed = time.monotonic() - t0
     pings = [t for t, m in notify.messages if m == 'WATCHDOG=1']
     gaps = [b - a for a, b in zip(pings, pings[1:])]
-    # sd-event pings at half of WATCHDOG_USEC (200 ms here); bounds are loose because this machine is shared.
-    assert all(0.1 <= g <= 0.4 for g in gaps[1:]), gaps
-    assert elapsed < 5
+    # sd-event pings at half of WATCHDOG_USEC (200 ms here). Not more often than that; the upper bound only catches
+    # pings that stopped (a busy machine delays them, and the precise figure is the benchmark's).
+    assert all(g >= 0.1 for g in gaps[1:]), gaps
+    assert all(g <= 2.0 for g in gaps[1:]), gaps
+    assert elapsed < 20
     b.stop()
 
 

@@ -21,7 +21,8 @@ if [ "${1:-}" = --image-only ]; then image_only=true; shift; fi
 if [ "${1:-}" = --arch ]; then arch=$2; shift 2; fi
 if $image_only; then deb=""; else deb=${1:?usage: run.sh [--image-only] [--arch amd64|arm64] DEB}; fi
 cache_root=${BEACOND_VM_CACHE:-/var/cache/beacond-vm}
-timeout_s=${BEACOND_VM_TIMEOUT:-$([ "$arch" = arm64 ] && echo 2400 || echo 900)}
+# Generous: a whole suite takes 4 (amd64) or 6 (arm64) minutes here; a loaded machine may take several times that.
+timeout_s=${BEACOND_VM_TIMEOUT:-$([ "$arch" = arm64 ] && echo 3000 || echo 2400)}
 
 case $arch in
     amd64) qemu=qemu-system-x86_64; qemu_pkg=qemu-system-x86 ;;
@@ -117,6 +118,10 @@ passed=$(grep -c '^ok ' "$results" || true)
 failed=$(grep -c '^not ok ' "$results" || true)
 if ! grep -q '^# done' "$results"; then
     echo "vm: the guest did not finish all scenarios (timeout or crash); logs in $keep" >&2
+    # The scenarios planned that have no result line: the ones that did not run.
+    sed -n 's/^# plan: //p' "$results" | while IFS= read -r title; do
+        grep -qF -- " - $title" "$results" || echo "vm: did not run: $title" >&2
+    done
     failed=$((failed + 1))
 fi
 [ "$status" -eq 0 ] || { echo "vm: qemu failed or timed out (exit $status)" >&2; failed=$((failed + 1)); }
