@@ -3,7 +3,7 @@
 #   make release    static-stdlib release binary in build/beacond (needs only libc, libbluetooth3, libsystemd0)
 #   make test       the whole test suite: unit tests (Swift 6.3, and 6.0 in a build root), fuzzing, both
 #                   packages, the VM end-to-end tests (root, qemu, debootstrap), the benchmark in smoke mode,
-#                   integration tests on Bumble; stages run side by side (TEST_JOBS, default 3) and the run ends
+#                   integration tests on Bumble; stages run side by side (TEST_JOBS, default 4) and the run ends
 #                   with a table of their times (scripts/stage-report.sh)
 #   make test-fast  the same without the VM test and the benchmark (no root needed)
 #   make deb        build/beacond_<version>_amd64.deb and _arm64.deb (arm64 cross-compiled in a trixie build
@@ -22,7 +22,10 @@ DESTDIR ?=
 VENV ?= .venv
 PYTHON ?= python3
 FUZZ_SECONDS ?= 30
-TEST_JOBS ?= 3
+TEST_JOBS ?= 4
+# What the test stages wait for first: deps (no root needed, test-fast) or, under make test, deps-all, so that every
+# stage becomes ready at the same moment and make starts them in test-stages' order, the longest chain first.
+STAGE_DEPS ?= deps
 STAGE := sh scripts/stage.sh
 PY := $(VENV)/bin/python
 
@@ -39,10 +42,10 @@ deps:
 deps-all:
 	sh scripts/deps.sh --all
 
-build: deps
+build: $(STAGE_DEPS)
 	$(SWIFT) build
 
-release: deps
+release: $(STAGE_DEPS)
 	$(SWIFT) build -c release --static-swift-stdlib --disable-local-rpath
 	mkdir -p build
 	cp .build/release/beacond build/beacond
@@ -55,13 +58,13 @@ $(VENV)/.installed: Tests/Integration/requirements.txt
 
 venv: $(VENV)/.installed
 
-unit-test: deps
+unit-test: $(STAGE_DEPS)
 	$(STAGE) unit-test-swift63 $(SWIFT) test
 
 integration-test: build venv
 	BEACOND=$(CURDIR)/.build/debug/beacond $(STAGE) integration-tests $(PY) -m pytest -q Tests/Integration
 
-fuzz: deps
+fuzz: $(STAGE_DEPS)
 	$(STAGE) fuzz fuzz/run.sh $(FUZZ_SECONDS)
 
 swift60: deps-all buildroot
@@ -116,7 +119,7 @@ check-units: build
 # The longest chains first (build root → arm64 image → arm64 VM), so make starts them before the rest.
 test: deps-all
 	rm -f build/stages.tsv
-	status=0; $(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-stages || status=$$?; \
+	status=0; $(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target STAGE_DEPS=deps-all test-stages || status=$$?; \
 	  echo "Stages:"; sh scripts/stage-report.sh; exit $$status
 
 test-stages: buildroot vm-image-arm64 vm-image-amd64 swift60 deb vm-test-arm64 vm-test unit-test fuzz check-units bench-smoke integration-test
