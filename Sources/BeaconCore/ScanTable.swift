@@ -126,11 +126,11 @@ public struct ScanEntry: Sendable {
                        "\"measured_power\":\(b.measuredPower)"] + ranging(b.measuredPower)
         case .altBeacon(let b):
             fields += ["\"uuid\":\(jsonString(b.uuid.description))", "\"major\":\(b.major)", "\"minor\":\(b.minor)",
-                       "\"measured_power\":\(b.referenceRSSI)", "\"company_id\":\"\(hex16(b.companyID))\"",
+                       "\"measured_power\":\(b.referenceRSSI)", "\"company_id\":\(b.companyID)",
                        "\"reserved\":\(b.reserved)"] + ranging(b.referenceRSSI)
         case .eddystoneUID(let b):
             fields += ["\"namespace\":\"\(hexString(b.namespace))\"", "\"instance\":\"\(hexString(b.instance))\"",
-                       "\"tx_power_0m\":\(b.txPowerAt0m)", "\"measured_power\":\(b.measuredPowerAt1m)"] + ranging(b.measuredPowerAt1m)
+                       "\"measured_power_0m\":\(b.txPowerAt0m)", "\"measured_power\":\(b.measuredPowerAt1m)"] + ranging(b.measuredPowerAt1m)
         case .eddystoneTLM(let t):
             fields += ["\"battery_mv\":\(t.batteryMillivolts)", "\"temperature_c\":\(t.celsius.map { decimal($0, 2) } ?? "null")",
                        "\"adv_count\":\(t.advertisingCount)", "\"uptime_s\":\(decimal(Double(t.uptimeTenths) / 10, 1))",

@@ -89,7 +89,7 @@ enum Tools {
             return "\"format\":\"eddystone-uid\",\"namespace\":\(jsonString(hexString(b.namespace))),"
                 + "\"instance\":\(jsonString(hexString(b.instance))),\"measured_power_0m\":\(b.txPowerAt0m)"
         case .eddystoneTLM(let b):
-            return "\"format\":\"eddystone-tlm\",\"battery_mv\":\(b.batteryMillivolts),\"temperature\":\(b.celsius.map { "\($0)" } ?? "null")"
+            return "\"format\":\"eddystone-tlm\",\"battery_mv\":\(b.batteryMillivolts),\"temperature_c\":\(b.celsius.map { "\($0)" } ?? "null")"
         }
     }
 

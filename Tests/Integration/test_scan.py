@@ -262,11 +262,13 @@ def test_scan_recognizes_altbeacon_and_eddystone_uid_and_tlm_with_their_fields()
     by_kind = {b['kind']: b for b in final}
     assert sorted(by_kind) == ['altbeacon', 'eddystone-tlm', 'eddystone-uid', 'ibeacon'], final
     a = by_kind['altbeacon']
+    # The same names and types as `payload --json` (test_formats): company_id a number, Eddystone's 0 m power
+    # measured_power_0m.
     assert (a['uuid'], a['major'], a['minor'], a['measured_power'], a['company_id'], a['reserved']) == \
-        (OTHER_UUID, 513, 1027, -61, '0x0118', 7)
+        (OTHER_UUID, 513, 1027, -61, 0x0118, 7)
     assert a['distance_m'] == pytest.approx((50 / 61) ** 10, abs=0.01) and a['address'] == 'D2:00:00:00:00:01'
     u = by_kind['eddystone-uid']
-    assert (u['namespace'], u['instance'], u['tx_power_0m'], u['measured_power']) == \
+    assert (u['namespace'], u['instance'], u['measured_power_0m'], u['measured_power']) == \
         ('00112233445566778899', 'aabbccddeeff', -18, -59)  # calibrated at 0 m: 41 dB more than at 1 m
     t = by_kind['eddystone-tlm']
     assert (t['battery_mv'], t['temperature_c'], t['adv_count'], t['uptime_s']) == (0, 26.5, 0x01020304, 3600.0)
