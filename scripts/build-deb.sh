@@ -34,14 +34,14 @@ host_arch=$(dpkg --print-architecture)
 arm64_build=${BEACOND_ARM64_BUILD:-cross}
 # Where dpkg-shlibdeps runs: "host", or the build root that has the target's libraries (with its arch option).
 shlibs_root=""
+shlibs_root_arch=""
 shlibs_arch=""
 # The help texts (for the man pages) come from a binary this machine can run.
 help_binary="$work/beacond"
 
 # The root's debug build links the root's Swift runtime (glibc 2.41): it runs inside the root only.
 help_from_root() {
-    help_root=$1
-    printf '#!/bin/sh\nexec chroot %s sh -c '"'"'cd /src/beacond && exec .build/debug/beacond "$@"'"'"' sh "$@"\n' "$help_root" > "$work/beacond-help"
+    printf '#!/bin/sh\nexec sh %s/scripts/in-buildroot.sh --exec amd64 /src/beacond/.build/debug/beacond "$@"\n' "$top" > "$work/beacond-help"
     chmod 0755 "$work/beacond-help"
     help_binary="$work/beacond-help"
 }
@@ -62,6 +62,7 @@ elif [ "$arch" = amd64 ] && [ "$host_arch" = amd64 ]; then
     sh "$top/scripts/in-buildroot.sh" amd64 "swift build $swift_flags >&2 && strip $strip_flags -o /tmp/beacond .build/release/beacond"
     cp "$root/tmp/beacond" "$work/beacond"
     shlibs_root=$root
+    shlibs_root_arch=amd64
     how="Debian 13's Swift 6.0 in the trixie build root"
 elif [ "$arch" = arm64 ] && [ "$host_arch" = amd64 ] && [ "$arm64_build" = cross ]; then
     root=$(sh "$top/scripts/buildroot.sh" amd64)
@@ -74,8 +75,9 @@ elif [ "$arch" = arm64 ] && [ "$host_arch" = amd64 ] && [ "$arm64_build" = cross
         aarch64-linux-gnu-strip $strip_flags -o /tmp/beacond-arm64 .build/aarch64-unknown-linux-gnu/release/beacond &&
         unset PKG_CONFIG_PATH PKG_CONFIG_LIBDIR && swift build --product beacond >&2"
     cp "$root/tmp/beacond-arm64" "$work/beacond"
-    help_from_root "$root"
+    help_from_root
     shlibs_root=$root
+    shlibs_root_arch=amd64
     shlibs_arch=arm64
     how="cross-compiled with Debian 13's Swift 6.0 and its aarch64 SDK in the trixie amd64 build root"
 elif [ "$arch" = arm64 ] && [ "$host_arch" = amd64 ] && [ "$arm64_build" = native ]; then
@@ -87,8 +89,9 @@ elif [ "$arch" = arm64 ] && [ "$host_arch" = amd64 ] && [ "$arm64_build" = nativ
     sh "$top/scripts/in-buildroot.sh" arm64 "swift build $swift_flags -Xlinker -z -Xlinker separate-code >&2 && strip $strip_flags -o /tmp/beacond .build/release/beacond"
     cp "$root/tmp/beacond" "$work/beacond"
     sh "$top/scripts/in-buildroot.sh" amd64 "swift build --product beacond >&2"
-    help_from_root "$(sh "$top/scripts/buildroot.sh" amd64)"
+    help_from_root
     shlibs_root=$root
+    shlibs_root_arch=arm64
     how="natively with Debian 13's Swift 6.0 in the trixie arm64 root under qemu-user"
 else
     echo "build-deb: cannot build the $arch package on this $host_arch machine (BEACOND_ARM64_BUILD=$arm64_build; an amd64 machine builds both, an arm64 one with swiftlang builds arm64)" >&2
@@ -112,9 +115,7 @@ install -D -m 0755 "$work/beacond" "$stage/usr/bin/beacond"
 install -D -m 0644 "$top/systemd/beacond.service" "$stage/usr/lib/systemd/system/beacond.service"
 install -D -m 0644 "$top/systemd/beacond@.service" "$stage/usr/lib/systemd/system/beacond@.service"
 install -D -m 0644 "$top/config/beacond.conf" "$stage/etc/beacond/beacond.conf"
-if [ -n "${help_root:-}" ]; then mountpoint -q "$help_root/proc" || mount -t proc proc "$help_root/proc"; fi
 python3 "$top/scripts/man.py" --beacond "$help_binary" --version "$version" --date "$man_date" --out "$work/man"
-if [ -n "${help_root:-}" ]; then umount "$help_root/proc" 2>/dev/null || true; fi
 install -D -m 0644 "$work/man/beacond.8" "$stage/usr/share/man/man8/beacond.8"
 install -D -m 0644 "$work/man/beacond.conf.5" "$stage/usr/share/man/man5/beacond.conf.5"
 install -D -m 0644 "$top/scripts/deb/copyright" "$stage/usr/share/doc/beacond/copyright"
@@ -129,11 +130,9 @@ if [ -n "$shlibs_root" ]; then
     rm -rf "$shlibs_root/tmp/shlibs" && mkdir -p "$shlibs_root/tmp/shlibs/debian"
     cp "$work/src/debian/control" "$shlibs_root/tmp/shlibs/debian/control"
     cp "$work/beacond" "$shlibs_root/tmp/shlibs/beacond"
-    mountpoint -q "$shlibs_root/proc" || mount -t proc proc "$shlibs_root/proc"
     cross=""
     [ -n "$shlibs_arch" ] && cross="dpkg-architecture -a$shlibs_arch -c"
-    shlibs=$(chroot "$shlibs_root" sh -c "cd /tmp/shlibs && $cross dpkg-shlibdeps -O beacond" 2>"$work/shlibdeps.log" | sed -n 's/^shlibs:Depends=//p')
-    umount "$shlibs_root/proc" 2>/dev/null || true
+    shlibs=$(sh "$top/scripts/in-buildroot.sh" --exec "$shlibs_root_arch" sh -c "cd /tmp/shlibs && $cross dpkg-shlibdeps -O beacond" 2>"$work/shlibdeps.log" | sed -n 's/^shlibs:Depends=//p')
 else
     shlibs=$(cd "$work/src" && dpkg-shlibdeps -O "$work/beacond" 2>"$work/shlibdeps.log" | sed -n 's/^shlibs:Depends=//p')
 fi

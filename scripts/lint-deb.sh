@@ -9,7 +9,7 @@ root=$(sh "$top/scripts/buildroot.sh" amd64)
 rm -rf "$root/tmp/lint" && mkdir -p "$root/tmp/lint"
 for deb in "$@"; do cp "$deb" "$root/tmp/lint/"; done
 status=0
-chroot "$root" sh -c 'cd /tmp/lint && lintian --version && lintian --info --display-info --fail-on error *.deb' || status=$?
+sh "$top/scripts/in-buildroot.sh" --exec amd64 sh -c 'cd /tmp/lint && lintian --version && lintian --info --display-info --fail-on error *.deb' || status=$?
 rm -rf "$root/tmp/lint"
 echo "lint-deb: lintian exited $status"
 exit "$status"
