@@ -119,7 +119,7 @@ check-units: build
 # The longest chains first (build root → arm64 image → arm64 VM), so make starts them before the rest.
 test: deps-all
 	rm -f build/stages.tsv
-	status=0; $(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target STAGE_DEPS=deps-all test-stages || status=$$?; \
+	status=0; $(MAKE) --no-print-directory -k -j$(TEST_JOBS) --output-sync=target STAGE_DEPS=deps-all test-stages || status=$$?; \
 	  echo "Stages:"; sh scripts/stage-report.sh; exit $$status
 
 test-stages: buildroot vm-image-arm64 vm-image-amd64 swift60 deb vm-test-arm64 vm-test unit-test fuzz check-units bench-smoke integration-test
