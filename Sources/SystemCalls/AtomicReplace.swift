@@ -113,8 +113,8 @@ public final class EditableFile {
 }
 
 /// Creates `name` in `directory` (made first, mode 0755, when it is missing) with `bytes`, so that after a power cut
-/// it is either there whole or not there at all: written to a temporary name, synced, renamed into place, and the
-/// directory synced so that the rename itself is on the disk. An existing `name` is never replaced: that is an
+/// it is either there whole or not there at all: written to a temporary name, synced, linked into place, and the
+/// directory synced so that the new name itself is on the disk. An existing `name` is never replaced: that is an
 /// error (EEXIST), since a caller that keeps an identity must not make a second one.
 public func createFileDurably(named name: String, in directory: String, contents bytes: [UInt8], mode: mode_t = 0o644) throws(SystemError) {
     if mkdir(directory, 0o755) != 0 && Glibc.errno != EEXIST { throw SystemError("mkdir(\(directory))", errno: .current) }
