@@ -1,7 +1,6 @@
 // The random static address `address = "static"` advertises from: made once from the kernel's CSPRNG and kept in
 // the state directory, so it is the same after restarts and reboots and different on every machine.
 import BluetoothHCI
-import Glibc  // open flags
 import SystemCalls
 import SystemdSupport
 
@@ -25,8 +24,7 @@ enum StaticAddressStore {
     static func load(in directory: String = directory) throws(Failure) -> [UInt8] {
         let path = "\(directory)/\(fileName)"
         do {
-            let fd = try FileDescriptor.open(path, O_RDONLY | O_NOCTTY)
-            let bytes = try fd.readAll(limit: 64)
+            let bytes = try FileDescriptor.readFile(path, limit: 64)
             let text = String(decoding: bytes, as: UTF8.self).split(whereSeparator: { $0 == "\n" || $0 == " " }).first.map(String.init) ?? ""
             guard bytes.count <= 64, let a = RandomAddress.parse(text), RandomAddress.isStatic(a) else {
                 throw Failure(description: "\(path) does not hold a random static address (one line like C3:12:34:56:78:9A, the top two bits set); remove it to make a new one",

@@ -113,10 +113,12 @@ public final class EditableFile {
 }
 
 /// Creates `name` in `directory` (made first, mode 0755, when it is missing) with `bytes`, so that after a power cut
-/// it is either there whole or not there at all: written to a temporary name, synced, linked into place, and the
-/// directory synced so that the new name itself is on the disk. An existing `name` is never replaced: that is an
-/// error (EEXIST), since a caller that keeps an identity must not make a second one.
-public func createFileDurably(named name: String, in directory: String, contents bytes: [UInt8], mode: mode_t = 0o644) throws(SystemError) {
+/// it is either there whole or not there at all: written to a temporary name, synced, put in place, and the
+/// directory synced so that the new name itself is on the disk. Without `replacing`, an existing `name` is never
+/// replaced: that is an error (EEXIST), since a caller that keeps an identity must not make a second one. With it,
+/// the new file is renamed over the old one (a reader sees the old contents or the new, never a mix).
+public func createFileDurably(named name: String, in directory: String, contents bytes: [UInt8], mode: mode_t = 0o644,
+                              replacing: Bool = false) throws(SystemError) {
     if mkdir(directory, 0o755) != 0 && Glibc.errno != EEXIST { throw SystemError("mkdir(\(directory))", errno: .current) }
     let dir = try FileDescriptor.open(directory, O_RDONLY | O_DIRECTORY)
     let temporary = "\(name).new"
@@ -127,10 +129,15 @@ public func createFileDurably(named name: String, in directory: String, contents
     try file.writeAll(bytes)
     try file.sync()
     file.close()
-    // renameat2(RENAME_NOREPLACE) would refuse an existing name too, but not every file system takes it: link the
-    // temporary file in (EEXIST if the name is there), then drop the temporary name.
-    if linkat(dir.rawValue, temporary, dir.rawValue, name, 0) != 0 { throw SystemError("linkat(\(name))", errno: .current) }
-    committed = true
-    _ = unlinkat(dir.rawValue, temporary, 0)
+    if replacing {
+        if renameat(dir.rawValue, temporary, dir.rawValue, name) != 0 { throw SystemError("renameat(\(name))", errno: .current) }
+        committed = true
+    } else {
+        // renameat2(RENAME_NOREPLACE) would refuse an existing name too, but not every file system takes it: link
+        // the temporary file in (EEXIST if the name is there), then drop the temporary name.
+        if linkat(dir.rawValue, temporary, dir.rawValue, name, 0) != 0 { throw SystemError("linkat(\(name))", errno: .current) }
+        committed = true
+        _ = unlinkat(dir.rawValue, temporary, 0)
+    }
     try dir.sync()
 }

@@ -118,6 +118,12 @@ public final class FileDescriptor {
         return bytes
     }
 
+    /// A whole (small) file's bytes: opened read-only, at most `limit` + 1 bytes read (so a caller can tell "too
+    /// big"), closed.
+    public static func readFile(_ path: String, limit: Int) throws(SystemError) -> [UInt8] {
+        try open(path, O_RDONLY | O_NOCTTY).readAll(limit: limit)
+    }
+
     /// One write(2) of `bytes[offset...]`: how many bytes went, EINTR retried.
     public func write(_ bytes: [UInt8], from offset: Int = 0) throws(SystemError) -> Int {
         let fd = rawValue

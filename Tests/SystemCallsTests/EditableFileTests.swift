@@ -67,6 +67,20 @@ struct EditableFileTests {
         #expect(throws: EditableFile.Failure.notRegularFile(d)) { try EditableFile(opening: d) }
         #expect(throws: EditableFile.Failure.system(SystemError("open(\(d)/nope)", errno: .noEntry))) { try EditableFile(opening: "\(d)/nope") }
     }
+
+    @Test("a durable file: made with its directory, never replaced unless asked, then replaced whole")
+    func durableFile() throws {
+        let d = tempDir() + "/state"
+        try createFileDurably(named: "owned", in: d, contents: Array("one\n".utf8))
+        #expect(read("\(d)/owned") == "one\n")
+        #expect(throws: SystemError("linkat(owned)", errno: Errno(rawValue: EEXIST))) {
+            try createFileDurably(named: "owned", in: d, contents: Array("two\n".utf8))
+        }
+        #expect(read("\(d)/owned") == "one\n")
+        try createFileDurably(named: "owned", in: d, contents: Array("two\n".utf8), replacing: true)
+        #expect(read("\(d)/owned") == "two\n")
+        #expect(try listing(d) == ["owned"])
+    }
 }
 
 private func listing(_ d: String) throws -> [String] {
