@@ -149,13 +149,13 @@ Depends: $shlibs, procps
 Suggests: bluez
 Section: net
 Priority: optional
-Description: Bluetooth LE beacon daemon (Apple iBeacon)
+Description: Bluetooth LE beacon daemon (iBeacon, AltBeacon, Eddystone)
  beacond turns a Linux machine with a Bluetooth LE controller (a Raspberry
- Pi by a shop shelf, a kiosk, a POS terminal, a gateway) into an Apple
- iBeacon. It puts the exact iBeacon frame on the air through the kernel's
- management interface beside bluetoothd, raw HCI, or an H4 controller on a
- serial line, TCP or a unix socket; keeps it there across adapter resets and
- re-plugs; and reports its health to systemd (sd-notify, watchdog, journal).
+ Pi by a shop shelf, a kiosk, a POS terminal, a gateway) into one or more
+ beacons: iBeacon, AltBeacon, Eddystone-UID and Eddystone-TLM. It puts the
+ exact frames on the air through the kernel's management interface beside
+ bluetoothd, raw HCI, or an H4 controller on a serial line, TCP or a unix
+ socket; keeps them there across adapter resets and re-plugs; and reports its health to systemd (sd-notify, watchdog, journal).
  .
  It advertises nothing until a beacon UUID is set in
  /etc/beacond/beacond.conf (beacond gen-uuid --set). The package also has

@@ -151,7 +151,7 @@ def beacond_8(beacond, version, readme, date):
     commands = [l.split()[0] for l in top['COMMANDS'] if l.strip()]
     helps = {c: help_sections(run_help(beacond, 'help', c)) for c in commands}  # each command's help, read once
     out = [f'.TH BEACOND 8 "{date}" "beacond {version}" "System Administration"',
-           '.SH NAME', 'beacond \\- advertise this machine as a Bluetooth LE beacon (Apple iBeacon)',
+           '.SH NAME', 'beacond \\- keep Bluetooth LE beacons (iBeacon, AltBeacon, Eddystone) on the air',
            '.SH SYNOPSIS']
     for c in commands:
         usage = helps[c].get('USAGE', [''])[0].strip()

@@ -1,5 +1,6 @@
 // The command line: parsing, help texts and usage errors, in the manner of swift-argument-parser.
 import BeaconCore
+import BluetoothHCI
 import DaemonCore
 import HCITransport
 let defaultConfigPath = "/etc/beacond/beacond.conf"
@@ -36,42 +37,36 @@ struct UsageError: Error, Equatable {
     }
 }
 
+/// One command: its name, what it does, its usage line and help, and how its options parse. The one table of
+/// commands (`CLI.commands`) is all that help, usage errors, parsing and `beacond --help` read.
+struct Command: Sendable {
+    let name: String
+    /// One line, for `beacond --help` and the help's OVERVIEW.
+    let abstract: String
+    let usage: String
+    /// The help between OVERVIEW and USAGE (empty: none).
+    let description: String
+    /// The help after USAGE: options and exit status.
+    let options: String
+    /// Parses the options after the command name.
+    let parse: @Sendable (inout OptionParser) throws(UsageError) -> Invocation
+}
+
 enum CLI {
-    static let commands: [(name: String, abstract: String)] = [
-        ("run", "Advertise the configured beacon until stopped (the daemon)."),
-        ("check-config", "Validate the config file and print the beacon it describes."),
-        ("payload", "Print the advertising bytes as hex, hcitool commands or JSON."),
-        ("gen-uuid", "Generate random (version 4) UUIDs, or write one into a config file."),
-        ("scan", "Show the beacons around, with distance and proximity as iOS ranges them."),
-        ("help", "Show help for a command."),
-    ]
+    private static let configOption = "  -c, --config PATH       Config file (default: \(defaultConfigPath)).\n"
+    private static let helpOption = "  -h, --help              Show help information.\n"
 
-    static func usage(_ command: String?) -> String {
-        switch command {
-        case "run": "beacond run [--config PATH] [--device SPEC] [--log-level LEVEL]"
-        case "check-config": "beacond check-config [--config PATH]"
-        case "payload": "beacond payload [--config PATH] [--format hex|hcitool|json]"
-        case "gen-uuid": "beacond gen-uuid [--count N] [--lower] [--set PATH]"
-        case "scan": "beacond scan [--device SPEC] [--duration SECONDS] [--uuid UUID] [--major N] [--minor N] [--json] [--all]"
-        case "help": "beacond help [COMMAND]"
-        default: "beacond <command> [options]"
-        }
-    }
-
-    static func help(_ command: String?) -> String {
-        let configOption = "  -c, --config PATH       Config file (default: \(defaultConfigPath)).\n"
-        let helpOption = "  -h, --help              Show help information.\n"
-        switch command {
-        case "run":
-            return """
-                OVERVIEW: Advertise the configured beacon until stopped (the daemon).
-
-                Reads the config, drives the controller and keeps the beacon (iBeacon, AltBeacon
-                or Eddystone-UID) on the air in the foreground. SIGHUP reloads the config (a broken file keeps the current beacon on
-                the air); SIGTERM or SIGINT disables advertising and exits 0.
-
-                USAGE: \(usage("run"))
-
+    static let commands: [Command] = [
+        Command(
+            name: "run", abstract: "Advertise the configured beacons until stopped (the daemon).",
+            usage: "beacond run [--config PATH] [--device SPEC] [--log-level LEVEL]",
+            description: """
+                Reads the config, drives the controller and keeps the beacons (iBeacon, AltBeacon,
+                Eddystone-UID or -TLM) on the air in the foreground. SIGHUP reloads the config (a
+                broken file keeps the current beacons on the air); SIGTERM or SIGINT disables
+                advertising and exits 0.
+                """,
+            options: """
                 OPTIONS:
                 \(configOption)  -d, --device SPEC       Controller, overriding [controller] device: hciN,
                                           tcp:HOST:PORT, unix:PATH or serial:PATH[:BAUD].
@@ -79,60 +74,122 @@ enum CLI {
                                           or debug (default: info, or [daemon] log_level).
                 \(helpOption)
                 EXIT STATUS:
-                  0 stopped by a signal, 64 usage error, 69 controller unusable,
+                  0 stopped by a signal, 1 internal failure (the event loop could not be set
+                  up or run; systemd restarts it), 64 usage error, 69 controller unusable,
                   77 missing privilege, 78 config error.
 
-                """
-        case "check-config":
-            return """
-                OVERVIEW: Validate the config file and print the beacon it describes.
-
-                Every mistake is reported at once as PATH:LINE:COL: error: MESSAGE.
-
-                USAGE: \(usage("check-config"))
-
+                """,
+            parse: { p throws(UsageError) in
+                var o = RunOptions()
+                while let opt = try p.nextOption() {
+                    switch opt {
+                    case "-c", "--config": o.configPath = try p.value(for: opt)
+                    case "-d", "--device": o.device = try p.device(for: opt)
+                    case "--log-level":
+                        let v = try p.value(for: opt)
+                        guard let l = LogLevel(name: v) else { throw p.invalid(opt, v, expected: LogLevel.validNames) }
+                        o.logLevel = l
+                    case "-h", "--help": return .help("run")
+                    default: throw p.unknown(opt)
+                    }
+                }
+                return .run(o)
+            }),
+        Command(
+            name: "check-config", abstract: "Validate the config file and print the beacons it describes.",
+            usage: "beacond check-config [--config PATH]",
+            description: "Every mistake is reported at once as PATH:LINE:COL: error: MESSAGE.",
+            options: """
                 OPTIONS:
                 \(configOption)\(helpOption)
                 EXIT STATUS:
                   0 the file is valid, 78 it has errors.
 
-                """
-        case "payload":
-            return """
-                OVERVIEW: Print the advertising bytes as hex, hcitool commands or JSON.
-
+                """,
+            parse: { p throws(UsageError) in
+                var path = defaultConfigPath
+                while let opt = try p.nextOption() {
+                    switch opt {
+                    case "-c", "--config": path = try p.value(for: opt)
+                    case "-h", "--help": return .help("check-config")
+                    default: throw p.unknown(opt)
+                    }
+                }
+                return .checkConfig(configPath: path)
+            }),
+        Command(
+            name: "payload", abstract: "Print the advertising bytes as hex, hcitool commands or JSON.",
+            usage: "beacond payload [--config PATH] [--format hex|hcitool|json]",
+            description: """
                 hex prints the advertising data bytes (30 for an iBeacon, 31 for an
-                AltBeacon or an Eddystone-UID); hcitool prints the three 'hcitool cmd'
-                lines (parameters, data, enable) that produce the same advertising; json
-                prints the fields and the hex.
-
-                USAGE: \(usage("payload"))
-
+                AltBeacon or an Eddystone-UID), a line per beacon; hcitool prints the
+                'hcitool cmd' lines (parameters, data, enable) that produce the same
+                advertising; json prints the fields and the hex.
+                """,
+            options: """
                 OPTIONS:
                 \(configOption)  -f, --format FORMAT     hex, hcitool or json (default: hex).
                 \(helpOption)
-                """
-        case "gen-uuid":
-            return """
-                OVERVIEW: Generate random (version 4) UUIDs, or write one into a config file.
-
+                """,
+            parse: { p throws(UsageError) in
+                var path = defaultConfigPath
+                var format = PayloadFormat.hex
+                while let opt = try p.nextOption() {
+                    switch opt {
+                    case "-c", "--config": path = try p.value(for: opt)
+                    case "-f", "--format":
+                        let v = try p.value(for: opt)
+                        guard let f = PayloadFormat(rawValue: v) else { throw p.invalid(opt, v, expected: "hex, hcitool or json") }
+                        format = f
+                    case "-h", "--help": return .help("payload")
+                    default: throw p.unknown(opt)
+                    }
+                }
+                return .payload(configPath: path, format: format)
+            }),
+        Command(
+            name: "gen-uuid", abstract: "Generate random (version 4) UUIDs, or write one into a config file.",
+            usage: "beacond gen-uuid [--count N] [--lower] [--set PATH]",
+            description: """
                 UUIDs come from the kernel's random number generator, uppercase and
                 hyphenated like macOS uuidgen. With --set, the uuid key of [beacon] in the
                 file gets a fresh UUID; every other byte of the file stays as it was, and the
                 file is replaced atomically. A file that does not parse is left untouched.
-
-                USAGE: \(usage("gen-uuid"))
-
+                """,
+            options: """
                 OPTIONS:
                   -n, --count N           How many UUIDs to print (default: 1).
                   --lower                 Print lowercase hex digits.
                   --set PATH              Write a fresh UUID into PATH's [beacon] uuid.
                 \(helpOption)
-                """
-        case "scan":
-            return """
-                OVERVIEW: Show the beacons around, with distance and proximity as iOS ranges them.
-
+                """,
+            parse: { p throws(UsageError) in
+                var count = 1
+                var countGiven = false
+                var lower = false
+                var set: String?
+                while let opt = try p.nextOption() {
+                    switch opt {
+                    case "-n", "--count":
+                        let v = try p.value(for: opt)
+                        guard let n = Int(v), n >= 1, n <= 10_000_000 else { throw p.invalid(opt, v, expected: "a whole number from 1 to 10000000") }
+                        count = n
+                        countGiven = true
+                    case "--lower": lower = true
+                    case "--set": set = try p.value(for: opt)
+                    case "-h", "--help": return .help("gen-uuid")
+                    default: throw p.unknown(opt)
+                    }
+                }
+                if set != nil && countGiven && count != 1 {
+                    throw UsageError(message: "'--set' writes one UUID; it cannot be combined with '--count \(count)'", command: "gen-uuid")
+                }
+                return .genUUID(count: count, lowercase: lower, setPath: set)
+            }),
+        Command(
+            name: "scan", abstract: "Show the beacons around, with distance and proximity as iOS ranges them.",
+            usage: "beacond scan [--device SPEC] [--duration SECONDS] [--uuid UUID] [--major N] [--minor N] [--json] [--all]",
+            description: """
                 Passive LE scanning (legacy or extended, whichever the controller supports) on
                 the same devices as 'run', for iBeacon, AltBeacon and Eddystone UID and TLM
                 frames. Per beacon: last and smoothed RSSI (trimmed mean of
@@ -141,9 +198,8 @@ enum CLI {
                 unknown), packets, address. A live table on a terminal; JSON lines (one per
                 beacon each second it was seen, and a final line per beacon) with --json or when
                 stdout is not a terminal.
-
-                USAGE: \(usage("scan"))
-
+                """,
+            options: """
                 OPTIONS:
                   -d, --device SPEC       hciN, tcp:HOST:PORT, unix:PATH or serial:PATH[:BAUD]
                                           (default: hci0).
@@ -155,35 +211,73 @@ enum CLI {
                   --json                  JSON lines even on a terminal.
                   --all                   Also show other advertisements and malformed iBeacons.
                 \(helpOption)
-                """
-        case "help":
-            return """
-                OVERVIEW: Show help for a command.
+                """,
+            parse: { p throws(UsageError) in
+                var o = ScanOptions()
+                while let opt = try p.nextOption() {
+                    switch opt {
+                    case "-d", "--device": o.device = try p.device(for: opt)
+                    case "--duration":
+                        let v = try p.value(for: opt)
+                        guard let d = Double(v), d > 0, d <= 86400 * 365 else { throw p.invalid(opt, v, expected: "seconds, e.g. 10 or 2.5") }
+                        o.duration = d
+                    case "--uuid":
+                        let v = try p.value(for: opt)
+                        do throws(BeaconUUID.ParseError) { o.uuid = try BeaconUUID(parsing: v) } catch {
+                            throw UsageError(message: "invalid value for '--uuid': \(error.message)", command: "scan")
+                        }
+                    case "--major", "--minor":
+                        let v = try p.value(for: opt)
+                        guard let n = UInt16(v) else { throw p.invalid(opt, v, expected: "0 to 65535") }
+                        if opt == "--major" { o.major = n } else { o.minor = n }
+                    case "--json": o.json = true
+                    case "--all": o.all = true
+                    case "-h", "--help": return .help("scan")
+                    default: throw p.unknown(opt)
+                    }
+                }
+                return .scan(o)
+            }),
+        Command(
+            name: "help", abstract: "Show help for a command.", usage: "beacond help [COMMAND]", description: "", options: "",
+            parse: { p throws(UsageError) in
+                guard let name = p.args.first else { return .help(nil) }
+                guard p.args.count == 1 else { throw UsageError(message: "unexpected argument '\(p.args[1])'", command: "help") }
+                guard CLI.command(name) != nil else { throw UsageError(message: "unknown command '\(name)'", command: "help") }
+                return .help(name)
+            }),
+    ]
 
-                USAGE: \(usage("help"))
+    static func command(_ name: String) -> Command? { commands.first { $0.name == name } }
 
-                """
-        default:
-            var s = """
-                OVERVIEW: beacond advertises this machine as an Apple iBeacon.
+    static func usage(_ command: String?) -> String {
+        command.flatMap(Self.command)?.usage ?? "beacond <command> [options]"
+    }
 
-                USAGE: \(usage(nil))
-
-                COMMANDS:
-
-                """
-            for c in commands { s += "  " + c.name.padding(to: 14) + c.abstract + "\n" }
-            s += """
-
-                OPTIONS:
-                  -h, --help              Show help information.
-                  --version               Show the version.
-
-                  See 'beacond help <command>' for detailed help.
-
-                """
-            return s
+    static func help(_ name: String?) -> String {
+        if let c = name.flatMap(command) {
+            return "OVERVIEW: \(c.abstract)\n\n" + (c.description.isEmpty ? "" : c.description + "\n\n")
+                + "USAGE: \(c.usage)\n" + (c.options.isEmpty ? "" : "\n" + c.options)
         }
+        var s = """
+            OVERVIEW: beacond keeps Bluetooth LE beacons (iBeacon, AltBeacon, Eddystone) on the air.
+
+            USAGE: \(usage(nil))
+
+            COMMANDS:
+
+            """
+        for c in commands { s += "  " + c.name.padding(to: 14) + c.abstract + "\n" }
+        s += """
+
+            OPTIONS:
+              -h, --help              Show help information.
+              --version               Show the version.
+
+              See 'beacond help <command>' for detailed help.
+
+            """
+        return s
     }
 
     /// Parses the arguments after the program name.
@@ -192,131 +286,14 @@ enum CLI {
         switch first {
         case "-h", "--help": return .help(nil)
         case "--version": return .version
-        case "help":
-            guard args.count <= 2 else { throw UsageError(message: "unexpected argument '\(args[2])'", command: "help") }
-            if args.count == 2 {
-                guard commands.contains(where: { $0.name == args[1] }) else {
-                    throw UsageError(message: "unknown command '\(args[1])'", command: "help")
-                }
-                return .help(args[1])
-            }
-            return .help(nil)
         default: break
         }
-        guard commands.contains(where: { $0.name == first }) else {
+        guard let c = command(first) else {
             if first.hasPrefix("-") { throw UsageError(message: "unknown option '\(first)'", command: nil) }
             throw UsageError(message: "unknown command '\(first)'", command: nil)
         }
         var p = OptionParser(command: first, args: Array(args.dropFirst()))
-        switch first {
-        case "run":
-            var o = RunOptions()
-            while let opt = try p.nextOption() {
-                switch opt {
-                case "-c", "--config": o.configPath = try p.value(for: opt)
-                case "-d", "--device":
-                    let v = try p.value(for: opt)
-                    do { o.device = try DeviceSpec(parsing: v) } catch {
-                        throw UsageError(message: "invalid value for '\(opt)': \(error.message)", command: first)
-                    }
-                case "--log-level":
-                    let v = try p.value(for: opt)
-                    guard let l = LogLevel(name: v) else {
-                        throw UsageError(message: "invalid value for '--log-level': '\(v)' (expected \(LogLevel.validNames))", command: first)
-                    }
-                    o.logLevel = l
-                case "-h", "--help": return .help(first)
-                default: throw p.unknown(opt)
-                }
-            }
-            return .run(o)
-        case "check-config":
-            var path = defaultConfigPath
-            while let opt = try p.nextOption() {
-                switch opt {
-                case "-c", "--config": path = try p.value(for: opt)
-                case "-h", "--help": return .help(first)
-                default: throw p.unknown(opt)
-                }
-            }
-            return .checkConfig(configPath: path)
-        case "payload":
-            var path = defaultConfigPath
-            var format = PayloadFormat.hex
-            while let opt = try p.nextOption() {
-                switch opt {
-                case "-c", "--config": path = try p.value(for: opt)
-                case "-f", "--format":
-                    let v = try p.value(for: opt)
-                    guard let f = PayloadFormat(rawValue: v) else {
-                        throw UsageError(message: "invalid value for '\(opt)': '\(v)' (expected hex, hcitool or json)", command: first)
-                    }
-                    format = f
-                case "-h", "--help": return .help(first)
-                default: throw p.unknown(opt)
-                }
-            }
-            return .payload(configPath: path, format: format)
-        case "gen-uuid":
-            var count = 1
-            var countGiven = false
-            var lower = false
-            var set: String?
-            while let opt = try p.nextOption() {
-                switch opt {
-                case "-n", "--count":
-                    let v = try p.value(for: opt)
-                    guard let n = Int(v), n >= 1, n <= 10_000_000 else {
-                        throw UsageError(message: "invalid value for '\(opt)': '\(v)' (expected a whole number from 1 to 10000000)", command: first)
-                    }
-                    count = n
-                    countGiven = true
-                case "--lower": lower = true
-                case "--set": set = try p.value(for: opt)
-                case "-h", "--help": return .help(first)
-                default: throw p.unknown(opt)
-                }
-            }
-            if set != nil && countGiven && count != 1 {
-                throw UsageError(message: "'--set' writes one UUID; it cannot be combined with '--count \(count)'", command: first)
-            }
-            return .genUUID(count: count, lowercase: lower, setPath: set)
-        case "scan":
-            var o = ScanOptions()
-            while let opt = try p.nextOption() {
-                switch opt {
-                case "-d", "--device":
-                    let v = try p.value(for: opt)
-                    do { o.device = try DeviceSpec(parsing: v) } catch {
-                        throw UsageError(message: "invalid value for '\(opt)': \(error.message)", command: first)
-                    }
-                case "--duration":
-                    let v = try p.value(for: opt)
-                    guard let d = Double(v), d > 0, d <= 86400 * 365 else {
-                        throw UsageError(message: "invalid value for '--duration': '\(v)' (expected seconds, e.g. 10 or 2.5)", command: first)
-                    }
-                    o.duration = d
-                case "--uuid":
-                    let v = try p.value(for: opt)
-                    do { o.uuid = try BeaconUUID(parsing: v) } catch {
-                        throw UsageError(message: "invalid value for '--uuid': \(error.message)", command: first)
-                    }
-                case "--major", "--minor":
-                    let v = try p.value(for: opt)
-                    guard let n = UInt16(v) else {
-                        throw UsageError(message: "invalid value for '\(opt)': '\(v)' (expected 0 to 65535)", command: first)
-                    }
-                    if opt == "--major" { o.major = n } else { o.minor = n }
-                case "--json": o.json = true
-                case "--all": o.all = true
-                case "-h", "--help": return .help(first)
-                default: throw p.unknown(opt)
-                }
-            }
-            return .scan(o)
-        default:
-            preconditionFailure("command list and parser disagree about '\(first)'")
-        }
+        return try c.parse(&p)
     }
 }
 
@@ -356,6 +333,18 @@ struct OptionParser {
     }
 
     func unknown(_ option: String) -> UsageError { UsageError(message: "unknown option '\(option)'", command: command) }
+
+    func invalid(_ option: String, _ value: String, expected: String) -> UsageError {
+        UsageError(message: "invalid value for '\(option)': '\(value)' (expected \(expected))", command: command)
+    }
+
+    /// The value of a --device option, parsed.
+    mutating func device(for option: String) throws(UsageError) -> DeviceSpec {
+        let v = try value(for: option)
+        do { return try DeviceSpec(parsing: v) } catch {
+            throw UsageError(message: "invalid value for '\(option)': \(error.message)", command: command)
+        }
+    }
 }
 
 extension String {
