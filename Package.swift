@@ -1,5 +1,5 @@
 // swift-tools-version:6.0
-// beacond: an iBeacon advertising daemon for Linux. No outside packages: only the toolchain's own modules.
+// beacond: a Bluetooth LE beacon daemon for Linux (iBeacon, AltBeacon, Eddystone). No outside packages: only the toolchain's own modules.
 import PackageDescription
 
 let package = Package(
@@ -16,32 +16,35 @@ let package = Package(
         // The one module that makes system calls: errno, owned fds, read/write loops, atomic file replace.
         .target(name: "SystemCalls"),
 
-        // Pure: the HCI codec and H4 framing.
+        // Pure: the HCI codec and H4 framing, and the device spec that names a controller.
         .target(name: "BluetoothHCI"),
-        // Bytes to controllers: kernel sockets and H4 streams, and the device spec that names them.
+        // Bytes to controllers: kernel sockets and H4 streams.
         .target(name: "HCITransport", dependencies: ["CBluetooth", "BluetoothHCI", "SystemCalls"]),
         // Pure: config grammar, schema and diagnostics; the beacon frames.
-        .target(name: "BeaconCore", dependencies: ["BluetoothHCI", "HCITransport"]),
+        .target(name: "BeaconCore", dependencies: ["BluetoothHCI"]),
         .target(name: "SystemdSupport", dependencies: ["CSystemd", "SystemCalls"]),
-        // The command flows (pure) and the small shells that run them on an fd and a timer.
-        .target(name: "HCIHost", dependencies: ["BluetoothHCI", "HCITransport", "SystemCalls", "SystemdSupport"]),
-        .target(name: "Mgmt", dependencies: ["BluetoothHCI", "HCIHost", "HCITransport", "SystemCalls", "SystemdSupport"]),
-        // Pure: the daemon's lifecycle as a state machine.
-        .target(name: "DaemonCore", dependencies: ["BeaconCore", "BluetoothHCI", "HCIHost", "HCITransport"]),
+        // Pure: the HCI command flows and advertising plans.
+        .target(name: "HCIHost", dependencies: ["BluetoothHCI"]),
+        // Pure: the mgmt codec, command flow and instance plans.
+        .target(name: "Mgmt", dependencies: ["BluetoothHCI", "HCIHost"]),
+        // The shells that run the command flows on an fd and a timer (HCI and mgmt).
+        .target(name: "Connections", dependencies: ["BluetoothHCI", "HCIHost", "Mgmt", "HCITransport", "SystemCalls", "SystemdSupport"]),
+        // Pure: the daemon's lifecycle as a state machine, and the ownership record.
+        .target(name: "DaemonCore", dependencies: ["BeaconCore", "BluetoothHCI", "HCIHost"]),
 
         // The program: CLI, the lifecycle's executor, the backends, scan, logging. main.swift only calls into
         // BeacondApp so tests can reach it.
-        .target(name: "BeacondApp", dependencies: ["BeaconCore", "BluetoothHCI", "DaemonCore", "HCIHost", "Mgmt",
+        .target(name: "BeacondApp", dependencies: ["BeaconCore", "BluetoothHCI", "Connections", "DaemonCore", "HCIHost", "Mgmt",
                                                    "HCITransport", "SystemCalls", "SystemdSupport"]),
         .executableTarget(name: "beacond", dependencies: ["BeacondApp"]),
 
         // A helper the test targets share (no test framework in it).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "BluetoothHCITests", dependencies: ["BluetoothHCI"]),
-        .testTarget(name: "BeaconCoreTests", dependencies: ["BeaconCore", "HCITransport", "TestSupport"]),
+        .testTarget(name: "BeaconCoreTests", dependencies: ["BeaconCore", "BluetoothHCI", "TestSupport"]),
         .testTarget(name: "HCIHostTests", dependencies: ["HCIHost"]),
         .testTarget(name: "MgmtTests", dependencies: ["Mgmt"]),
-        .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore", "BeaconCore", "BluetoothHCI", "HCIHost", "HCITransport"]),
+        .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore", "BeaconCore", "BluetoothHCI", "HCIHost"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
         .testTarget(name: "SystemdSupportTests", dependencies: ["SystemdSupport"]),
         .testTarget(name: "BeacondAppTests", dependencies: ["BeacondApp", "DaemonCore", "TestSupport"]),

@@ -1,6 +1,5 @@
 // The beacond config schema: tables, keys, types, ranges and defaults, validated with every mistake reported.
 import BluetoothHCI
-import HCITransport
 
 /// How beacond talks to a kernel device.
 public enum ControllerBackend: String, Sendable, Hashable, CaseIterable {

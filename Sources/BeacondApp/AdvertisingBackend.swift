@@ -26,6 +26,4 @@ protocol AdvertisingBackend: AnyObject {
     func stop(_ done: @escaping () -> Void)
     /// Releases everything; no callbacks after this.
     func close()
-    /// The kernel advertising instances this backend added (mgmt), which outlive the backend in the kernel.
-    var kernelInstances: Set<UInt8> { get }
 }

@@ -18,8 +18,9 @@ final class Daemon {
     private var backend: AdvertisingBackend?
     /// Bumped for every new backend so late callbacks of an old one are ignored.
     private var generation = 0
-    /// The mgmt instances beacond added: updated again after a reconnect, removed at stop even with no backend.
-    private var mgmtInstances: Set<UInt8> = []
+    /// What beacond put on its controllers (mgmt instances, raw HCI sets on a kernel hciN), per device, kept in the
+    /// state directory: what a backend added is known to the next one, and to the next run after a crash.
+    private let owned: OwnershipStore
     private var timer: EventSource?
     /// Eddystone-TLM: new values every Lifecycle.telemetryPeriod, while the config has such a beacon.
     private var telemetryTimer: EventSource?
@@ -39,6 +40,7 @@ final class Daemon {
         self.log = log
         self.options = options
         telemetryClock = TelemetryClock(startedAt: loop.nowMicroseconds)
+        owned = OwnershipStore(log: log)
         lifecycle = Lifecycle(config: config, configPath: options.configPath, device: options.device,
                               logLevel: options.logLevel, seed: monotonicMicroseconds() ^ UInt64(UInt32(bitPattern: processID())) << 32)
     }
@@ -145,7 +147,6 @@ final class Daemon {
             stopAdvertising()
         case .closeBackend:
             generation += 1
-            if let b = backend, b.kind == .mgmt { mgmtInstances = b.kernelInstances }
             backend?.close()
             backend = nil
         case .loadConfig:
@@ -164,9 +165,9 @@ final class Daemon {
         let device = lifecycle.device
         let b: AdvertisingBackend
         if kind == .mgmt, case .kernel(let index) = device {
-            b = MgmtBackend(device: device, index: index, loop: loop, log: log, mayPowerOn: mayBringUp, instances: mgmtInstances)
+            b = MgmtBackend(device: device, index: index, loop: loop, log: log, mayPowerOn: mayBringUp, owned: owned)
         } else {
-            b = HCIBackend(device: device, loop: loop, log: log, mayBringUp: mayBringUp)
+            b = HCIBackend(device: device, loop: loop, log: log, mayBringUp: mayBringUp, owned: owned)
         }
         generation += 1
         let gen = generation
@@ -182,13 +183,14 @@ final class Daemon {
     }
 
     /// Takes beacond's advertising off the controller through the open backend, or, with none open, removes the
-    /// mgmt instance the kernel keeps for beacond.
+    /// mgmt instances the kernel keeps for beacond (raw HCI sets need an open controller: the next start removes
+    /// them).
     private func stopAdvertising() {
         let gen = generation
         let done = { [unowned self] in self.handle(.stopped, from: gen) }
         if let b = backend { return b.stop(done) }
-        if !mgmtInstances.isEmpty, case .kernel(let index) = lifecycle.device {
-            return MgmtBackend.removeLeftovers(mgmtInstances, index: index, device: lifecycle.device, loop: loop, log: log, done)
+        if case .kernel(let index) = lifecycle.device, !owned[lifecycle.device.description, .mgmtInstances].isEmpty {
+            return MgmtBackend.removeLeftovers(owned: owned, index: index, device: lifecycle.device, loop: loop, log: log, done)
         }
         handle(.stopped)
     }

@@ -2,6 +2,7 @@
 // through the raw channel (never reset; watch what other programs send to the same device).
 import BeaconCore
 import BluetoothHCI
+import Connections
 import DaemonCore
 import HCIHost
 import HCITransport
@@ -10,7 +11,6 @@ import SystemdSupport
 
 final class HCIBackend: AdvertisingBackend {
     let kind = BackendKind.hci
-    let kernelInstances: Set<UInt8> = []
     var onEvent: (BackendEvent) -> Void = { _ in }
 
     private let device: DeviceSpec
@@ -27,7 +27,13 @@ final class HCIBackend: AdvertisingBackend {
     /// Extended: what each set carries now (as sent), nil when unknown; the sets used on this connection; the set
     /// of each beacon of `applied`, in order.
     private var sets: [UInt8: AdvertisingRequest]?
-    private var usedHandles: Set<UInt8> = []
+    /// On a kernel hciN, kept in the state directory (a killed run's sets are removed by the next start); on a
+    /// controller beacond owns, the Reset clears them.
+    private var usedHandles: Set<UInt8> = [] {
+        didSet { if recordsSets { owned[device.description, .hciSets] = usedHandles } }
+    }
+    private let owned: OwnershipStore
+    private var recordsSets = false
     private var setHandles: [UInt8] = []
     /// Legacy: the one advertiser's parameters and the data it carries now.
     private var legacyBase: AdvertisingRequest?
@@ -52,7 +58,8 @@ final class HCIBackend: AdvertisingBackend {
     /// True between the Reset of a controller beacond owns and the first advertising sequence.
     private var freshlyReset = false
 
-    init(device: DeviceSpec, loop: EventLoop, log: Logger, mayBringUp: Bool) {
+    init(device: DeviceSpec, loop: EventLoop, log: Logger, mayBringUp: Bool, owned: OwnershipStore) {
+        self.owned = owned
         self.device = device
         self.loop = loop
         self.log = log
@@ -102,6 +109,11 @@ final class HCIBackend: AdvertisingBackend {
                 self.info = probed
                 self.family = probed.preferredFamily
                 self.freshlyReset = c.transport.ownsController
+                if !c.transport.ownsController {
+                    // What a killed run left: removed by the first apply (the sets no beacon needs) or the stop.
+                    self.usedHandles = self.owned[self.device.description, .hciSets]
+                    self.recordsSets = true
+                }
                 guard probed.preferredFamily == .extended else {
                     self.logProbe(probed)
                     return done(nil)
@@ -280,13 +292,14 @@ final class HCIBackend: AdvertisingBackend {
             freshlyReset = false
             if plan.steps.isEmpty, applied == schedule, currentOnAir != nil { return done(.success(currentOnAir!)) }
             if full { sets = nil }
+            // Recorded before the first command: a run killed halfway still names every set it may have enabled.
+            usedHandles.formUnion(plan.handles)
             c.run(plan.steps) { [weak self] result in
                 guard let self, !self.closed else { return }
                 if case .success(let replies) = result {
                     var now: [UInt8: AdvertisingRequest] = [:]
                     for (r, h) in zip(wanted, plan.handles) { now[h] = r }
                     self.sets = now
-                    self.usedHandles.formUnion(plan.handles)
                     self.usedHandles.subtract(plan.removed)
                     self.setHandles = plan.handles
                     for (step, reply) in zip(plan.steps, replies) {
@@ -438,7 +451,9 @@ final class HCIBackend: AdvertisingBackend {
         c.run(steps) { [weak self] result in
             guard let self else { return done() }
             switch result {
-            case .success: self.log.info("Advertising disabled on \(self.device)")
+            case .success:
+                if family == .extended { self.usedHandles = [] }
+                self.log.info("Advertising disabled on \(self.device)")
             case .failure(let f): self.log.warning("Failed to disable advertising on \(self.device): \(f.error)", self.fields(f.error))
             }
             done()

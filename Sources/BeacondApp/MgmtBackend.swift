@@ -3,6 +3,7 @@
 // class only sequences steps: the command flow is MgmtCommandFlow (in MgmtConnection), the steps MgmtAdvertisingPlan.
 import BeaconCore
 import BluetoothHCI
+import Connections
 import DaemonCore
 import HCIHost
 import HCITransport
@@ -22,9 +23,19 @@ final class MgmtBackend: AdvertisingBackend {
     private var features: MgmtAdvertisingFeatures?
     /// Extended until the kernel shows it cannot (older than 5.10, or a kernel that refuses the extended data).
     private var commands = MgmtAdvertisingPlan.Commands.extended
-    /// The instances added (or whose parameters were), by this backend or an earlier one: the kernel keeps them
-    /// until they are removed.
-    private var added: Set<UInt8>
+    /// The instances beacond added (or set the parameters of), through this backend, an earlier one or a killed
+    /// run: the kernel keeps them until they are removed. Kept in the state directory, per device.
+    private let owned: OwnershipStore
+    private var added: Set<UInt8> {
+        get { owned[device.description, .mgmtInstances] }
+        set { owned[device.description, .mgmtInstances] = newValue }
+    }
+    /// Other programs' instances: never taken over, never removed (Read Advertising Features' list, and Advertising
+    /// Added events while beacond runs; the list of some kernels, 6.1 among them, leaves out instances numbered above
+    /// the instance count).
+    private var foreign: Set<UInt8> = []
+    /// The instances last reported as taken beside another program's (said again only when they change).
+    private var slotsNoted: [UInt8] = []
     private var applied: AdvertisingSchedule?
     /// What each instance carries now (as sent), nil when unknown; the instance of each beacon of `applied`.
     private var instances: [UInt8: AdvertisingRequest]?
@@ -34,34 +45,36 @@ final class MgmtBackend: AdvertisingBackend {
     private var closed = false
 
     /// Kernel devices only.
-    init(device: DeviceSpec, index: UInt16, loop: EventLoop, log: Logger, mayPowerOn: Bool, instances: Set<UInt8>) {
+    init(device: DeviceSpec, index: UInt16, loop: EventLoop, log: Logger, mayPowerOn: Bool, owned: OwnershipStore) {
         self.device = device
         self.index = index
         self.loop = loop
         self.log = log
         self.mayPowerOn = mayPowerOn
-        added = instances
+        self.owned = owned
     }
 
-    var kernelInstances: Set<UInt8> { added }
-
-    /// Removes what the kernel keeps of beacond's (its instance) when no backend is open, for example after the
-    /// adapter was powered off: the kernel would put the instance back on the air at the next power-on while beacond
+    /// Removes what the kernel keeps of beacond's (its instances) when no backend is open, for example after the
+    /// adapter was powered off: the kernel would put the instances back on the air at the next power-on while beacond
     /// is stopped.
-    static func removeLeftovers(_ instances: Set<UInt8>, index: UInt16, device: DeviceSpec, loop: EventLoop, log: Logger,
+    static func removeLeftovers(owned: OwnershipStore, index: UInt16, device: DeviceSpec, loop: EventLoop, log: Logger,
                                 _ done: @escaping () -> Void) {
-        guard let c = try? MgmtConnection(index: index, loop: loop) else { return done() }
-        removeAll(instances.sorted(by: >), through: c, device: device, log: log) {
+        let instances = owned[device.description, .mgmtInstances]
+        guard !instances.isEmpty, let c = try? MgmtConnection(index: index, loop: loop) else { return done() }
+        removeAll(instances.sorted(by: >), through: c, device: device, log: log) { gone in
+            owned[device.description, .mgmtInstances].subtract(gone)
             c.close()
             done()
         }
     }
 
+    /// Removes the instances one by one; `done` gets the ones the kernel no longer has.
     private static func removeAll(_ instances: [UInt8], through c: MgmtConnection, device: DeviceSpec, log: Logger,
-                                  _ done: @escaping () -> Void) {
-        guard let first = instances.first else { return done() }
-        remove(first, through: c, device: device, log: log) {
-            removeAll(Array(instances.dropFirst()), through: c, device: device, log: log, done)
+                                  gone: Set<UInt8> = [], _ done: @escaping (Set<UInt8>) -> Void) {
+        guard let first = instances.first else { return done(gone) }
+        remove(first, through: c, device: device, log: log) { removed in
+            removeAll(Array(instances.dropFirst()), through: c, device: device, log: log,
+                      gone: removed ? gone.union([first]) : gone, done)
         }
     }
 
@@ -69,27 +82,28 @@ final class MgmtBackend: AdvertisingBackend {
     /// adapter is powered on for a moment, the instance removed and the adapter powered off again — it ends as it was
     /// found, and the beacon is on the air only between the power-on and the removal (a few milliseconds).
     private static func remove(_ instance: UInt8, through c: MgmtConnection, device: DeviceSpec, log: Logger,
-                               _ done: @escaping () -> Void) {
+                               _ done: @escaping (_ gone: Bool) -> Void) {
         c.send(.removeAdvertising(instance: instance)) { result in
             switch result {
             case .success:
                 log.info("Advertising instance \(instance) removed on \(device)")
-                done()
+                done(true)
             case .failure(let f) where f.status == .invalidParameters:
-                done()  // the kernel has no such instance (any more): nothing to remove
+                done(true)  // the kernel has no such instance (any more): nothing to remove
             case .failure(let f) where f.status == .notPowered:
                 c.run(MgmtAdvertisingPlan.removeWhilePoweredOff(instance: instance)) { result in
                     switch result {
                     case .success:
                         log.info("\(device) was powered off: powered it on for a moment to remove advertising instance \(instance), and off again")
+                        done(true)
                     case .failure(let f):
                         log.warning("Advertising instance \(instance) stays in the kernel for \(device), which is powered off: \(f.step.command.opcode) → \(f.failure.status.map(\.description) ?? "no answer"); the kernel advertises it again at the next power-on until beacond runs again")
+                        done(false)
                     }
-                    done()
                 }
             case .failure(let f):
                 log.warning("Failed to remove advertising instance \(instance) on \(device): \(MgmtOpcode.removeAdvertising) → \(f.status.map(\.description) ?? "no answer")")
-                done()
+                done(false)
             }
         }
     }
@@ -97,7 +111,15 @@ final class MgmtBackend: AdvertisingBackend {
     private func handle(_ e: MgmtEvent) {
         guard !closed else { return }
         switch e.kind {
-        case .advertisingRemoved(let removed) where e.index == index && beaconInstances.contains(removed) && applied != nil:
+        case .advertisingAdded(let instance) where e.index == index:
+            // Another program's (the kernel tells the socket that added an instance nothing).
+            if !added.contains(instance) { foreign.insert(instance) }
+        case .advertisingRemoved(let removed) where e.index == index && !beaconInstances.contains(removed):
+            foreign.remove(removed)
+            added.remove(removed)
+        case .advertisingRemoved(let removed) where e.index == index && applied == nil:
+            added.remove(removed)
+        case .advertisingRemoved(let removed) where e.index == index:
             // bluetoothd removes every instance when it starts; so may btmgmt or a power-off of timed instances.
             applied = nil
             instances = nil
@@ -135,7 +157,16 @@ final class MgmtBackend: AdvertisingBackend {
             guard let self, !self.closed else { return }
             switch result {
             case .failure(let f) where f.status == .invalidIndex:
-                done(BackendFailure(message: "Waiting for \(self.device) to appear", level: .notice))
+                guard Transport.kernelDeviceExists(index: self.index) == true else {
+                    return done(BackendFailure(message: "Waiting for \(self.device) to appear", level: .notice))
+                }
+                // It is there, but the kernel's setup of it failed when it was registered (dmesg: "Opcode 0x0c03
+                // failed: -110", the Pi's "command tx timeout"): mgmt leaves such a device out until it is
+                // registered again. Raw HCI can bring it up (HCIDEVUP runs the kernel's setup again).
+                done(BackendFailure(
+                    message: "\(self.device) exists, but the kernel's management interface calls it an invalid index: the kernel's setup of it failed when it was registered (dmesg says why); mgmt offers it again after a re-plug or a driver reload",
+                    level: .warning, fields: ["HCI_DEVICE=\(self.device)", "MGMT_STATUS=\(hex8(MgmtStatus.invalidIndex.rawValue))"],
+                    rawHCIMayWork: true))
             case .failure(let f):
                 done(self.failure("read the controller information of \(self.device)", .readControllerInformation, f.status))
             case .success(let params):
@@ -174,6 +205,10 @@ final class MgmtBackend: AdvertisingBackend {
                     return done(BackendFailure(message: "The kernel sent a malformed advertising features reply for \(self.device)"))
                 }
                 self.features = f
+                self.foreign = Set(f.instances).subtracting(self.added)
+                if !self.foreign.isEmpty {
+                    self.log.debug("\(self.device): advertising instance\(self.foreign.count == 1 ? "" : "s") \(self.foreign.sorted().map(String.init).joined(separator: ", ")) belong\(self.foreign.count == 1 ? "s" : "") to another program")
+                }
                 self.log.debug("\(self.device): \(f.maxInstances) advertising instances, in use \(f.instances)\(f.supportedFlags.contains(.hardwareOffload) ? ", on the controller's own advertising sets" : ", rotated by the kernel")")
                 done(nil)
             }
@@ -183,44 +218,31 @@ final class MgmtBackend: AdvertisingBackend {
     func apply(_ schedule: AdvertisingSchedule, dataOnlyAllowed: Bool, _ done: @escaping (Result<OnAir, BackendFailure>) -> Void) {
         guard let c = connection, let features else { return done(.failure(BackendFailure(message: "The management interface is not open"))) }
         let wanted = schedule.beacons
-        guard let free = features.chooseInstances(count: wanted.count) else {
-            let n = wanted.count
+        let current = dataOnlyAllowed ? instances : nil
+        let plan: MgmtInstancePlan
+        switch MgmtInstancePlan.make(wanted, current: current, maxInstances: features.maxInstances, ours: added, foreign: foreign,
+                                     commands: commands, canSetTxPower: features.supportedFlags.contains(.canSetTxPower)) {
+        case .success(let p): plan = p
+        case .failure(let s):
+            let n = s.wanted
+            let theirs = s.foreign.isEmpty ? ""
+                : ", and another program holds \(s.foreign.count == 1 ? "instance" : "instances") \(s.foreign.map(String.init).joined(separator: ", "))"
             return done(.failure(BackendFailure(
-                message: n == 1 ? "\(device) has no advertising instances"
-                    : "The config has \(n) beacons, but the kernel has \(features.maxInstances) advertising instance\(features.maxInstances == 1 ? "" : "s") for \(device) (Read Advertising Features); remove beacons",
+                message: s.maxInstances == 0 ? "\(device) has no advertising instances"
+                    : "The config has \(n) beacon\(n == 1 ? "" : "s"), but the kernel has \(s.maxInstances) advertising instance\(s.maxInstances == 1 ? "" : "s") for \(device) (Read Advertising Features)\(theirs); remove beacons",
                 fields: ["HCI_DEVICE=\(device)"])))
         }
-        let current = dataOnlyAllowed ? instances : nil
-        guard let (slots, removed) = SlotAssignment.assign(wanted, current: current ?? [:], free: free) else {
-            return done(.failure(BackendFailure(message: "No free advertising instance on \(device)")))
+        if plan.txPowerIgnored, current == nil, let want = wanted[0].txPower {
+            log.warning("tx_power = \(want) is ignored: the kernel cannot set the TX power on \(device)")
         }
-        var flags: MgmtAdvertisingFlags = wanted[0].type == .connectableUndirected ? [.connectable] : []
-        flags.insert(.intervalsValid)
-        var tx: Int8 = 0
-        if commands == .extended, let want = wanted[0].txPower {
-            if features.supportedFlags.contains(.canSetTxPower) {
-                flags.insert(.txPowerValid)
-                tx = want
-            } else if current == nil {
-                log.warning("tx_power = \(want) is ignored: the kernel cannot set the TX power on \(device)")
-            }
+        if !plan.skipped.isEmpty, plan.slots != slotsNoted {
+            slotsNoted = plan.slots
+            log.notice("Advertising instance\(plan.skipped.count == 1 ? "" : "s") \(plan.skipped.map(String.init).joined(separator: ", ")) on \(device) \(plan.skipped.count == 1 ? "belongs" : "belong") to another program: beacond uses \(plan.slots.map(String.init).joined(separator: ", ")) and leaves \(plan.skipped.count == 1 ? "it" : "them") alone",
+                       ["HCI_DEVICE=\(device)"])
         }
-        let using = commands
-        var steps: [MgmtStep] = removed.map { MgmtStep(.removeAdvertising(instance: $0), mayFail: true) }
-        var paramSteps: [Int: UInt8] = [:]  // step index of each Add Extended Advertising Parameters → instance
-        for (r, instance) in zip(wanted, slots) {
-            switch current?[instance] {
-            case let now? where now == r: continue
-            case let now? where !now.needsRestart(for: r) && using == .extended:
-                steps += MgmtAdvertisingPlan.updateData(instance: instance, data: r.data.bytes, scanResponse: r.scanResponse?.bytes ?? [])
-            default:
-                let plan = MgmtAdvertisingPlan.Instance(number: instance, flags: flags, interval: UInt32(r.interval.units), txPower: tx,
-                                                        data: r.data.bytes, scanResponse: r.scanResponse?.bytes ?? [])
-                paramSteps[steps.count] = instance
-                steps += MgmtAdvertisingPlan.add(plan, using: using)
-            }
-        }
+        let (slots, removed, steps, flags, using) = (plan.slots, plan.removed, plan.steps, plan.flags, commands)
         if current == nil { applied = nil; instances = nil }
+        // Written before the first command: a run killed halfway still names every instance it may have added.
         added.formUnion(slots)
         let full = current == nil
         c.run(steps) { [weak self] result in
@@ -250,12 +272,13 @@ final class MgmtBackend: AdvertisingBackend {
                 done(.failure(self.failure(what, f.step.command.opcode, f.failure.status)))
             case .success(let replies):
                 var now = current ?? [:]
-                for h in removed { now[h] = nil; self.added.remove(h); self.txPowers[h] = nil }
+                for h in removed { now[h] = nil; self.txPowers[h] = nil }
+                self.added.subtract(removed)
                 for (r, h) in zip(wanted, slots) { now[h] = r }
                 self.instances = now
                 self.applied = schedule
                 self.beaconInstances = slots
-                for (i, instance) in paramSteps where using == .extended && i < replies.count {
+                for (i, instance) in plan.parameterSteps where using == .extended && i < replies.count {
                     let ret = replies[i]
                     if ret.count >= 2 { self.txPowers[instance] = Int8(bitPattern: ret[1]) }
                 }
@@ -269,36 +292,35 @@ final class MgmtBackend: AdvertisingBackend {
     private func describe(_ wanted: [AdvertisingRequest], slots: [UInt8], using: MgmtAdvertisingPlan.Commands,
                           flags: MgmtAdvertisingFlags, features: MgmtAdvertisingFeatures) -> OnAir {
         let n = wanted.count
-        let kernelDefault = AdvertisingInterval(units: 0x0800)!
+        // Without advertising sets of its own the controller has one advertiser: the kernel gives each instance its
+        // turn (2 s by default), and picks the interval of non-connectable advertising itself.
+        let rotated = !features.supportedFlags.contains(.hardwareOffload)
+        let kernel: KernelInterval? = using == .legacy ? .addAdvertisingDefault
+            : rotated && !flags.contains(.connectable) ? .legacyNonConnectable : nil
         func tx(_ i: UInt8) -> String? {
             guard using == .extended, let selected = txPowers[i], selected != 0x7F, flags.contains(.txPowerValid) || selected != 0 else { return nil }
             return "TX \(selected) dBm"
         }
+        let kernelNote = kernel == .addAdvertisingDefault ? ["kernel default interval"] : []
         if n == 1 {
-            switch using {
-            case .legacy:
-                return OnAir(interval: kernelDefault, details: ["mgmt instance \(slots[0])", "kernel default interval"], intervalIsKernelDefault: true)
-            case .extended:
-                return OnAir(interval: wanted[0].interval, details: ["mgmt instance \(slots[0])"] + (tx(slots[0]).map { [$0] } ?? []))
-            }
+            return OnAir(interval: kernel?.typical ?? wanted[0].interval,
+                         details: ["mgmt instance \(slots[0])"] + kernelNote + (tx(slots[0]).map { [$0] } ?? []), kernelInterval: kernel)
         }
-        // Without advertising sets of its own the controller has one advertiser, and the kernel gives each
-        // instance its turn (2 s by default).
-        let rotated = !features.supportedFlags.contains(.hardwareOffload)
         var details = ["mgmt", "\(n) instances"]
         if rotated { details.append("the kernel rotates them, \(formatDuration(Self.kernelRotation)) each") }
-        if using == .legacy { details.append("kernel default interval") }
+        details += kernelNote
         let beacons = zip(wanted, slots).map { r, i in
-            let interval = using == .legacy ? kernelDefault : r.interval
+            let interval = kernel?.typical ?? r.interval
             // Rotated, a beacon has one n-th of the time: on average an advertising event every n intervals.
             let every = Duration.microseconds(Int64(interval.units) * 625) * (rotated ? n : 1)
             var d = ["instance \(i)"]
             if let t = tx(i) { d.append(t) }
-            if rotated { d.append("on the air \(formatDuration(Self.kernelRotation)) of every \(formatDuration(Self.kernelRotation * n)), every \(interval) then") }
+            if rotated {
+                d.append("on the air \(formatDuration(Self.kernelRotation)) of every \(formatDuration(Self.kernelRotation * n)), every \(kernel?.description ?? interval.description) then")
+            }
             return BeaconOnAir(every: every, details: d)
         }
-        return OnAir(interval: using == .legacy ? kernelDefault : wanted[0].interval, details: details,
-                     intervalIsKernelDefault: using == .legacy, beacons: beacons)
+        return OnAir(interval: kernel?.typical ?? wanted[0].interval, details: details, kernelInterval: kernel, beacons: beacons)
     }
 
     /// How long the kernel keeps each instance on a single advertiser before the next (its default multi-advertising
@@ -311,8 +333,8 @@ final class MgmtBackend: AdvertisingBackend {
         guard !added.isEmpty, let c = connection, !c.isClosed else { return done() }
         applied = nil
         instances = nil
-        Self.removeAll(added.sorted(by: >), through: c, device: device, log: log) { [weak self] in
-            self?.added = []
+        Self.removeAll(added.sorted(by: >), through: c, device: device, log: log) { [weak self] gone in
+            self?.added.subtract(gone)
             done()
         }
     }

@@ -1,6 +1,7 @@
 // `beacond scan`: passive LE scanning on the same transports as `run`, iBeacons ranged the way iOS does it.
 import BeaconCore
 import BluetoothHCI
+import Connections
 import DaemonCore
 import Glibc
 import HCIHost

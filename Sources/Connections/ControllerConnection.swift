@@ -1,16 +1,10 @@
 // The shell around CommandFlow: executes its actions against a real transport and a real timer on the event loop.
 // It knows no policy; it runs commands and step sequences and reports what it sees.
 import BluetoothHCI
+import HCIHost
 import HCITransport
 import SystemCalls
 import SystemdSupport
-
-/// A step sequence that stopped: which step and why.
-public struct StepFailure: Error, Sendable {
-    public let index: Int
-    public let step: Step
-    public let error: CommandError
-}
 
 /// Why a connection ended without being closed by its owner.
 public enum ConnectionLoss: Error, Sendable, CustomStringConvertible {

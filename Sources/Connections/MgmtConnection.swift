@@ -1,6 +1,8 @@
 // The shell around MgmtCommandFlow: executes its actions against the management socket and a timer on the event
 // loop, and runs step sequences. No policy.
+import BluetoothHCI
 import HCIHost
+import Mgmt
 import HCITransport
 import SystemdSupport
 

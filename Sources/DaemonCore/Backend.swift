@@ -54,16 +54,52 @@ public struct OnAir: Sendable, Hashable {
     public var interval: AdvertisingInterval
     /// Short facts for STATUS: the backend and command family, the instance, the TX power, the address.
     public var details: [String]
-    /// True when the interval is the kernel's default, not the configured one.
-    public var intervalIsKernelDefault: Bool
+    /// Set when the kernel chose the interval, not beacond (through mgmt): what it uses.
+    public var kernelInterval: KernelInterval?
     /// Per beacon, in the schedule's order (empty: a single beacon described by the fields above).
     public var beacons: [BeaconOnAir]
 
-    public init(interval: AdvertisingInterval, details: [String], intervalIsKernelDefault: Bool = false, beacons: [BeaconOnAir] = []) {
+    public init(interval: AdvertisingInterval, details: [String], kernelInterval: KernelInterval? = nil, beacons: [BeaconOnAir] = []) {
         self.interval = interval
         self.details = details
-        self.intervalIsKernelDefault = intervalIsKernelDefault
+        self.kernelInterval = kernelInterval
         self.beacons = beacons
+    }
+}
+
+/// An interval the kernel picks itself, whatever the instance asked for.
+public enum KernelInterval: Sendable, Hashable {
+    /// Add Advertising (kernels before 5.10, or a kernel that refuses the extended commands): the kernel's default
+    /// of 2048 × 0.625 ms.
+    case addAdvertisingDefault
+    /// A controller without advertising sets: for non-connectable advertising while the adapter is not
+    /// discoverable, the kernel sends its fast range (DISCOV_LE_FAST_ADV_INT_MIN/MAX, 0x00A0–0x00F0).
+    case legacyNonConnectable
+
+    /// For STATUS: "every <this>".
+    public var description: String {
+        switch self {
+        case .addAdvertisingDefault: "about 1.28 s (kernel default)"
+        case .legacyNonConnectable: "100–150 ms (the kernel's choice)"
+        }
+    }
+
+    /// About what it is on average, for how often a beacon is heard.
+    public var typical: AdvertisingInterval {
+        switch self {
+        case .addAdvertisingDefault: AdvertisingInterval(units: 0x0800)!
+        case .legacyNonConnectable: AdvertisingInterval(units: 0x00C8)!
+        }
+    }
+
+    /// Why the configured interval is not used, and what to do about it.
+    public func warning(configured: AdvertisingInterval) -> String {
+        switch self {
+        case .addAdvertisingDefault:
+            "The configured interval \(configured) is not used: the kernel's management interface here can only advertise at its default interval (about 1.28 s). Set backend = \"hci\" when the interval matters."
+        case .legacyNonConnectable:
+            "The configured interval \(configured) is not used: on a controller without advertising sets the kernel sends non-connectable advertising at 100–150 ms whatever the instance asks. Set backend = \"hci\" when the interval matters."
+        }
     }
 }
 
@@ -75,12 +111,17 @@ public struct BackendFailure: Error, Sendable, Hashable {
     public var fields: [String]
     /// Set when retrying cannot help: a missing capability (77), no Bluetooth in this kernel (69).
     public var fatal: ExitCode?
+    /// The management interface cannot serve this device, but raw HCI may (backend auto then falls back): mgmt
+    /// refused beacond (no CAP_NET_ADMIN), or the device exists and mgmt calls it an invalid index (the kernel's
+    /// setup of it failed at registration; raw HCI brings it up again with HCIDEVUP).
+    public var rawHCIMayWork: Bool
 
-    public init(message: String, level: LogLevel = .err, fields: [String] = [], fatal: ExitCode? = nil) {
+    public init(message: String, level: LogLevel = .err, fields: [String] = [], fatal: ExitCode? = nil, rawHCIMayWork: Bool = false) {
         self.message = message
         self.level = level
         self.fields = fields
         self.fatal = fatal
+        self.rawHCIMayWork = rawHCIMayWork || fatal == .noPermission
     }
 }
 

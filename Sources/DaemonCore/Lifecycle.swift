@@ -3,7 +3,6 @@
 import BeaconCore
 import BluetoothHCI
 import HCIHost
-import HCITransport
 
 public struct Lifecycle: Sendable {
     /// Where the daemon is. Every phase but `exited` has a timer armed or an open backend whose fd moves it on
@@ -98,6 +97,8 @@ public struct Lifecycle: Sendable {
     public private(set) var backend: BackendKind?
     /// Backend `auto` fell back to raw HCI because the management interface refused beacond.
     private var mgmtRefused = false
+    /// Refused for lack of CAP_NET_ADMIN (that lasts); otherwise a device registered again gets mgmt again.
+    private var mgmtRefusedForPermission = false
     private var lastBackendNote = ""
     /// What was last confirmed on air.
     private var applied: AdvertisingSchedule?
@@ -274,7 +275,7 @@ public struct Lifecycle: Sendable {
             switch config.controller.backend {
             case .mgmt: (kind, why) = (.mgmt, "backend mgmt")
             case .hci: (kind, why) = (.hci, "backend hci")
-            case .auto where mgmtRefused: (kind, why) = (.hci, "backend auto: the management interface refused beacond")
+            case .auto where mgmtRefused: (kind, why) = (.hci, "backend auto: the management interface cannot serve it")
             case .auto where addressNeedsHCI:
                 (kind, why) = (.hci, "backend auto: address = \"\(config.advertising.address!.rawValue)\" needs them; the management interface would advertise from the kernel's own address")
             case .auto: (kind, why) = (.mgmt, "backend auto: cooperates with bluetoothd")
@@ -341,8 +342,8 @@ public struct Lifecycle: Sendable {
                                     b.beacon.journalFields + ["HCI_DEVICE=\(device)", "BEACON_INDEX=\(k + 1)", "BEACON_COUNT=\(n)"]))
                 }
             }
-            if result.intervalIsKernelDefault {
-                out.append(.log(.warning, "The configured interval \(config.advertising.interval) is not used: the kernel's management interface here can only advertise at its default interval (about 1.28 s). Set backend = \"hci\" when the interval matters.", []))
+            if let k = result.kernelInterval {
+                out.append(.log(.warning, k.warning(configured: config.advertising.interval), []))
             }
         }
         setStatus(s, ready: true, &out)
@@ -359,7 +360,7 @@ public struct Lifecycle: Sendable {
             if config.advertising.connectable { details.append("connectable") }
             return "Advertising \(config.beacons.count) beacons on \(device): \(each.joined(separator: ", ")) (\(details.joined(separator: ", ")))"
         }
-        let every = onAir.map { $0.intervalIsKernelDefault ? "about 1.28 s (kernel default)" : $0.interval.description }
+        let every = onAir.map { $0.kernelInterval?.description ?? $0.interval.description }
             ?? config.advertising.interval.description
         var details = onAir?.details ?? []
         if config.advertising.connectable { details.append("connectable") }
@@ -369,8 +370,9 @@ public struct Lifecycle: Sendable {
     // MARK: failures
 
     private mutating func failed(_ f: BackendFailure, _ out: inout [Action]) {
-        if f.fatal == .noPermission, backend == .mgmt, config.controller.backend == .auto, !mgmtRefused {
+        if f.rawHCIMayWork, backend == .mgmt, config.controller.backend == .auto, !mgmtRefused {
             mgmtRefused = true
+            mgmtRefusedForPermission = f.fatal == .noPermission
             out.append(.log(.notice, "\(f.message); backend auto falls back to raw HCI commands", f.fields))
             return open(&out)
         }
@@ -460,6 +462,8 @@ public struct Lifecycle: Sendable {
         switch kind {
         case .registered, .up:
             if kind == .up { mayBringUp = true }
+            // Registered anew (a re-plug, a driver reload): the kernel's setup ran again, mgmt may know it now.
+            if kind == .registered && !mgmtRefusedForPermission { mgmtRefused = false }
             guard phase == .waiting || phase == .reapplyWait else { return }
             // The controller is back: start over now, with a fresh backoff.
             backoff.reset()

@@ -167,3 +167,15 @@ public struct CommandFlow: Sendable {
         return [.write(p.command.h4Frame), .armTimer(timeout)]
     }
 }
+
+/// A step sequence that stopped: which step and why.
+public struct StepFailure: Error, Sendable {
+    public let index: Int
+    public let step: Step
+    public let error: CommandError
+    public init(index: Int, step: Step, error: CommandError) {
+        self.index = index
+        self.step = step
+        self.error = error
+    }
+}

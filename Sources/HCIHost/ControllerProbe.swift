@@ -8,25 +8,6 @@ public enum ProbeFailure: Error, Sendable {
     case malformedReply
 }
 
-extension ControllerConnection {
-    /// Reset (only for a controller beacond owns), the three probe commands, then `extra`; reports the decoded info.
-    public func probe(then extra: [Step] = [], _ done: @escaping (Result<ControllerInfo, ProbeFailure>) -> Void) {
-        let resets = transport.ownsController
-        let steps = (resets ? [Step(.reset)] : []) + ControllerInfo.probe.map { Step($0) } + extra
-        run(steps) { result in
-            switch result {
-            case .failure(let f): done(.failure(.step(f)))
-            case .success(let replies):
-                let start = resets ? 1 : 0
-                guard let info = try? ControllerInfo(probeReplies: Array(replies[start..<(start + ControllerInfo.probe.count)])) else {
-                    return done(.failure(.malformedReply))
-                }
-                done(.success(info))
-            }
-        }
-    }
-}
-
 extension CommandFamily {
     /// When a start sequence in this family failed at `failure`, whether the other family is the one to use, and
     /// why (a sentence for the log). Only the first `leadingSteps` steps (the disable and the parameters) can tell:

@@ -1,4 +1,5 @@
 // Byte pipes to a controller: the kernel's raw HCI socket, or H4 over TCP, a unix socket or a serial line.
+import BluetoothHCI
 import CBluetooth
 import Glibc
 import SystemCalls
@@ -98,6 +99,14 @@ public final class Transport {
         } catch {
             fatalError("unexpected error \(error)")
         }
+    }
+
+    /// Whether the kernel has hciINDEX at all (HCIGETDEVINFO answers for it), whatever mgmt says of it. Nil when
+    /// that cannot be asked (no HCI socket).
+    public static func kernelDeviceExists(index: UInt16) -> Bool? {
+        guard let socket = try? hciSocket() else { return nil }
+        var info = hci_dev_info()
+        return beacond_hci_dev_info(socket.rawValue, Int32(index), &info) != -ENODEV
     }
 
     static func openKernel(_ spec: DeviceSpec, index: Int32, mayBringUp: Bool) throws -> Transport {

@@ -239,13 +239,4 @@ public struct MgmtAdvertisingFeatures: Sendable, Hashable {
         let count = try r.u8()
         instances = try r.take(Int(count))
     }
-
-    /// The instances beacond takes for `count` beacons: the highest numbers, from the top down. bluetoothd hands
-    /// out the lowest free numbers first, so the highest are only taken when nearly every instance is in use; and
-    /// fixed numbers mean a beacond restarted after a crash or a watchdog kill updates its own old instances instead
-    /// of leaving stale copies beside new ones. Nil when the kernel has fewer instances than beacons.
-    public func chooseInstances(count: Int) -> [UInt8]? {
-        guard count >= 1, count <= Int(maxInstances) else { return nil }
-        return (0..<count).map { maxInstances - UInt8($0) }
-    }
 }

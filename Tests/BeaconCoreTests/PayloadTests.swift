@@ -1,7 +1,6 @@
 // The iBeacon frame against golden vectors, UUIDs, device specs.
 @testable import BeaconCore
 import BluetoothHCI
-import HCITransport
 import TestSupport
 import Testing
 

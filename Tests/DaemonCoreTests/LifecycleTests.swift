@@ -4,7 +4,6 @@ import BeaconCore
 import BluetoothHCI
 @testable import DaemonCore
 import HCIHost
-import HCITransport
 import Testing
 
 private func config(device: String = "tcp:127.0.0.1:9", minor: Int = 1, backend: String = "auto", uuid: Bool = true) -> BeaconConfiguration {
@@ -130,6 +129,18 @@ struct LifecycleTests {
         w.send(.applied(onAir))
         #expect(w.lc.phase == .advertising && !w.timerArmed)
         #expect(w.notified.last == ["READY=1", "STATUS=Advertising E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 major 1 minor 1 every 100 ms on tcp:127.0.0.1:9 (extended)"])
+    }
+
+    @Test("bug: through mgmt on a controller without sets, STATUS names the kernel's 100–150 ms, not the configured interval",
+          arguments: [(KernelInterval.legacyNonConnectable, "every 100–150 ms (the kernel's choice)", "sends non-connectable advertising at 100–150 ms"),
+                      (.addAdvertisingDefault, "every about 1.28 s (kernel default)", "its default interval (about 1.28 s)")])
+    func kernelChosenInterval(kernel: KernelInterval, status: String, warning: String) {
+        var w = World()
+        w.send(.start)
+        w.send(.opened)
+        let a = w.send(.applied(OnAir(interval: kernel.typical, details: ["mgmt instance 5"], kernelInterval: kernel)))
+        #expect(w.notified.last?.last == "STATUS=Advertising E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 major 1 minor 1 \(status) on tcp:127.0.0.1:9 (mgmt instance 5)")
+        #expect(a.contains { if case .log(.warning, let m, _) = $0 { m.contains("100 ms is not used") && m.contains(warning) } else { false } })
     }
 
     @Test("reload with a good file: RELOADING=1, a data-only apply, READY=1 with the new STATUS")
@@ -318,6 +329,23 @@ struct LifecycleTests {
         let a = w.send(.openFailed(BackendFailure(message: "Failed to read the controller information of hci0: Read Controller Information (0x0004) → Permission Denied (0x14)", fatal: .noPermission)))
         #expect(a.contains(.open(.hci, mayBringUp: true)))
         #expect(w.exited == nil)
+    }
+
+    @Test("bug: backend auto, an hci0 whose kernel setup failed (mgmt: Invalid Index) is tried through raw HCI, which brings it up")
+    func mgmtInvalidIndexOfAnExistingDevice() {
+        var w = World(config(device: "hci0"))
+        #expect(w.send(.start).contains(.open(.mgmt, mayBringUp: true)))
+        let a = w.send(.openFailed(BackendFailure(message: "hci0 exists, but the kernel's management interface calls it an invalid index", level: .warning,
+                                                  rawHCIMayWork: true)))
+        #expect(a.contains(.open(.hci, mayBringUp: true)))
+        #expect(a.contains { if case .log(_, let m, _) = $0 { m.contains("invalid index") && m.contains("falls back to raw HCI") } else { false } })
+        // Explicit backend = "mgmt": no fallback, a retry with backoff that says what it sees.
+        var m = World(config(device: "hci0", backend: "mgmt"))
+        m.send(.start)
+        let b = m.send(.openFailed(BackendFailure(message: "hci0 exists, but the kernel's management interface calls it an invalid index", level: .warning,
+                                                  rawHCIMayWork: true)))
+        #expect(!b.contains { if case .open = $0 { true } else { false } })
+        #expect(m.lastStatus?.contains("invalid index, retrying in") == true)
     }
 
     @Test("kernel device events: down closes and waits without bringing it up; up opens at once")

@@ -5,6 +5,7 @@
 #
 #   sh Tests/VM/run.sh [--arch amd64|arm64] DEB
 #   sh Tests/VM/run.sh --image-only [--arch amd64|arm64]     only make sure the cached guest image exists
+#   BEACOND_VM_ONLY="17 18" sh Tests/VM/run.sh DEB              scenario 0 and those only (says so loudly)
 #
 # amd64: a Debian 12 guest under qemu-system-x86_64. arm64: a Debian 13 guest under qemu-system-aarch64
 # (-M virt -cpu cortex-a53: the oldest 64-bit Pi's core, so an ARMv8.1 instruction in the binary would trap).
@@ -65,6 +66,11 @@ mkdir -p "$work/src/tests"
 # The guest image runs tests/vm/guest-entry.sh from the share: keep that path inside the share.
 cp -r "$here" "$work/src/tests/vm"
 cp "$deb" "$work/src/packages/current.deb"
+# BEACOND_VM_ONLY="17 18": only those scenarios (and 0, which installs the package), for a quick look at a few.
+if [ -n "${BEACOND_VM_ONLY:-}" ]; then
+    echo "vm: only scenarios 0 $BEACOND_VM_ONLY (BEACOND_VM_ONLY): NOT the whole suite" >&2
+    echo "$BEACOND_VM_ONLY" > "$work/src/only"
+fi
 sh "$here/make-previous.sh" "$deb" "$work/src/packages/previous.deb"
 
 accel=tcg
