@@ -197,7 +197,7 @@ def beacond_8(beacond, version, readme, date):
 
 def beacond_conf_5(version, readme, example, date):
     out = [f'.TH BEACOND.CONF 5 "{date}" "beacond {version}" "File Formats"',
-           '.SH NAME', 'beacond.conf \\- configuration of the beacond iBeacon daemon',
+           '.SH NAME', 'beacond.conf \\- configuration of beacond, the Bluetooth LE beacon daemon',
            '.SH SYNOPSIS', '.I /etc/beacond/beacond.conf',
            '.SH DESCRIPTION']
     section = readme_section(readme, '## Configuration')
