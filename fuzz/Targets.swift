@@ -118,7 +118,12 @@ private func fuzzMgmt(_ bytes: [UInt8]) {
         for a in flow.received(event) {
             if case .complete(_, .success(let params)) = a {
                 _ = try? MgmtControllerInformation(returnParameters: params)
-                if let f = try? MgmtAdvertisingFeatures(returnParameters: params) { _ = f.chooseInstances(count: Int(params.first ?? 1)) }
+                if let f = try? MgmtAdvertisingFeatures(returnParameters: params) {
+                    // The kernel's instance list, as whatever it says, into the instance choice.
+                    let wanted = (0..<Int((params.first ?? 1) % 8)).map { _ in fuzzRequest }
+                    _ = MgmtInstancePlan.make(wanted, current: nil, maxInstances: f.maxInstances, ours: Set(f.instances.prefix(2)),
+                                              foreign: Set(f.instances.dropFirst(2)), commands: .extended, canSetTxPower: true)
+                }
             }
         }
         if case .commandComplete(let op, let status, _) = event.kind {
@@ -135,3 +140,7 @@ private func fuzzDeviceEvents(_ bytes: [UInt8]) {
     _ = KernelDeviceEvent(h4Packet: bytes)
     _ = KernelDeviceEvent(eventPacket: bytes)
 }
+
+/// A beacon request for the targets that need one (its bytes do not matter to them).
+let fuzzRequest = AdvertisingRequest(data: try! AdvertisingData(raw: [0x02, 0x01, 0x06]), type: .nonConnectableUndirected,
+                                     interval: AdvertisingInterval(milliseconds: 100)!, txPower: nil)

@@ -29,8 +29,9 @@ rm -f "$out"/src/*.swift
 # One module: the pure sources, without their cross-module imports, plus the entry points.
 for f in Sources/BluetoothHCI/*.swift Sources/BeaconCore/*.swift \
          Sources/HCIHost/CommandFlow.swift Sources/HCIHost/AdvertisingPlan.swift Sources/HCIHost/HCIEventMeaning.swift \
-         Sources/Mgmt/MgmtCodec.swift Sources/Mgmt/MgmtCommandFlow.swift Sources/Mgmt/MgmtAdvertisingPlan.swift; do
-    sed '/^import BluetoothHCI$/d; /^import HCITransport$/d' "$f" > "$out/src/$(basename "$(dirname "$f")")-$(basename "$f")"
+         Sources/Mgmt/MgmtCodec.swift Sources/Mgmt/MgmtCommandFlow.swift Sources/Mgmt/MgmtAdvertisingPlan.swift \
+         Sources/Mgmt/MgmtInstancePlan.swift; do
+    sed '/^import BluetoothHCI$/d; /^import HCITransport$/d; /^import HCIHost$/d' "$f" > "$out/src/$(basename "$(dirname "$f")")-$(basename "$f")"
 done
 if [ ! -x "$out/$binary" ] || [ -n "$(find fuzz Sources -newer "$out/$binary" -name '*.swift' | head -n 1)" ]; then
     echo "fuzz: building the targets (-sanitize=$sanitize)"
