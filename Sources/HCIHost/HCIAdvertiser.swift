@@ -1,0 +1,391 @@
+// Every decision of advertising through raw HCI on one open controller, as a value: the command family and the switch
+// between them, the extended sets (which beacon on which set, what each carries, which a killed run left), the
+// interval floor a refusal taught, the legacy time slicer, what is on the air, and what another program's command
+// means for it. Requests in, steps out; replies in, outcomes out. Pure: HCIBackend carries the steps to the
+// controller and arms the slot timer this value asks for.
+import BluetoothHCI
+
+public struct HCIAdvertiser: Sendable {
+    public let device: String
+    public let info: ControllerInfo
+    /// Extended: how many advertising sets the controller has.
+    public let capacity: Int
+    /// beacond owns the controller (H4): it was reset, nothing else uses it.
+    public let ownsController: Bool
+    public private(set) var family: CommandFamily
+
+    /// The beacons last confirmed on air, as asked (before any interval adjustment).
+    public private(set) var applied: [AdvertisingRequest]?
+    /// Extended: what each set carries now (as sent), nil when unknown; the set of each beacon of `applied`.
+    private var sets: [UInt8: AdvertisingRequest]?
+    private var setHandles: [UInt8] = []
+    /// Extended: every set that may carry something of beacond's (this run's, or a killed run's on a kernel hciN).
+    public private(set) var usedHandles: Set<UInt8>
+    /// Legacy: the one advertiser's parameters and the data and scan response it carries now.
+    private var legacyBase: AdvertisingRequest?
+    private var legacyData: AdvertisingData?
+    private var legacyScanResponse: AdvertisingData?
+    /// Legacy with several beacons: the beacons taking turns, whose turn it is, a slot's commands in flight.
+    private var slicing: LegacySlicing?
+    private var sliceIndex = 0
+    private var sliceInFlight = false
+    /// The intervals used, per beacon of `applied`; the TX power each set (legacy: 0) reported.
+    private var effectiveIntervals: [AdvertisingInterval] = []
+    private var txPowers: [UInt8: Int8] = [:]
+    /// The controller refused a short interval although its version allows it: the 100 ms floor from now on.
+    private var intervalFloorForced = false
+    /// Between the Reset of a controller beacond owns and the first start sequence (its disable is left out).
+    private var freshlyReset: Bool
+    /// The apply whose steps are out, and whether it may still switch family.
+    private var pending: Pending?
+
+    private enum Pending: Sendable {
+        case extended(SetPlan, wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest], full: Bool, allowSwitch: Bool)
+        case legacyData(wanted: [AdvertisingRequest], data: AdvertisingData, response: AdvertisingData?)
+        case legacyStart(wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest], steps: [Step], allowSwitch: Bool)
+    }
+
+    /// `leftOver`: the sets a killed run may have left on a kernel hciN (the state directory's record).
+    public init(device: String, info: ControllerInfo, capacity: Int, ownsController: Bool, leftOver: Set<UInt8> = []) {
+        self.device = device
+        self.info = info
+        self.capacity = max(1, capacity)
+        self.ownsController = ownsController
+        family = info.preferredFamily
+        freshlyReset = ownsController
+        usedHandles = ownsController ? [] : leftOver
+    }
+
+    // MARK: apply
+
+    /// What an apply leads to.
+    public enum Outcome: Sendable {
+        /// Send these steps and report the result with `finished(_:)`.
+        case send([Step])
+        /// On the air as asked.
+        case done
+        /// Not possible, with the sentence to say and the command error if there was one.
+        case failed(String, CommandError?)
+    }
+
+    /// Something worth saying while applying: a warning (the caller says each once) or a notice.
+    public enum Note: Sendable, Hashable {
+        case warning(String)
+        case notice(String, CommandError)
+        case refused(String, CommandError, level: Refusal)
+        public enum Refusal: Sendable, Hashable { case retryingWithFloor, checkConfig }
+    }
+
+    public private(set) var notes: [Note] = []
+
+    /// Takes the notes gathered since the last call.
+    public mutating func takeNotes() -> [Note] {
+        defer { notes = [] }
+        return notes
+    }
+
+    /// Puts `wanted` (each with its own address) on the air. With `dataOnlyAllowed`, beacons already on the air as
+    /// wanted are not touched and a change of data alone is made in place.
+    public mutating func apply(_ wanted: [AdvertisingRequest], dataOnlyAllowed: Bool) -> Outcome {
+        apply(wanted, dataOnlyAllowed: dataOnlyAllowed, allowSwitch: true)
+    }
+
+    /// The interval this controller can take for `r` (pre-5.0 floor, or the floor a refusal taught).
+    private func adjusted(_ r: AdvertisingRequest) -> (AdvertisingRequest, raised: Bool) {
+        var e = r
+        var (interval, raised) = AdvertisingPlan.effectiveInterval(r, on: info)
+        if intervalFloorForced && r.type != .connectableUndirected && interval < .pre50NonConnectableFloor {
+            (interval, raised) = (.pre50NonConnectableFloor, false)
+        }
+        e.interval = interval
+        return (e, raised)
+    }
+
+    private mutating func apply(_ wanted: [AdvertisingRequest], dataOnlyAllowed: Bool, allowSwitch: Bool) -> Outcome {
+        guard !wanted.isEmpty else { return .failed("The controller on \(device) was asked to advertise nothing", nil) }
+        var adjustedRequests: [AdvertisingRequest] = []
+        for r in wanted {
+            let (e, raised) = adjusted(r)
+            if raised && !adjustedRequests.contains(where: { $0.interval == e.interval }) {
+                notes.append(.warning("The controller on \(device) is Bluetooth \(info.version.coreVersionName); before 5.0 non-connectable advertising cannot go below 100 ms: raising the interval from \(r.interval) to \(e.interval)"))
+            }
+            adjustedRequests.append(e)
+        }
+        if family == .legacy, let tx = wanted[0].txPower {
+            notes.append(.warning("tx_power = \(tx) is ignored: the controller on \(device) uses legacy advertising commands, which cannot set the TX power"))
+        }
+        switch family {
+        case .extended:
+            guard let plan = SetPlan.make(adjustedRequests, current: dataOnlyAllowed ? sets : nil, capacity: capacity,
+                                          stale: usedHandles, afterReset: freshlyReset) else {
+                return .failed("The config has \(wanted.count) beacons, but the controller on \(device) has \(capacity) advertising set\(capacity == 1 ? "" : "s") (LE Read Number of Supported Advertising Sets); remove beacons or use a controller with more sets", nil)
+            }
+            let full = !dataOnlyAllowed || sets == nil
+            freshlyReset = false
+            if plan.steps.isEmpty, applied == wanted, !effectiveIntervals.isEmpty { return .done }
+            if full { sets = nil }
+            // Before the first command: a run killed halfway still names every set it may have enabled.
+            usedHandles.formUnion(plan.handles)
+            pending = .extended(plan, wanted: wanted, adjusted: adjustedRequests, full: full, allowSwitch: allowSwitch)
+            return .send(plan.steps)
+        case .legacy:
+            let s = LegacySlicing(adjustedRequests)
+            let base = s.base
+            if dataOnlyAllowed, let legacyBase, !legacyBase.needsRestart(for: base) {
+                // The advertiser's parameters stay: only the data of the beacon in the current slot may change.
+                if sliceIndex >= wanted.count { sliceIndex = 0 }
+                let steps = sliceSteps(s, sliceIndex)
+                startSlicing(s)
+                self.legacyBase = base
+                effectiveIntervals = wanted.map { _ in base.interval }
+                if steps.isEmpty {
+                    applied = wanted
+                    return .done
+                }
+                pending = .legacyData(wanted: wanted, data: adjustedRequests[sliceIndex].data, response: s.scanResponse(sliceIndex))
+                return .send(steps)
+            }
+            let steps = AdvertisingPlan.start(base, family: .legacy, handle: 0, afterReset: freshlyReset)
+            freshlyReset = false
+            stopSlicing()
+            legacyBase = nil
+            pending = .legacyStart(wanted: wanted, adjusted: adjustedRequests, steps: steps, allowSwitch: allowSwitch)
+            return .send(steps)
+        }
+    }
+
+    /// The result of the steps `apply` asked for.
+    public mutating func finished(_ result: Result<[[UInt8]], StepFailure>) -> Outcome {
+        guard let p = pending else { return .failed("The controller on \(device) answered an apply beacond did not make", nil) }
+        pending = nil
+        switch (p, result) {
+        case (.extended(let plan, let wanted, let adjusted, _, _), .success(let replies)):
+            var now: [UInt8: AdvertisingRequest] = [:]
+            for (r, h) in zip(adjusted, plan.handles) { now[h] = r }
+            sets = now
+            usedHandles.subtract(plan.removed)
+            setHandles = plan.handles
+            for (step, reply) in zip(plan.steps, replies) {
+                if case .leSetExtendedAdvertisingParameters(let params) = step.command,
+                   let tx = AdvertisingPlan.reportedTxPower(for: step.command, returnParameters: reply) {
+                    txPowers[params.handle] = tx
+                }
+            }
+            for h in plan.removed { txPowers[h] = nil }
+            effectiveIntervals = adjusted.map(\.interval)
+            applied = wanted
+            return .done
+        case (.legacyData(let wanted, let data, let response), .success):
+            (legacyData, legacyScanResponse) = (data, response)
+            applied = wanted
+            return .done
+        case (.legacyStart(let wanted, let adjusted, let steps, _), .success(let replies)):
+            let s = LegacySlicing(adjusted)
+            legacyBase = s.base
+            legacyData = s.base.data
+            legacyScanResponse = s.base.scanResponse
+            sliceIndex = 0
+            txPowers[0] = zip(steps, replies).compactMap { AdvertisingPlan.reportedTxPower(for: $0.command, returnParameters: $1) }.last
+            effectiveIntervals = adjusted.map { _ in s.base.interval }
+            startSlicing(s)
+            applied = wanted
+            return .done
+        case (_, .failure(let f)):
+            forget()
+            let wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest], full: Bool, allowSwitch: Bool
+            switch p {
+            case .extended(_, let w, let a, let fl, let sw): (wanted, adjusted, full, allowSwitch) = (w, a, fl, sw)
+            case .legacyStart(let w, let a, _, let sw): (wanted, adjusted, full, allowSwitch) = (w, a, true, sw)
+            case .legacyData(let w, _, _): (wanted, adjusted, full, allowSwitch) = (w, w, false, false)
+            }
+            if !full { return .failed("Failed to update the advertising data on \(device): \(f.error)", f.error) }
+            if allowSwitch, let why = family.switchReason(after: f, leadingSteps: AdvertisingPlan.familyProbeSteps) {
+                notes.append(.notice("\(f.error.opcode) was refused with \(f.error.status!) on \(device): \(why); switching to \(family.other) commands", f.error))
+                family = family.other
+                return apply(wanted, dataOnlyAllowed: false, allowSwitch: false)
+            }
+            if let s = f.error.status, s == .invalidHCICommandParameters || s == .unsupportedFeatureOrParameterValue {
+                let isParameters: Bool
+                switch f.step.command {
+                case .leSetAdvertisingParameters, .leSetExtendedAdvertisingParameters: isParameters = true
+                default: isParameters = false
+                }
+                let refused = settingsRefused(by: f.step.command, adjusted)
+                if isParameters && !intervalFloorForced && adjusted.contains(where: { $0.type != .connectableUndirected && $0.interval < .pre50NonConnectableFloor }) {
+                    // A safe adjustment exists: many controllers still hold non-connectable advertising to the
+                    // pre-5.0 floor of 100 ms. Use it and try again at once.
+                    notes.append(.refused("The controller on \(device) refused \(refused) (\(f.error)); raising the interval to \(AdvertisingInterval.pre50NonConnectableFloor), the floor older controllers enforce", f.error, level: .retryingWithFloor))
+                    intervalFloorForced = true
+                    return apply(wanted, dataOnlyAllowed: false, allowSwitch: false)
+                }
+                notes.append(.refused("The controller on \(device) refused \(refused) (\(f.error)); check [advertising] in the config", f.error, level: .checkConfig))
+            }
+            return .failed("Failed to enable advertising on \(device): \(f.error)", f.error)
+        }
+    }
+
+    /// What the controller holds of beacond's is unknown from now on (a failure, another program's command): the
+    /// next apply sends everything in full.
+    private mutating func forget() {
+        applied = nil
+        sets = nil
+        legacyBase = nil
+        stopSlicing()
+    }
+
+    private func settingsRefused(by command: HCICommand, _ wanted: [AdvertisingRequest]) -> String {
+        func parameters(_ r: AdvertisingRequest, _ set: String) -> String {
+            "the advertising parameters\(set) (interval_ms \(r.interval), \(r.type.pduName)\(r.txPower.map { ", tx_power \($0) dBm" } ?? ""))"
+        }
+        switch command {
+        case .leSetAdvertisingParameters:
+            return parameters(wanted[0], "")
+        case .leSetExtendedAdvertisingParameters(let p):
+            let k = wanted.count > 1 ? setHandles.firstIndex(of: p.handle) ?? Int(p.handle) : 0
+            return parameters(k < wanted.count ? wanted[k] : wanted[0], wanted.count > 1 ? " of set \(p.handle)" : "")
+        case .leSetAdvertisingData, .leSetExtendedAdvertisingData: return "the advertising data"
+        default: return "\(command.opcode)"
+        }
+    }
+
+    // MARK: time slices (legacy controllers, several beacons)
+
+    private mutating func startSlicing(_ s: LegacySlicing) {
+        slicing = s.beacons.count > 1 ? s : nil
+    }
+
+    private mutating func stopSlicing() { slicing = nil }
+
+    /// While beacons take turns on the one legacy advertiser: how long each slot lasts (the slot timer's period).
+    public var slotDuration: Duration? {
+        guard slicing != nil, let base = legacyBase ?? slicing?.base else { return nil }
+        return .microseconds(Int64(base.interval.units) * 625)
+    }
+
+    /// What slot `i` needs sent: its data and its scan response, each only when it differs from what is there.
+    private func sliceSteps(_ s: LegacySlicing, _ i: Int) -> [Step] {
+        var steps: [Step] = []
+        if s.beacons[i].data != legacyData { steps += AdvertisingPlan.updateData(s.beacons[i].data, family: .legacy, handle: 0) }
+        if let r = s.scanResponse(i), r != legacyScanResponse { steps.append(Step(.leSetScanResponseData(r))) }
+        return steps
+    }
+
+    /// The slot timer fired: the next beacon's steps (empty when nothing needs sending, or the last slot's commands are
+    /// still out: that slot is skipped). Report them with `sliceFinished`.
+    public mutating func nextSlice() -> [Step] {
+        guard let s = slicing, legacyBase != nil, !sliceInFlight else { return [] }
+        let i = s.next(after: sliceIndex)
+        let steps = sliceSteps(s, i)
+        if steps.isEmpty {
+            sliceIndex = i
+            return []
+        }
+        sliceInFlight = true
+        pendingSlice = (i, s.beacons[i].data, s.scanResponse(i))
+        return steps
+    }
+
+    private var pendingSlice: (index: Int, data: AdvertisingData, response: AdvertisingData?)?
+
+    /// The result of `nextSlice`'s steps; false when the controller refused them (the caller says so, once).
+    public mutating func sliceFinished(_ ok: Bool) {
+        sliceInFlight = false
+        guard ok, let p = pendingSlice else { pendingSlice = nil; return }
+        pendingSlice = nil
+        sliceIndex = p.index
+        legacyData = p.data
+        legacyScanResponse = p.response
+    }
+
+    // MARK: stop
+
+    /// The steps that take every beacon of beacond's off this controller.
+    public mutating func stopSteps() -> [Step] {
+        forget()
+        pending = nil
+        switch family {
+        case .legacy: return AdvertisingPlan.stop(family: .legacy, handle: 0)
+        // Nothing but beacond's on this controller: all sets at once, within the stop deadline however many.
+        case .extended where ownsController: return AdvertisingPlan.stopAll()
+        case .extended:
+            let handles = usedHandles.isEmpty ? [0] : usedHandles.sorted()
+            return handles.flatMap { AdvertisingPlan.stop(family: .extended, handle: $0) }
+        }
+    }
+
+    /// The stop's steps were accepted: no set carries anything of beacond's any more.
+    public mutating func stopped() {
+        if family == .extended { usedHandles = [] }
+    }
+
+    // MARK: what others do
+
+    /// Another program sent `opcode` to this kernel device. True when it can take beacond's advertising off the air:
+    /// then the state is forgotten and the caller applies again shortly.
+    public mutating func foreignCommand(_ opcode: Opcode, _ p: [UInt8]) -> Bool {
+        guard applied != nil else { return false }
+        let touchesUs: Bool
+        switch opcode {
+        case .reset, .leClearAdvertisingSets: touchesUs = true
+        case .leSetAdvertisingEnable: touchesUs = family == .legacy && p.first == 0
+        case .leSetAdvertisingParameters, .leSetAdvertisingData: touchesUs = family == .legacy
+        case .leSetExtendedAdvertisingEnable:
+            // Disable of all sets (count 0) or of a list that includes ours.
+            let n = p.count >= 2 ? Int(p[1]) : 0
+            touchesUs = family == .extended && p.first == 0
+                && (n == 0 || (0..<n).contains { 2 + $0 * 4 < p.count && usedHandles.contains(p[2 + $0 * 4]) })
+        case .leSetExtendedAdvertisingParameters, .leSetExtendedAdvertisingData, .leRemoveAdvertisingSet, .leSetAdvertisingSetRandomAddress:
+            touchesUs = family == .extended && p.first.map(usedHandles.contains) == true
+        default: touchesUs = false
+        }
+        if touchesUs { forget() }
+        return touchesUs
+    }
+
+    /// A central connected to connectable advertising, which the controller then stops: true when beacond's
+    /// advertising was connectable (the caller applies again).
+    public mutating func connectableInterrupted() -> Bool {
+        guard let applied, applied.first?.type == .connectableUndirected else { return false }
+        self.applied = nil
+        return true
+    }
+
+    // MARK: what is on the air
+
+    /// For STATUS: the interval, the facts (family, TX power, sets or slots), and per beacon when there are several.
+    public struct Report: Sendable, Hashable {
+        public var interval: AdvertisingInterval
+        public var details: [String]
+        /// Per beacon when there are several: how often it is on the air, and its facts (set, TX power, slot).
+        public var beacons: [Beacon]
+        public struct Beacon: Sendable, Hashable {
+            public var every: Duration
+            public var details: [String]
+        }
+    }
+
+    public var report: Report? {
+        guard let applied, !effectiveIntervals.isEmpty else { return nil }
+        let n = applied.count
+        var details = [family.description]
+        var beacons: [Report.Beacon] = []
+        switch family {
+        case .extended:
+            if n == 1, let tx = txPowers[setHandles.first ?? 0], tx != 0x7F { details.append("TX \(tx) dBm") }
+            if n > 1 { details.append("\(n) sets") }
+            for (k, h) in setHandles.enumerated() where n > 1 {
+                var d = ["set \(h)"]
+                if let tx = txPowers[h], tx != 0x7F { d.append("TX \(tx) dBm") }
+                beacons.append(Report.Beacon(every: .microseconds(Int64(effectiveIntervals[k].units) * 625), details: d))
+            }
+        case .legacy:
+            if let tx = txPowers[0], tx != 0x7F { details.append("TX \(tx) dBm") }
+            if n > 1, let base = legacyBase, let slicing {
+                details.append("time-sliced, \(base.interval) slots")
+                let every = slicing.effectiveInterval(slot: base.interval)
+                beacons = (1...n).map { Report.Beacon(every: every, details: ["slot \($0) of \(n)"]) }
+            }
+        }
+        return Report(interval: effectiveIntervals[0], details: details, beacons: beacons)
+    }
+}

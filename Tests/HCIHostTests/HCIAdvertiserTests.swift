@@ -1,0 +1,157 @@
+// The raw-HCI advertiser driven by hand: what goes to the controller for each apply, reply, refusal, time slice,
+// stop and foreign command, with no socket.
+import BluetoothHCI
+import HCIHost
+import Testing
+
+private func request(_ byte: UInt8, ms: Int = 100, tx: Int8? = nil, type: LegacyAdvertisingType = .nonConnectableUndirected) -> AdvertisingRequest {
+    AdvertisingRequest(data: try! AdvertisingData(raw: [0x02, 0x01, 0x06, 0x03, 0xFF, 0x01, byte]), type: type,
+                       interval: AdvertisingInterval(milliseconds: ms)!, txPower: tx, ownAddress: .random([1, 2, 3, 4, 5, 0xC6]))
+}
+
+private func info(extended: Bool, hciVersion: UInt8 = 9) -> ControllerInfo {
+    ControllerInfo(version: LocalVersionInformation(hciVersion: hciVersion), commands: SupportedCommands(octets: []),
+                   features: LEFeatures(rawValue: extended ? 1 << 12 : 0))
+}
+
+private func steps(_ o: HCIAdvertiser.Outcome) -> [Step] {
+    if case .send(let s) = o { return s }
+    Issue.record("expected steps, got \(o)")
+    return []
+}
+
+/// Success replies for each step (a TX power of 3 dBm where the step reports one).
+private func ok(_ s: [Step]) -> Result<[[UInt8]], StepFailure> {
+    .success(s.map { _ in [0x00, 0x03] })
+}
+
+private func opcodes(_ s: [Step]) -> [Opcode] { s.map(\.command.opcode) }
+
+private func removed(_ s: [Step]) -> [UInt8] {
+    s.compactMap { if case .leRemoveAdvertisingSet(let h) = $0.command { h } else { nil } }
+}
+
+@Suite("raw HCI advertiser")
+struct HCIAdvertiserTests {
+    @Test("bug: a start after a killed run on a kernel hciN removes the sets it left that no beacon needs")
+    func leftOverSets() {
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: true), capacity: 4, ownsController: false, leftOver: [0, 1, 2])
+        let s = steps(a.apply([request(1)], dataOnlyAllowed: false))
+        #expect(removed(s) == [1, 2])
+        // Recorded before the commands go out, then only what stays.
+        #expect(a.usedHandles == [0, 1, 2])
+        guard case .done = a.finished(ok(s)) else { Issue.record("not done"); return }
+        #expect(a.usedHandles == [0])
+        // And the stop takes off what is left.
+        #expect(removed(a.stopSteps()) == [0])
+        a.stopped()
+        #expect(a.usedHandles == [])
+    }
+
+    @Test("a controller beacond owns was reset: no leftovers, no disable first, and the stop clears every set in two commands")
+    func ownedController() {
+        var a = HCIAdvertiser(device: "tcp:x:1", info: info(extended: true), capacity: 8, ownsController: true, leftOver: [5])
+        let s = steps(a.apply((1...6).map { request($0) }, dataOnlyAllowed: false))
+        #expect(removed(s) == [])
+        #expect(s.first?.command.opcode == .leSetExtendedAdvertisingParameters)
+        _ = a.finished(ok(s))
+        #expect(opcodes(a.stopSteps()) == [.leSetExtendedAdvertisingEnable, .leClearAdvertisingSets])
+    }
+
+    @Test("a reload that changes one beacon's data sends one data command; an unchanged config sends nothing")
+    func reloads() {
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: true), capacity: 4, ownsController: false)
+        _ = a.finished(ok(steps(a.apply([request(1), request(2)], dataOnlyAllowed: false))))
+        #expect(opcodes(steps(a.apply([request(1), request(3)], dataOnlyAllowed: true))) == [.leSetExtendedAdvertisingData])
+        _ = a.finished(ok([Step(.leSetExtendedAdvertisingData(handle: 1, data: request(3).data))]))
+        guard case .done = a.apply([request(1), request(3)], dataOnlyAllowed: true) else { Issue.record("sent something"); return }
+        #expect(a.report?.details == ["extended", "2 sets"])
+        #expect(a.report?.beacons.map(\.details) == [["set 0", "TX 3 dBm"], ["set 1", "TX 3 dBm"]])
+    }
+
+    @Test("more beacons than sets: a failure naming both numbers, nothing sent")
+    func capacity() {
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: true), capacity: 2, ownsController: false)
+        guard case .failed(let m, nil) = a.apply([request(1), request(2), request(3)], dataOnlyAllowed: false) else {
+            Issue.record("expected a failure"); return
+        }
+        #expect(m.hasPrefix("The config has 3 beacons, but the controller on hci0 has 2 advertising sets"))
+    }
+
+    @Test("Command Disallowed on the extended parameters switches to legacy commands once, with a notice")
+    func familySwitch() {
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: true), capacity: 4, ownsController: false)
+        let s = steps(a.apply([request(1)], dataOnlyAllowed: false))
+        let f = StepFailure(index: 1, step: s[1], error: CommandError(opcode: s[1].command.opcode, reason: .status(.commandDisallowed)))
+        let again = steps(a.finished(.failure(f)))
+        #expect(a.family == .legacy)
+        #expect(again.contains { $0.command.opcode == .leSetAdvertisingParameters })
+        let notes = a.takeNotes()
+        #expect(notes.contains { if case .notice(let m, _) = $0 { m.contains("switching to legacy commands") } else { false } })
+        // A second refusal does not switch back.
+        let g = StepFailure(index: 1, step: again[1], error: CommandError(opcode: again[1].command.opcode, reason: .status(.commandDisallowed)))
+        guard case .failed(let m, _) = a.finished(.failure(g)) else { Issue.record("expected a failure"); return }
+        #expect(m.hasPrefix("Failed to enable advertising on hci0"))
+    }
+
+    @Test("a refused short interval is raised to the 100 ms floor and tried again at once; then it sticks")
+    func intervalFloor() {
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: false), capacity: 1, ownsController: false)
+        let s = steps(a.apply([request(1, ms: 30)], dataOnlyAllowed: false))
+        let f = StepFailure(index: 1, step: s[1], error: CommandError(opcode: .leSetAdvertisingParameters, reason: .status(.invalidHCICommandParameters)))
+        let again = steps(a.finished(.failure(f)))
+        guard case .leSetAdvertisingParameters(let p) = again[1].command else { Issue.record("no parameters"); return }
+        #expect(p.intervalMin == AdvertisingInterval.pre50NonConnectableFloor)
+        let notes = a.takeNotes()
+        #expect(notes.contains { if case .refused(_, _, .retryingWithFloor) = $0 { true } else { false } })
+        _ = a.finished(ok(again))
+        #expect(a.report?.interval == .pre50NonConnectableFloor)
+    }
+
+    @Test("legacy: TX power is ignored with a warning; several beacons take turns, one slot each")
+    func timeSlices() {
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: false), capacity: 1, ownsController: false)
+        let s = steps(a.apply([request(1, tx: 4), request(2)], dataOnlyAllowed: false))
+        let notes = a.takeNotes()
+        #expect(notes.contains(.warning("tx_power = 4 is ignored: the controller on hci0 uses legacy advertising commands, which cannot set the TX power")))
+        #expect(a.slotDuration == nil)  // not before it is on the air
+        _ = a.finished(ok(s))
+        #expect(a.slotDuration == .milliseconds(100))
+        let slot2 = a.nextSlice(), skipped = a.nextSlice()  // the last slot's command is still out: skipped
+        #expect(slot2 == [Step(.leSetAdvertisingData(request(2).data))] && skipped == [])
+        a.sliceFinished(true)
+        let slot1 = a.nextSlice()
+        #expect(slot1 == [Step(.leSetAdvertisingData(request(1).data))])
+        a.sliceFinished(false)  // refused: the next slot tries the same beacon again
+        let again = a.nextSlice()
+        #expect(again == [Step(.leSetAdvertisingData(request(1).data))])
+        #expect(a.report?.beacons.map(\.every) == [.milliseconds(200), .milliseconds(200)])
+        _ = a.stopSteps()
+        #expect(a.slotDuration == nil)
+    }
+
+    @Test("another program's command that touches beacond's set forgets the state; one on another set does not")
+    func foreignCommands() {
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: true), capacity: 4, ownsController: false)
+        _ = a.finished(ok(steps(a.apply([request(1)], dataOnlyAllowed: false))))
+        let other = a.foreignCommand(.leSetExtendedAdvertisingData, [7, 3, 1, 0])
+        #expect(!other)
+        let all = a.foreignCommand(.leSetExtendedAdvertisingEnable, [0, 0])
+        #expect(all)
+        #expect(a.applied == nil)
+        // The next apply is a full one (disable, parameters, …), even with data-only allowed.
+        #expect(steps(a.apply([request(1)], dataOnlyAllowed: true)).first?.command.opcode == .leSetExtendedAdvertisingEnable)
+    }
+
+    @Test("a central connecting stops connectable advertising: reported once, and only for connectable beacons")
+    func connectable() {
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: true), capacity: 4, ownsController: false)
+        _ = a.finished(ok(steps(a.apply([request(1, type: .connectableUndirected)], dataOnlyAllowed: false))))
+        let first = a.connectableInterrupted(), second = a.connectableInterrupted()
+        #expect(first && !second)
+        var b = HCIAdvertiser(device: "hci0", info: info(extended: true), capacity: 4, ownsController: false)
+        _ = b.finished(ok(steps(b.apply([request(1)], dataOnlyAllowed: false))))
+        let plain = b.connectableInterrupted()
+        #expect(!plain)
+    }
+}
