@@ -20,28 +20,12 @@ final class MgmtBackend: AdvertisingBackend {
     private let log: Logger
     private let mayPowerOn: Bool
     private var connection: MgmtConnection?
-    private var features: MgmtAdvertisingFeatures?
-    /// Extended until the kernel shows it cannot (older than 5.10, or a kernel that refuses the extended data).
-    private var commands = MgmtAdvertisingPlan.Commands.extended
-    /// The instances beacond added (or set the parameters of), through this backend, an earlier one or a killed
-    /// run: the kernel keeps them until they are removed. Kept in the state directory, per device.
-    private let owned: OwnershipStore
-    private var added: Set<UInt8> {
-        get { owned[device.description, .mgmtInstances] }
-        set { owned[device.description, .mgmtInstances] = newValue }
+    /// Every decision about beacond's instances (Mgmt's MgmtAdvertiser); nil until the features are read.
+    private var advertiser: MgmtAdvertiser? {
+        didSet { if let a = advertiser { owned[device.description, .mgmtInstances] = a.ours } }
     }
-    /// Other programs' instances: never taken over, never removed (Read Advertising Features' list, and Advertising
-    /// Added events while beacond runs; the list of some kernels, 6.1 among them, leaves out instances numbered above
-    /// the instance count).
-    private var foreign: Set<UInt8> = []
-    /// The instances last reported as taken beside another program's (said again only when they change).
-    private var slotsNoted: [UInt8] = []
-    private var applied: AdvertisingSchedule?
-    /// What each instance carries now (as sent), nil when unknown; the instance of each beacon of `applied`.
-    private var instances: [UInt8: AdvertisingRequest]?
-    private var beaconInstances: [UInt8] = []
-    private var txPowers: [UInt8: Int8] = [:]
-    private var onAir: OnAir?
+    /// What beacond added, kept in the state directory per device (the advertiser starts from it).
+    private let owned: OwnershipStore
     private var closed = false
 
     /// Kernel devices only.
@@ -109,26 +93,15 @@ final class MgmtBackend: AdvertisingBackend {
     }
 
     private func handle(_ e: MgmtEvent) {
-        guard !closed else { return }
+        guard !closed, e.index == index else { return }
         switch e.kind {
-        case .advertisingAdded(let instance) where e.index == index:
-            // Another program's (the kernel tells the socket that added an instance nothing).
-            if !added.contains(instance) { foreign.insert(instance) }
-        case .advertisingRemoved(let removed) where e.index == index && !beaconInstances.contains(removed):
-            foreign.remove(removed)
-            added.remove(removed)
-        case .advertisingRemoved(let removed) where e.index == index && applied == nil:
-            added.remove(removed)
-        case .advertisingRemoved(let removed) where e.index == index:
-            // bluetoothd removes every instance when it starts; so may btmgmt or a power-off of timed instances.
-            applied = nil
-            instances = nil
-            added.remove(removed)
-            onEvent(.reapply(reason: "Advertising instance \(removed) on \(device) was removed by another program (bluetoothd removes every instance when it starts)",
-                             delay: .zero, fields: ["HCI_DEVICE=\(device)"]))
-        case .indexRemoved where e.index == index:
+        case .advertisingAdded, .advertisingRemoved:
+            if let why = advertiser?.event(e.kind) {
+                onEvent(.reapply(reason: why, delay: .zero, fields: ["HCI_DEVICE=\(device)"]))
+            }
+        case .indexRemoved:
             lose("\(device) was removed", level: .warning)
-        case .newSettings(let settings) where e.index == index && settings & MgmtSettings.powered == 0:
+        case .newSettings(let settings) where settings & MgmtSettings.powered == 0:
             lose("\(device) was powered off; waiting for it to be powered on", level: .warning)
         default:
             break
@@ -204,93 +177,46 @@ final class MgmtBackend: AdvertisingBackend {
                 guard let f = try? MgmtAdvertisingFeatures(returnParameters: params) else {
                     return done(BackendFailure(message: "The kernel sent a malformed advertising features reply for \(self.device)"))
                 }
-                self.features = f
-                self.foreign = Set(f.instances).subtracting(self.added)
-                if !self.foreign.isEmpty {
-                    self.log.debug("\(self.device): advertising instance\(self.foreign.count == 1 ? "" : "s") \(self.foreign.sorted().map(String.init).joined(separator: ", ")) belong\(self.foreign.count == 1 ? "s" : "") to another program")
+                let a = MgmtAdvertiser(device: self.device.description, features: f, ours: self.owned[self.device.description, .mgmtInstances])
+                self.advertiser = a
+                if !a.foreign.isEmpty {
+                    self.log.debug("\(self.device): advertising instance\(a.foreign.count == 1 ? "" : "s") \(a.foreign.sorted().map(String.init).joined(separator: ", ")) belong\(a.foreign.count == 1 ? "s" : "") to another program")
                 }
-                self.log.debug("\(self.device): \(f.maxInstances) advertising instances, in use \(f.instances)\(f.supportedFlags.contains(.hardwareOffload) ? ", on the controller's own advertising sets" : ", rotated by the kernel")")
                 done(nil)
             }
         }
     }
 
     func apply(_ schedule: AdvertisingSchedule, dataOnlyAllowed: Bool, _ done: @escaping (Result<OnAir, BackendFailure>) -> Void) {
-        guard let c = connection, let features else { return done(.failure(BackendFailure(message: "The management interface is not open"))) }
-        let wanted = schedule.beacons
-        let current = dataOnlyAllowed ? instances : nil
-        let plan: MgmtInstancePlan
-        switch MgmtInstancePlan.make(wanted, current: current, maxInstances: features.maxInstances, ours: added, foreign: foreign,
-                                     commands: commands, canSetTxPower: features.supportedFlags.contains(.canSetTxPower)) {
-        case .success(let p): plan = p
-        case .failure(let s):
-            let n = s.wanted
-            let theirs = s.foreign.isEmpty ? ""
-                : ", and another program holds \(s.foreign.count == 1 ? "instance" : "instances") \(s.foreign.map(String.init).joined(separator: ", "))"
-            return done(.failure(BackendFailure(
-                message: s.maxInstances == 0 ? "\(device) has no advertising instances"
-                    : "The config has \(n) beacon\(n == 1 ? "" : "s"), but the kernel has \(s.maxInstances) advertising instance\(s.maxInstances == 1 ? "" : "s") for \(device) (Read Advertising Features)\(theirs); remove beacons",
-                fields: ["HCI_DEVICE=\(device)"])))
+        guard let c = connection, advertiser != nil else { return done(.failure(BackendFailure(message: "The management interface is not open"))) }
+        carry(advertiser!.apply(schedule.beacons, dataOnlyAllowed: dataOnlyAllowed), on: c, done)
+    }
+
+    /// Runs what the advertiser asked for until it is done or failed (a fall back to Add Advertising asks for a
+    /// second round of steps).
+    private func carry(_ outcome: MgmtAdvertiser.Outcome, on c: MgmtConnection, _ done: @escaping (Result<OnAir, BackendFailure>) -> Void) {
+        for n in advertiser?.takeNotes() ?? [] {
+            switch n {
+            case .warning(let m, let op):
+                log.warning(m, ["HCI_DEVICE=\(device)"] + (op.map { ["MGMT_OPCODE=\(hex16($0.rawValue))"] } ?? []))
+            case .notice(let m): log.notice(m, ["HCI_DEVICE=\(device)"])
+            }
         }
-        if plan.txPowerIgnored, current == nil, let want = wanted[0].txPower {
-            log.warning("tx_power = \(want) is ignored: the kernel cannot set the TX power on \(device)")
-        }
-        if !plan.skipped.isEmpty, plan.slots != slotsNoted {
-            slotsNoted = plan.slots
-            log.notice("Advertising instance\(plan.skipped.count == 1 ? "" : "s") \(plan.skipped.map(String.init).joined(separator: ", ")) on \(device) \(plan.skipped.count == 1 ? "belongs" : "belong") to another program: beacond uses \(plan.slots.map(String.init).joined(separator: ", ")) and leaves \(plan.skipped.count == 1 ? "it" : "them") alone",
-                       ["HCI_DEVICE=\(device)"])
-        }
-        let (slots, removed, steps, flags, using) = (plan.slots, plan.removed, plan.steps, plan.flags, commands)
-        if current == nil { applied = nil; instances = nil }
-        // Written before the first command: a run killed halfway still names every instance it may have added.
-        added.formUnion(slots)
-        let full = current == nil
-        c.run(steps) { [weak self] result in
-            guard let self, !self.closed else { return }
-            switch result {
-            case .failure(let f):
-                self.applied = nil
-                self.instances = nil
-                if using == .extended, let why = MgmtAdvertisingPlan.fallbackReason(after: f) {
-                    self.commands = .legacy
-                    self.log.warning("\(why): advertising through Add Advertising, at the kernel's default interval of about 1.28 s instead of \(wanted[0].interval); use backend = \"hci\" when the interval matters",
-                                     ["HCI_DEVICE=\(self.device)", "MGMT_OPCODE=\(hex16(f.step.command.opcode.rawValue))"])
-                    return self.apply(schedule, dataOnlyAllowed: false, done)
-                }
-                let instance: UInt8
-                switch f.step.command {
-                case .addExtendedAdvertisingParameters(let i, _, _, _, _, _, _), .addExtendedAdvertisingData(let i, _, _), .addAdvertising(let i, _, _, _, _, _),
-                     .removeAdvertising(let i):
-                    instance = i
-                default: instance = slots[0]
-                }
-                let what = !full ? "update the advertising data of instance \(instance) on \(self.device)"
-                    : f.step.command.opcode == .addExtendedAdvertisingParameters
-                    ? "set the advertising parameters of instance \(instance) on \(self.device)"
-                    : using == .extended ? "set the advertising data of instance \(instance) on \(self.device)"
-                                         : "add advertising instance \(instance) on \(self.device)"
-                done(.failure(self.failure(what, f.step.command.opcode, f.failure.status)))
-            case .success(let replies):
-                var now = current ?? [:]
-                for h in removed { now[h] = nil; self.txPowers[h] = nil }
-                self.added.subtract(removed)
-                for (r, h) in zip(wanted, slots) { now[h] = r }
-                self.instances = now
-                self.applied = schedule
-                self.beaconInstances = slots
-                for (i, instance) in plan.parameterSteps where using == .extended && i < replies.count {
-                    let ret = replies[i]
-                    if ret.count >= 2 { self.txPowers[instance] = Int8(bitPattern: ret[1]) }
-                }
-                let onAir = self.describe(wanted, slots: slots, using: using, flags: flags, features: features)
-                self.onAir = onAir
-                done(.success(onAir))
+        switch outcome {
+        case .done: done(.success(describe()))
+        case .shortage(let m): done(.failure(BackendFailure(message: m, fields: ["HCI_DEVICE=\(device)"])))
+        case .failed(let what, let opcode, let status): done(.failure(failure(what, opcode, status)))
+        case .send(let steps):
+            c.run(steps) { [weak self] result in
+                guard let self, !self.closed, self.advertiser != nil else { return }
+                self.carry(self.advertiser!.finished(result), on: c, done)
             }
         }
     }
 
-    private func describe(_ wanted: [AdvertisingRequest], slots: [UInt8], using: MgmtAdvertisingPlan.Commands,
-                          flags: MgmtAdvertisingFlags, features: MgmtAdvertisingFeatures) -> OnAir {
+    private func describe() -> OnAir {
+        let a = advertiser!
+        let (wanted, slots, using, flags, features, txPowers) = (a.applied ?? [], a.beaconInstances, a.commands, a.flags, a.features, a.txPowers)
         let n = wanted.count
         // Without advertising sets of its own the controller has one advertiser: the kernel gives each instance its
         // turn (2 s by default), and picks the interval of non-connectable advertising itself.
@@ -330,11 +256,12 @@ final class MgmtBackend: AdvertisingBackend {
     /// Removes the instances whenever they were added, on the air or not: the kernel keeps an instance through a
     /// power cycle and would put it back on air while beacond is stopped.
     func stop(_ done: @escaping () -> Void) {
-        guard !added.isEmpty, let c = connection, !c.isClosed else { return done() }
-        applied = nil
-        instances = nil
-        Self.removeAll(added.sorted(by: >), through: c, device: device, log: log) { [weak self] gone in
-            self?.added.subtract(gone)
+        // Not open that far yet (the features unread): the record says what is beacond's.
+        let instances = advertiser?.stopping() ?? owned[device.description, .mgmtInstances].sorted(by: >)
+        guard let c = connection, !c.isClosed, !instances.isEmpty else { return done() }
+        Self.removeAll(instances, through: c, device: device, log: log) { [weak self] gone in
+            guard let self else { return done() }
+            if self.advertiser != nil { self.advertiser!.removed(gone) } else { self.owned[self.device.description, .mgmtInstances].subtract(gone) }
             done()
         }
     }
