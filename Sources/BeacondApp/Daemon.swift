@@ -82,10 +82,7 @@ final class Daemon {
         _ = try loop.addSignal(SIGHUP) { [unowned self] in self.handle(.hangup) }
         timer = try loop.addIdleTimer { [unowned self] in self.handle(.timerFired) }
         telemetryTimer = try loop.addIdleTimer { [unowned self] in self.telemetryTick() }
-        addressTimer = try loop.addIdleTimer { [unowned self] in
-            self.addressTimer?.rearm(after: AddressPolicy.rotationPeriod)
-            self.handle(.addressPeriod)
-        }
+        addressTimer = try loop.addIdleTimer { [unowned self] in self.handle(.addressPeriod) }
         try loop.enableWatchdog()
         startWatcher()
         // The first telemetry (the temperature now) before the first frame goes out.
@@ -105,28 +102,12 @@ final class Daemon {
             for action in lifecycle.handle(e) { perform(action) }
         }
         handling = false
-        syncTimers()
     }
 
     // MARK: Eddystone-TLM
 
-    /// The telemetry timer is armed exactly while the config has an Eddystone-TLM beacon, the address timer while
-    /// beacond rotates the address.
-    private func syncTimers() {
-        for (timer, wanted, period) in [(telemetryTimer, lifecycle.hasTelemetry, Lifecycle.telemetryPeriod),
-                                        (addressTimer, lifecycle.rotatesAddress, AddressPolicy.rotationPeriod)] {
-            guard let timer else { continue }
-            if wanted {
-                if !timer.isArmed { timer.rearm(after: period) }
-            } else if timer.isArmed {
-                timer.disarm()
-            }
-        }
-    }
-
     private func telemetryTick() {
         telemetryClock.advance(to: loop.nowMicroseconds, onAir: lifecycle.onAirEvery)
-        telemetryTimer?.rearm(after: Lifecycle.telemetryPeriod)
         handle(.telemetry(telemetryClock.telemetry(temperature: ThermalZone.read())))
     }
 
@@ -153,11 +134,20 @@ final class Daemon {
             do { handle(.configLoaded(try ConfigLoader.load(options.configPath))) } catch { handle(.configRefused(error)) }
         case .armTimer(let d): timer?.rearm(after: d)
         case .cancelTimer: timer?.disarm()
+        case .armPeriodic(let k, let d): periodic(k)?.rearm(after: d)
+        case .cancelPeriodic(let k): periodic(k)?.disarm()
         case .notify(let assignments): Notifier.send(assignments)
         case .notifyReloading: Notifier.send(["RELOADING=1", "MONOTONIC_USEC=\(monotonicMicroseconds())"])
         case .log(let level, let message, let fields): log.log(level, message, fields)
         case .setLogLevel(let level): log.maxLevel = level
         case .exit(let code): loop.exit(code: code.rawValue)
+        }
+    }
+
+    private func periodic(_ k: Lifecycle.PeriodicTimer) -> EventSource? {
+        switch k {
+        case .telemetry: telemetryTimer
+        case .addressRotation: addressTimer
         }
     }
 

@@ -70,6 +70,10 @@ public struct Lifecycle: Sendable {
         case loadConfig
         case armTimer(Duration)
         case cancelTimer
+        /// The periodic timers: answer with `telemetry` or `addressPeriod` when it fires (it is then spent; the
+        /// lifecycle arms it again while it is still wanted).
+        case armPeriodic(PeriodicTimer, Duration)
+        case cancelPeriodic(PeriodicTimer)
         /// Send these sd_notify assignments as one datagram.
         case notify([String])
         /// RELOADING=1 with MONOTONIC_USEC (the executor reads the clock).
@@ -77,6 +81,13 @@ public struct Lifecycle: Sendable {
         case log(LogLevel, String, [String])
         case setLogLevel(LogLevel)
         case exit(ExitCode)
+    }
+
+    public enum PeriodicTimer: Sendable, Hashable {
+        /// New Eddystone-TLM values, every `telemetryPeriod`, while the config has such a beacon.
+        case telemetry
+        /// A new private address, every `AddressPolicy.rotationPeriod`, while beacond rotates it.
+        case addressRotation
     }
 
     /// The bound on an open or an apply. Each command has its own timeout (2 s HCI, 3 s mgmt) and a hung
@@ -123,6 +134,8 @@ public struct Lifecycle: Sendable {
     private var telemetryRefresh = false
     /// Bumped for every new rotating address.
     private var addressGeneration: UInt64 = 0
+    /// The periodic timers armed now.
+    private var periodicArmed: Set<PeriodicTimer> = []
 
     public init(config: BeaconConfiguration, configPath: String, device: DeviceSpec? = nil, logLevel: LogLevel? = nil,
                 seed: UInt64) {
@@ -227,7 +240,28 @@ public struct Lifecycle: Sendable {
             // Not on the air now: the next apply takes the new address anyway.
             if phase == .advertising { apply(&out, dataOnlyAllowed: true) }
         }
+        syncPeriodic(after: event, &out)
         return out
+    }
+
+    /// Arms each periodic timer exactly while it is wanted (a tick spends it), cancels one no longer wanted.
+    private mutating func syncPeriodic(after event: Event, _ out: inout [Action]) {
+        switch event {
+        case .telemetry: periodicArmed.remove(.telemetry)
+        case .addressPeriod: periodicArmed.remove(.addressRotation)
+        default: break
+        }
+        if case .exited = phase { return }
+        for (timer, wanted, period) in [(PeriodicTimer.telemetry, hasTelemetry, Self.telemetryPeriod),
+                                        (.addressRotation, rotatesAddress, AddressPolicy.rotationPeriod)] {
+            if wanted && !periodicArmed.contains(timer) {
+                periodicArmed.insert(timer)
+                out.append(.armPeriodic(timer, period))
+            } else if !wanted && periodicArmed.contains(timer) {
+                periodicArmed.remove(timer)
+                out.append(.cancelPeriodic(timer))
+            }
+        }
     }
 
     // MARK: bring-up and apply
@@ -241,11 +275,11 @@ public struct Lifecycle: Sendable {
         }, address: config.advertising.address, addressGeneration: addressGeneration)
     }
 
-    /// `address = "rotating"` where beacond drives the controller (through mgmt the kernel rotates its own); the
-    /// executor then sends `addressPeriod` every `AddressPolicy.rotationPeriod`.
+    /// `address = "rotating"` where beacond drives the controller (through mgmt the kernel rotates its own): the
+    /// address timer runs.
     public var rotatesAddress: Bool { config.advertising.address == .rotating && backend != .mgmt }
 
-    /// The config has an Eddystone-TLM beacon (the executor then sends `telemetry` every `telemetryPeriod`).
+    /// The config has an Eddystone-TLM beacon: the telemetry timer runs.
     public var hasTelemetry: Bool { config.beacons.contains { $0.beacon.isTelemetry } }
 
     /// How often each beacon is on the air, when the controller confirmed them; nil when not advertising.

@@ -52,6 +52,27 @@ struct TelemetryTests {
         #expect(lc.phase == .advertising)
     }
 
+    @Test("the telemetry and address timers are lifecycle actions: armed while wanted, again after each tick, cancelled by a reload without them")
+    func periodicTimers() throws {
+        let tlm = "[[beacon]]\nuuid = \"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"\nmajor = 1\nminor = 2\n[[beacon]]\nformat = \"eddystone-tlm\"\n"
+            + "[advertising]\naddress = \"rotating\"\n[controller]\ndevice = \"tcp:127.0.0.1:9\"\n"
+        var lc = Lifecycle(config: try BeaconConfiguration.parse(Array(tlm.utf8)), configPath: "/c", seed: 1)
+        let first = lc.handle(.telemetry(Telemetry()))  // the executor's first values, before the start
+        #expect(first.contains(.armPeriodic(.telemetry, Lifecycle.telemetryPeriod)))
+        #expect(first.contains(.armPeriodic(.addressRotation, AddressPolicy.rotationPeriod)))
+        let start = lc.handle(.start)
+        #expect(!start.contains { if case .armPeriodic = $0 { true } else { false } })  // armed already
+        _ = lc.handle(.opened)
+        _ = lc.handle(.applied(OnAir(interval: AdvertisingInterval(units: 160)!, details: ["extended"])))
+        // A tick: the timer fired, so it is armed again.
+        #expect(lc.handle(.telemetry(Telemetry())).contains(.armPeriodic(.telemetry, Lifecycle.telemetryPeriod)))
+        #expect(lc.handle(.addressPeriod).contains(.armPeriodic(.addressRotation, AddressPolicy.rotationPeriod)))
+        let plain = "[beacon]\nuuid = \"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"\nmajor = 1\nminor = 2\n[controller]\ndevice = \"tcp:127.0.0.1:9\"\n"
+        _ = lc.handle(.hangup)
+        let reload = lc.handle(.configLoaded(try BeaconConfiguration.parse(Array(plain.utf8))))
+        #expect(reload.contains(.cancelPeriodic(.telemetry)) && reload.contains(.cancelPeriodic(.addressRotation)))
+    }
+
     @Test("eddystone-tlm takes no identity keys: each is an error naming the format")
     func config() {
         let text = "[beacon]\nformat = \"eddystone-tlm\"\nmajor = 1\n"
