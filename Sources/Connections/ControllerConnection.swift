@@ -23,13 +23,10 @@ public enum ConnectionLoss: Error, Sendable, CustomStringConvertible {
 
 public final class ControllerConnection {
     public let transport: Transport
-    private var flow: CommandFlow
+    private let runner: FlowRunner<CommandFlow>
     private var framer = H4Framer()
     private var reader: EventSource?
-    private var timer: EventSource?
-    private var callbacks: [CommandToken: (Result<[UInt8], CommandError>) -> Void] = [:]
-    private var nextToken: CommandToken = 1
-    public private(set) var isClosed = false
+    public var isClosed: Bool { runner.isClosed }
 
     /// Events that answer none of our commands.
     public var onUnsolicited: (HCIEvent) -> Void = { _ in }
@@ -42,27 +39,31 @@ public final class ControllerConnection {
 
     public init(transport: Transport, loop: EventLoop, timeout: Duration = .seconds(2)) throws(SystemError) {
         self.transport = transport
-        flow = CommandFlow(timeout: timeout, respectsCredits: transport.ownsController)
-        timer = try loop.addIdleTimer { [weak self] in self?.perform(self?.flow.timerFired() ?? []) }
+        runner = try FlowRunner(CommandFlow(timeout: timeout, respectsCredits: transport.ownsController), loop: loop)
+        runner.write = { [transport] frame in try transport.write(frame) }
+        runner.writeFailed = { [weak self] error in
+            self?.fail(.transport(error as? TransportError ?? .broken(transport.spec.description, reason: "\(error)")))
+            return false
+        }
+        runner.other = { [weak self] action in
+            switch action {
+            case .unsolicited(let event): self?.onUnsolicited(event); return true
+            case .controllerHung(let d): self?.fail(.hung(d)); return false
+            default: return true
+            }
+        }
         reader = try loop.addReader(fd: transport.fd) { [weak self] _ in self?.readable() }
     }
 
     /// Sends one command; `completion` gets the return parameters (status first) or the error.
     public func send(_ command: HCICommand, completion: @escaping (Result<[UInt8], CommandError>) -> Void) {
-        guard !isClosed else {
-            completion(.failure(CommandError(opcode: command.opcode, reason: .transportClosed)))
-            return
-        }
-        let token = nextToken
-        nextToken += 1
-        callbacks[token] = completion
-        perform(flow.enqueue(command, token: token))
+        runner.send(command, completion: completion)
     }
 
     /// Runs the steps in order, stopping at the first failure; a tolerated status counts as success.
     public func run(_ steps: [Step], completion: @escaping (Result<[[UInt8]], StepFailure>) -> Void) {
         runInOrder(steps, send: { [weak self] step, answer in
-            guard let self else { return answer(.failure(CommandError(opcode: step.command.opcode, reason: .transportClosed))) }
+            guard let self else { return answer(.failure(CommandFlow.notSent(step.command))) }
             self.send(step.command, completion: answer)
         }, tolerated: { step, e in
             e.status.flatMap { step.tolerated.contains($0) ? [$0.rawValue] : nil }
@@ -74,11 +75,9 @@ public final class ControllerConnection {
     /// Closes the transport and fails whatever is pending (without calling onClosed).
     public func close() {
         guard !isClosed else { return }
-        isClosed = true
         reader?.cancel()
-        timer?.cancel()
         transport.close()
-        perform(flow.transportClosed())
+        runner.close()
     }
 
     private func readable() {
@@ -95,7 +94,7 @@ public final class ControllerConnection {
                 }
                 guard packet.type == .event else { continue }  // ACL/ISO data are not ours to handle
                 do {
-                    perform(flow.received(try HCIEvent(packet: packet.bytes)))
+                    runner.received(try HCIEvent(packet: packet.bytes))
                 } catch {
                     // A malformed event on an otherwise sound stream: skip it, the command timeout covers the rest.
                     onMalformed(error.code, error.reason)
@@ -113,26 +112,5 @@ public final class ControllerConnection {
         guard !isClosed else { return }
         close()
         onClosed(reason)
-    }
-
-    private func perform(_ actions: [CommandFlow.Action]) {
-        for action in actions {
-            switch action {
-            case .write(let frame):
-                guard !isClosed else { continue }
-                do { try transport.write(frame) } catch {
-                    fail(.transport(error))
-                    return
-                }
-            case .armTimer(let d): timer?.rearm(after: d)
-            case .cancelTimer: timer?.disarm()
-            case .complete(let token, let result):
-                if let cb = callbacks.removeValue(forKey: token) { cb(result) }
-            case .unsolicited(let event): onUnsolicited(event)
-            case .controllerHung(let d):
-                fail(.hung(d))
-                return
-            }
-        }
     }
 }

@@ -8,13 +8,10 @@ import SystemdSupport
 
 public final class MgmtConnection {
     private let socket: MgmtSocket
-    private var flow = MgmtCommandFlow()
+    private let runner: FlowRunner<IndexedMgmtFlow>
     private var reader: EventSource?
-    private var timer: EventSource?
-    private var callbacks: [MgmtCommandFlow.Token: (Result<[UInt8], MgmtFailure>) -> Void] = [:]
-    private var nextToken: MgmtCommandFlow.Token = 1
     public let index: UInt16
-    public private(set) var isClosed = false
+    public var isClosed: Bool { runner.isClosed }
 
     /// Events that answer none of our commands.
     public var onEvent: (MgmtEvent) -> Void = { _ in }
@@ -24,22 +21,42 @@ public final class MgmtConnection {
     /// Opens the control channel for commands to controller `index`.
     public init(index: UInt16, loop: EventLoop) throws(TransportError) {
         self.index = index
-        socket = try MgmtSocket()
+        let socket = try MgmtSocket()
+        self.socket = socket
         do {
-            timer = try loop.addIdleTimer { [weak self] in self?.perform(self?.flow.timerFired() ?? []) }
+            runner = try FlowRunner(IndexedMgmtFlow(index: index), loop: loop)
+        } catch {
+            socket.close()
+            throw .system("mgmt", error)
+        }
+        runner.write = { frame in try socket.write(frame) }
+        runner.writeFailed = { [weak self] error in
+            guard let self else { return false }
+            // The kernel runs a command inside write() and hands back the command's own error there. ENETDOWN is
+            // "hciN is not running" (powered off): the command failed, the socket is fine.
+            if case .system(_, let e)? = error as? TransportError, e.errno == .networkDown, let op = self.runner.flow.flow.pendingOpcode {
+                self.runner.received(MgmtEvent(index: index, kind: .commandStatus(op, .notPowered)))
+                return true
+            }
+            self.close()
+            self.onClosed(error as? TransportError ?? .broken("mgmt", reason: "\(error)"))
+            return false
+        }
+        runner.other = { [weak self] action in
+            if case .event(let e) = action { self?.onEvent(e) }
+            return true
+        }
+        do {
             reader = try loop.addReader(fd: socket.fd) { [weak self] _ in self?.readable() }
         } catch {
+            runner.close()
             socket.close()
             throw .system("mgmt", error)
         }
     }
 
     public func send(_ command: MgmtCommand, _ done: @escaping (Result<[UInt8], MgmtFailure>) -> Void) {
-        guard !isClosed else { return done(.failure(MgmtFailure(status: nil))) }
-        let token = nextToken
-        nextToken += 1
-        callbacks[token] = done
-        perform(flow.enqueue(command, index: index, token: token))
+        runner.send(command, completion: done)
     }
 
     /// Runs the steps in order, stopping at the first failure of a step that may not fail (a step that may fail
@@ -58,11 +75,9 @@ public final class MgmtConnection {
     /// Closes the socket and fails whatever is pending (without calling onClosed).
     public func close() {
         guard !isClosed else { return }
-        isClosed = true
         reader?.cancel()
-        timer?.cancel()
         socket.close()
-        perform(flow.closed())
+        runner.close()
     }
 
     private func readable() {
@@ -76,31 +91,7 @@ public final class MgmtConnection {
             guard !isClosed else { return }
             // A frame the codec cannot read is not ours to act on; the command timeout covers a lost reply.
             guard let event = try? MgmtEvent(frame: frame) else { continue }
-            perform(flow.received(event))
-        }
-    }
-
-    private func perform(_ actions: [MgmtCommandFlow.Action]) {
-        for action in actions {
-            switch action {
-            case .write(let frame):
-                guard !isClosed else { continue }
-                do { try socket.write(frame) } catch {
-                    // The kernel runs a command inside write() and hands back the command's own error there. ENETDOWN
-                    // is "hciN is not running" (powered off): the command failed, the socket is fine.
-                    if case .system(_, let e) = error, e.errno == .networkDown, let op = flow.pendingOpcode {
-                        perform(flow.received(MgmtEvent(index: index, kind: .commandStatus(op, .notPowered))))
-                        continue
-                    }
-                    close()
-                    return onClosed(error)
-                }
-            case .armTimer(let d): timer?.rearm(after: d)
-            case .cancelTimer: timer?.disarm()
-            case .complete(let token, let result):
-                if let cb = callbacks.removeValue(forKey: token) { cb(result) }
-            case .event(let e): onEvent(e)
-            }
+            runner.received(event)
         }
     }
 }
