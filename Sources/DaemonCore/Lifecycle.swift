@@ -98,7 +98,51 @@ public struct Lifecycle: Sendable {
     /// How often Eddystone-TLM frames get new values.
     public static let telemetryPeriod = Duration.seconds(10)
 
-    public private(set) var phase: Phase = .idle
+    /// The phase with what only it needs: the apply in flight (and whether to apply again after it), and what a
+    /// stop leads to (and whether it waits for an answer first). An illegal combination cannot be written.
+    private enum State: Sendable {
+        case idle, unprovisioned, opening, advertising, reapplyWait, waiting
+        case applying(Apply)
+        case stopping(Stop)
+        case exited(ExitCode)
+    }
+
+    private struct Apply: Sendable {
+        var request: AdvertisingSchedule
+        var dataOnly: Bool
+        /// A reload or another program changed things meanwhile: apply once more after this one, with what is
+        /// wanted then.
+        var again = false
+    }
+
+    private struct Stop: Sendable {
+        /// An open or an apply is in flight: the disable goes out after its answer, or its enable would overtake it.
+        var answerPending: Bool
+        /// What follows the stop: nil exits; a controller change opens the new one; a withdrawn beacon waits.
+        var then: AfterStop?
+    }
+
+    private var state: State = .idle
+
+    public var phase: Phase {
+        switch state {
+        case .idle: .idle
+        case .unprovisioned: .unprovisioned
+        case .opening: .opening
+        case .applying: .applying
+        case .advertising: .advertising
+        case .reapplyWait: .reapplyWait
+        case .waiting: .waiting
+        case .stopping: .stopping
+        case .exited(let c): .exited(c)
+        }
+    }
+
+    /// A stop from the current phase (an open or an apply in flight answers first).
+    private var newStop: (_ then: AfterStop?) -> Stop {
+        let pending = phase == .opening || phase == .applying
+        return { Stop(answerPending: pending, then: $0) }
+    }
     public private(set) var config: BeaconConfiguration
     private let deviceOverride: DeviceSpec?
     private let logLevelOverride: LogLevel?
@@ -114,12 +158,6 @@ public struct Lifecycle: Sendable {
     /// What was last confirmed on air.
     private var applied: AdvertisingSchedule?
     private var onAir: OnAir?
-    /// The apply running now.
-    private var applying: (request: AdvertisingSchedule, dataOnly: Bool)?
-    /// Something asked for an apply while one was running: apply the current config once more after it.
-    private var applyAgain = false
-    /// SIGTERM came during an open or an apply: stop as soon as it answers.
-    private var stopWhenAnswered = false
     private var backoff: Backoff
     private var reapplyTimes: [UInt64] = []
     /// False after the kernel reported our hciN taken down: someone meant it, so wait for it to come back up.
@@ -178,7 +216,6 @@ public struct Lifecycle: Sendable {
             default: break
             }
         case .openFailed(let f), .applyFailed(let f):
-            applying = nil
             switch phase {
             case .opening, .applying:
                 applied = nil
@@ -187,17 +224,16 @@ public struct Lifecycle: Sendable {
             default: break
             }
         case .applied(let result):
-            guard let done = applying else { break }
-            applying = nil
-            if phase == .stopping { stopNow(&out); break }
-            guard phase == .applying else { break }
-            confirmed(done.request, result, dataOnly: done.dataOnly, &out)
+            switch state {
+            case .applying(let done): confirmed(done, result, &out)
+            case .stopping: stopNow(&out)
+            default: break
+            }
         case .stopped:
             guard phase == .stopping else { break }
             finish(&out)
         case .lost(let f):
             guard backend != nil else { break }
-            applying = nil
             applied = nil
             if phase == .stopping { finish(&out); break }
             failed(f, &out)
@@ -206,7 +242,7 @@ public struct Lifecycle: Sendable {
         case .device(let kind):
             deviceEvent(kind, &out)
         case .hangup:
-            if phase == .stopping && afterStop == nil {
+            if case .stopping(let stop) = state, stop.then == nil {
                 // Exiting: the file would never be used.
                 out.append(.log(.notice, "Received SIGHUP while stopping; not reloading \(configPath)", ["CONFIG_FILE=\(configPath)"]))
                 break
@@ -330,7 +366,7 @@ public struct Lifecycle: Sendable {
         if backend != nil { closeBackend(&out) }
         let kind = chooseBackend(&out)
         backend = kind
-        phase = .opening
+        state = .opening
         out.append(.open(kind, mayBringUp: mayBringUp))
         out.append(.armTimer(Self.operationDeadline))
         setStatus(kind == .mgmt ? "Probing \(device) through the management interface" : "Probing the controller on \(device)", &out)
@@ -341,14 +377,13 @@ public struct Lifecycle: Sendable {
         let dataOnly = dataOnlyAllowed && applied.map { $0.address == wanted.address && $0.addressGeneration == wanted.addressGeneration
             && $0.beacons.count == wanted.beacons.count
             && !zip($0.beacons, wanted.beacons).contains { $0.needsRestart(for: $1) } } == true
-        applying = (wanted, dataOnly)
-        applyAgain = false
-        phase = .applying
+        state = .applying(Apply(request: wanted, dataOnly: dataOnly))
         out.append(.apply(wanted, dataOnlyAllowed: dataOnlyAllowed))
         out.append(.armTimer(Self.operationDeadline))
     }
 
-    private mutating func confirmed(_ wanted: AdvertisingSchedule, _ result: OnAir, dataOnly: Bool, _ out: inout [Action]) {
+    private mutating func confirmed(_ done: Apply, _ result: OnAir, _ out: inout [Action]) {
+        let (wanted, dataOnly) = (done.request, done.dataOnly)
         let changed = applied != wanted
         applied = wanted
         // New telemetry alone is not news for the journal.
@@ -356,11 +391,11 @@ public struct Lifecycle: Sendable {
         telemetryRefresh = false
         onAir = result
         backoff.reset()
-        if applyAgain {
+        if done.again {
             // A reload or another program changed things while this apply ran: once more, with what is wanted now.
             return apply(&out, dataOnlyAllowed: true)
         }
-        phase = .advertising
+        state = .advertising
         out.append(.cancelTimer)
         let s = advertisingStatus
         if (changed || !dataOnly) && !quiet {
@@ -416,7 +451,7 @@ public struct Lifecycle: Sendable {
             closeBackend(&out)
             out.append(.cancelTimer)
             out.append(.exit(code))
-            phase = .exited(code)
+            state = .exited(code)
             return
         }
         closeBackend(&out)
@@ -428,7 +463,7 @@ public struct Lifecycle: Sendable {
         let delay = backoff.next()
         let line = "\(message), retrying in \(formatDuration(delay))"
         out.append(.log(level, line, fields + (fields.contains { $0.hasPrefix("HCI_DEVICE=") } ? [] : ["HCI_DEVICE=\(device)"])))
-        phase = .waiting
+        state = .waiting
         out.append(.armTimer(delay))
         // Settled into waiting counts as ready: boot must not wait for a controller.
         setStatus(line, ready: true, &out)
@@ -439,15 +474,15 @@ public struct Lifecycle: Sendable {
         guard backend != nil else { return }
         backend = nil
         applied = nil
-        applying = nil
         out.append(.closeBackend)
     }
 
     private mutating func reapply(_ reason: String, delay: Duration, fields: [String], at now: UInt64, _ out: inout [Action]) {
-        switch phase {
+        switch state {
         case .advertising, .reapplyWait: break
-        case .applying:
-            applyAgain = true
+        case .applying(var a):
+            a.again = true
+            state = .applying(a)
             return
         default: return
         }
@@ -462,7 +497,7 @@ public struct Lifecycle: Sendable {
             d = delay
             out.append(.log(.warning, "\(reason); re-applying the beacon", fields))
         }
-        phase = .reapplyWait
+        state = .reapplyWait
         out.append(.armTimer(d))
     }
 
@@ -521,10 +556,11 @@ public struct Lifecycle: Sendable {
         let old = config
         config = new
         out.append(.setLogLevel(logLevelOverride ?? new.daemon.logLevel ?? .info))
-        if phase == .stopping, afterStop != nil {
+        if case .stopping(var stop) = state, stop.then != nil {
             // A stop on the old controller (a controller change, a withdrawn beacon) is under way: it finishes, and
             // what follows it is decided by this file. Its READY=1 comes when that settles.
-            afterStop = new.beacon == nil ? .unprovisioned : .reopen
+            stop.then = new.beacon == nil ? .unprovisioned : .reopen
+            state = .stopping(stop)
             return
         }
         if new.beacon == nil {
@@ -543,26 +579,25 @@ public struct Lifecycle: Sendable {
             // Nothing of beacond's may stay on the old controller: with a backend open there, whatever the phase,
             // stop there first (an open or apply in flight answers first, as for SIGTERM).
             if backend != nil {
-                let answerPending = phase == .opening || phase == .applying
-                phase = .stopping
-                afterStop = .reopen
+                let stop = newStop(.reopen)
+                state = .stopping(stop)
                 out.append(.armTimer(Self.stopDeadline))
-                stopWhenAnswered = answerPending
-                if !answerPending { out.append(.stopAdvertising) }
+                if !stop.answerPending { out.append(.stopAdvertising) }
                 return
             }
             closeBackend(&out)
             return open(&out)
         }
-        switch phase {
+        switch state {
         case .advertising:
             apply(&out, dataOnlyAllowed: true)
         case .opening:
             // The apply that follows the open uses the new configuration; READY=1 goes out when it settles.
             break
-        case .applying:
+        case .applying(var a):
             // The apply running now has the old configuration: once more after it, then READY=1.
-            applyAgain = true
+            a.again = true
+            state = .applying(a)
         case .reapplyWait, .waiting:
             // The next attempt uses the new configuration.
             settle(&out)
@@ -573,14 +608,13 @@ public struct Lifecycle: Sendable {
 
     /// What a stop that is not for exiting leads to: a controller change opens the new controller, a config that
     /// lost its uuid leaves nothing on the air.
-    private enum AfterStop { case reopen, unprovisioned }
-    private var afterStop: AfterStop?
+    private enum AfterStop: Sendable { case reopen, unprovisioned }
 
     /// The config has no beacon: nothing on the air, no backend, STATUS says what to do.
     private mutating func unprovision(_ out: inout [Action]) {
         closeBackend(&out)
         out.append(.cancelTimer)
-        phase = .unprovisioned
+        state = .unprovisioned
         let at = config.unprovisioned.map { ":\($0.line)" } ?? ""
         let s = "Not advertising: [beacon] in \(configPath)\(at) has no uuid yet; set one with 'beacond gen-uuid --set \(configPath)', then reload"
         out.append(.log(.notice, s, ["CONFIG_FILE=\(configPath)"]))
@@ -592,12 +626,10 @@ public struct Lifecycle: Sendable {
     private mutating func withdraw(_ out: inout [Action]) {
         switch phase {
         case .advertising, .reapplyWait, .opening, .applying:
-            let answerPending = phase == .opening || phase == .applying
-            phase = .stopping
-            afterStop = .unprovisioned
+            let stop = newStop(.unprovisioned)
+            state = .stopping(stop)
             out.append(.armTimer(Self.stopDeadline))
-            stopWhenAnswered = answerPending
-            if !answerPending { out.append(.stopAdvertising) }
+            if !stop.answerPending { out.append(.stopAdvertising) }
         case .waiting, .unprovisioned:
             unprovision(&out)
         case .idle, .stopping, .exited:
@@ -629,50 +661,50 @@ public struct Lifecycle: Sendable {
     // MARK: stop
 
     private mutating func terminate(_ signal: String, _ out: inout [Action]) {
-        if phase == .stopping {
+        if case .stopping(var stop) = state {
             // Already taking the beacon off for a controller change or a withdrawn beacon: exit after it instead.
-            guard afterStop != nil else { return }
-            afterStop = nil
+            guard stop.then != nil else { return }
+            stop.then = nil
+            state = .stopping(stop)
             out.append(.log(.info, "Received \(signal), disabling advertising and exiting", []))
             out.append(.notify(["STOPPING=1", "STATUS=Stopping: disabling advertising"]))
             return
         }
         out.append(.log(.info, "Received \(signal), disabling advertising and exiting", []))
         out.append(.notify(["STOPPING=1", "STATUS=Stopping: disabling advertising"]))
-        let answerPending = phase == .opening || phase == .applying
-        phase = .stopping
-        out.append(.armTimer(Self.stopDeadline))
         // An open or apply in flight finishes first: a disable sent between its commands would be overtaken by its
         // enable, and the beacon would stay on the air.
-        stopWhenAnswered = answerPending
-        if !answerPending { out.append(.stopAdvertising) }
+        let stop = newStop(nil)
+        state = .stopping(stop)
+        out.append(.armTimer(Self.stopDeadline))
+        if !stop.answerPending { out.append(.stopAdvertising) }
     }
 
     private mutating func stopNow(_ out: inout [Action]) {
-        guard stopWhenAnswered else { return }
-        stopWhenAnswered = false
+        guard case .stopping(var stop) = state, stop.answerPending else { return }
+        stop.answerPending = false
+        state = .stopping(stop)
         out.append(.stopAdvertising)
     }
 
     private mutating func finish(_ out: inout [Action]) {
+        let then: AfterStop? = if case .stopping(let stop) = state { stop.then } else { nil }
         closeBackend(&out)
-        switch afterStop {
+        switch then {
         case .reopen:
             // The stop was for a controller change, not for exiting.
-            afterStop = nil
             out.append(.cancelTimer)
             open(&out)
             settle(&out)
             return
         case .unprovisioned:
-            afterStop = nil
             return unprovision(&out)
         case nil:
             break
         }
         out.append(.cancelTimer)
         out.append(.exit(.success))
-        phase = .exited(.success)
+        state = .exited(.success)
     }
 
     // MARK: journal fields
