@@ -29,9 +29,9 @@ final class HCIBackend: AdvertisingBackend {
     private var sliceTimer: EventSource?
     /// The address in use, as STATUS names it.
     private var addressNote = ""
-    private var staticAddress: [UInt8]?
-    private var warnedNoStateDirectory = false
-    private var rotatingAddress: (generation: UInt64, address: [UInt8])?
+    /// Which address the controller is told (DaemonCore's AddressChoice; the state directory and the kernel's random
+    /// bytes come from here).
+    private var addresses = AddressChoice()
     private var closed = false
 
     init(device: DeviceSpec, loop: EventLoop, log: Logger, mayBringUp: Bool, owned: OwnershipStore) {
@@ -134,54 +134,22 @@ final class HCIBackend: AdvertisingBackend {
         }
     }
 
-    /// The address policy as the controller is told: nil with the failure's message when the static address
-    /// cannot be had.
-    /// `chosen`: the config says `address`; unset, a static address that cannot be kept (no state directory: a
-    /// hand-started beacond without root) falls back to the public address, with a warning, instead of nothing on
-    /// the air.
-    private func ownAddress(_ policy: AddressPolicy, chosen: Bool, generation: UInt64) -> Result<OwnAddress, BackendFailure> {
-        switch policy {
-        case .public:
-            return .success(.public)
-        case .static:
-            if let a = staticAddress { return .success(.random(a)) }
-            // Fallen back once on this connection: no new attempt (a mkdir) at every apply.
-            if !chosen && warnedNoStateDirectory { return .success(.public) }
-            do {
-                let a = try StaticAddressStore.load()
-                staticAddress = a
-                return .success(.random(a))
-            } catch {
-                if !chosen && !error.damaged {
-                    warnedNoStateDirectory = true
-                    log.warning("\(error.description); advertising from the controller's public address until it can be kept",
-                                ["HCI_DEVICE=\(device)"])
-                    return .success(.public)
-                }
-                return .failure(BackendFailure(message: error.description, fields: ["HCI_DEVICE=\(device)"]))
-            }
-        case .rotating:
-            if let r = rotatingAddress, r.generation == generation { return .success(.random(r.address)) }
-            var a: [UInt8]?
-            while a == nil {
-                do { a = RandomAddress.makeNonResolvable(from: try RandomID.bytes(6)) } catch {
-                    return .failure(BackendFailure(message: "Cannot make a private address: \(error)"))
-                }
-            }
-            rotatingAddress = (generation, a!)
-            return .success(.random(a!))
-        }
-    }
-
     func apply(_ schedule: AdvertisingSchedule, dataOnlyAllowed: Bool, _ done: @escaping (Result<OnAir, BackendFailure>) -> Void) {
         guard let c = connection, advertiser != nil, !schedule.beacons.isEmpty else {
             return done(.failure(BackendFailure(message: "The controller on \(device) is not open")))
         }
         let policy = schedule.address ?? .static
         let own: OwnAddress
-        switch ownAddress(policy, chosen: schedule.address != nil, generation: schedule.addressGeneration) {
-        case .success(let a): own = a
-        case .failure(let f): return done(.failure(f))
+        let choice = addresses.choose(schedule.address, generation: schedule.addressGeneration, loadStatic: {
+            do throws(StaticAddressStore.Failure) { return .success(try StaticAddressStore.load()) } catch {
+                return .failure(error.damaged ? .damaged(error.description) : .unavailable(error.description))
+            }
+        }, randomBytes: { try? RandomID.bytes(6) })
+        switch choice {
+        case .success(let c):
+            own = c.address
+            if let w = c.warning { log.warning(w, ["HCI_DEVICE=\(device)"]) }
+        case .failure(let r): return done(.failure(BackendFailure(message: r.message, fields: ["HCI_DEVICE=\(device)"])))
         }
         let wanted = schedule.beacons.map { r in var e = r; e.ownAddress = own; return e }
         let note = own == .public ? "public address" : "\(policy.rawValue) address \(own)"

@@ -34,13 +34,13 @@ enum StaticAddressStore {
         } catch let e as Failure {
             throw e
         } catch let e as SystemError where e.errno == .noEntry {
-            return try make(path, in: directory)
+            return try make(in: directory)
         } catch {
             throw Failure(description: "Cannot read \(path): \(error)")
         }
     }
 
-    private static func make(_ path: String, in directory: String) throws(Failure) -> [UInt8] {
+    private static func make(in directory: String) throws(Failure) -> [UInt8] {
         var address: [UInt8]?
         while address == nil {
             do { address = RandomAddress.makeStatic(from: try RandomID.bytes(6)) } catch {

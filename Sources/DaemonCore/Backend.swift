@@ -208,3 +208,69 @@ public struct TelemetryClock: Sendable {
                   uptimeTenths: UInt32(clamping: (lastAt &- startedAt) / 100_000))
     }
 }
+
+/// Which address the controller is told to advertise from, for the config's address policy: the decisions, with
+/// the two things that need the system (the kept static address, fresh random bytes) passed in by the backend.
+public struct AddressChoice: Sendable {
+    private var staticAddress: [UInt8]?
+    /// `address` unset and no static address could be kept: the public address from then on, said once.
+    private var fellBack = false
+    private var rotating: (generation: UInt64, address: [UInt8])?
+
+    public init() {}
+
+    /// Why the static address could not be had.
+    public enum StaticFailure: Error, Sendable, Hashable {
+        /// No state directory to keep it in (a hand-started beacond without root): the default may fall back.
+        case unavailable(String)
+        /// A file is there but holds no address: an identity was made and is damaged. Never replaced silently.
+        case damaged(String)
+    }
+
+    /// No address: the sentence to say.
+    public struct Refusal: Error, Sendable, Hashable {
+        public var message: String
+    }
+
+    public struct Choice: Sendable, Hashable {
+        public var address: OwnAddress
+        /// Say this once: the default fell back to the public address.
+        public var warning: String?
+    }
+
+    /// `policy` nil: the config does not say (the default, static, which may fall back); `generation`: the
+    /// rotating address's period. Failure: the sentence to say.
+    public mutating func choose(_ policy: AddressPolicy?, generation: UInt64,
+                                loadStatic: () -> Result<[UInt8], StaticFailure>,
+                                randomBytes: () -> [UInt8]?) -> Result<Choice, Refusal> {
+        switch policy ?? .static {
+        case .public:
+            return .success(Choice(address: .public))
+        case .static:
+            if let a = staticAddress { return .success(Choice(address: .random(a))) }
+            // Fallen back once on this connection: no new attempt (a mkdir) at every apply.
+            if policy == nil && fellBack { return .success(Choice(address: .public)) }
+            switch loadStatic() {
+            case .success(let a):
+                staticAddress = a
+                return .success(Choice(address: .random(a)))
+            case .failure(.unavailable(let why)) where policy == nil:
+                fellBack = true
+                return .success(Choice(address: .public, warning: "\(why); advertising from the controller's public address until it can be kept"))
+            case .failure(.unavailable(let why)), .failure(.damaged(let why)):
+                return .failure(Refusal(message: why))
+            }
+        case .rotating:
+            if let r = rotating, r.generation == generation { return .success(Choice(address: .random(r.address))) }
+            // A few draws at most: the bytes are refused only when they make all zeros or all ones.
+            for _ in 0..<8 {
+                guard let bytes = randomBytes() else { return .failure(Refusal(message: "Cannot make a private address: no random bytes from the kernel")) }
+                if let a = RandomAddress.makeNonResolvable(from: bytes) {
+                    rotating = (generation, a)
+                    return .success(Choice(address: .random(a)))
+                }
+            }
+            return .failure(Refusal(message: "Cannot make a private address: the kernel's random bytes were refused 8 times"))
+        }
+    }
+}
