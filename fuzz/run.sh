@@ -28,7 +28,7 @@ mkdir -p "$out/src"
 rm -f "$out"/src/*.swift
 # One module: the pure sources, without their cross-module imports, plus the entry points.
 for f in Sources/BluetoothHCI/*.swift Sources/BeaconCore/*.swift \
-         Sources/HCIHost/CommandFlow.swift Sources/HCIHost/AdvertisingPlan.swift Sources/HCIHost/HCIEventMeaning.swift \
+         Sources/HCIHost/CommandFlow.swift Sources/HCIHost/StepSequence.swift Sources/HCIHost/AdvertisingPlan.swift Sources/HCIHost/HCIEventMeaning.swift \
          Sources/Mgmt/MgmtCodec.swift Sources/Mgmt/MgmtCommandFlow.swift Sources/Mgmt/MgmtAdvertisingPlan.swift \
          Sources/Mgmt/MgmtInstancePlan.swift; do
     sed '/^import BluetoothHCI$/d; /^import HCITransport$/d; /^import HCIHost$/d' "$f" > "$out/src/$(basename "$(dirname "$f")")-$(basename "$f")"

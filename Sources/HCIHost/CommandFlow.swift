@@ -168,14 +168,12 @@ public struct CommandFlow: Sendable {
     }
 }
 
-/// A step sequence that stopped: which step and why.
-public struct StepFailure: Error, Sendable {
-    public let index: Int
-    public let step: Step
-    public let error: CommandError
+/// A step sequence that stopped: which step and why (the controller's error).
+public typealias StepFailure = SequenceFailure<Step, CommandError>
+
+extension SequenceFailure where SequenceStep == Step, Failure == CommandError {
+    public var error: CommandError { failure }
     public init(index: Int, step: Step, error: CommandError) {
-        self.index = index
-        self.step = step
-        self.error = error
+        self.init(index: index, step: step, failure: error)
     }
 }

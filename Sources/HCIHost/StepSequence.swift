@@ -2,11 +2,18 @@
 // both shells (HCI's ControllerConnection, mgmt's MgmtConnection) do it.
 
 /// The step a sequence stopped at, and why.
-public struct SequenceFailure<Step: Sendable, Failure: Error>: Error {
+public struct SequenceFailure<SequenceStep: Sendable, Failure: Error>: Error {
     public let index: Int
-    public let step: Step
+    public let step: SequenceStep
     public let failure: Failure
+    public init(index: Int, step: SequenceStep, failure: Failure) {
+        self.index = index
+        self.step = step
+        self.failure = failure
+    }
 }
+
+extension SequenceFailure: Hashable, Equatable where SequenceStep: Hashable, Failure: Hashable {}
 
 /// Sends `steps` in order through `send`, each after the previous one answered. A failure that `tolerated` turns
 /// into a reply counts as success; any other failure stops the sequence.

@@ -1,6 +1,7 @@
 // The mgmt command flow as a value type, like HCI's CommandFlow: one command pending at a time, its reply matched
 // by opcode, a timeout per command. Events in, actions out; MgmtConnection executes the actions.
 import BluetoothHCI
+import HCIHost
 
 /// A management command that did not succeed: the kernel's status, or nil when no answer came (timeout, closed).
 public struct MgmtFailure: Error, Sendable, Hashable {
@@ -99,13 +100,4 @@ public struct MgmtStep: Sendable, Hashable {
 }
 
 /// A step sequence that stopped: at which step and why.
-public struct MgmtStepFailure: Error, Sendable, Hashable {
-    public let index: Int
-    public let step: MgmtStep
-    public let failure: MgmtFailure
-    public init(index: Int, step: MgmtStep, failure: MgmtFailure) {
-        self.index = index
-        self.step = step
-        self.failure = failure
-    }
-}
+public typealias MgmtStepFailure = SequenceFailure<MgmtStep, MgmtFailure>
