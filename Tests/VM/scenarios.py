@@ -877,6 +877,48 @@ def s19_mgmt_foreign_instances_survive():
     return f'{st} | both foreign instances on the air before, beside and after beacond'
 
 
+MUTE_CONTROLLER = r"""
+import os, sys, time
+# A controller that registers and then answers nothing: the kernel's setup (HCI Reset first) times out, as on a
+# Pi whose radio is stuck ("Opcode 0x0c03 failed: -110"), and mgmt calls the device an invalid index.
+fd = os.open('/dev/vhci', os.O_RDWR)
+os.write(fd, bytes([0xFF, 0x00]))  # HCI_VENDOR_PKT: create a primary controller
+reply = os.read(fd, 4)
+open(sys.argv[1], 'w').write(str(reply[2] | reply[3] << 8))
+while True:
+    os.read(fd, 1024)  # commands from the kernel, never answered
+"""
+
+
+def s20_setup_failed_device_goes_to_raw_hci():
+    """An hciN that exists but whose kernel setup failed: mgmt says Invalid Index. beacond must say what it sees and,
+    with backend auto, try raw HCI (which brings the device up again) instead of waiting for it to appear."""
+    with open('/run/mute-controller.py', 'w') as f:
+        f.write(MUTE_CONTROLLER)
+    sh('rm -f /run/mute-index; systemctl reset-failed mute-controller 2>/dev/null; '
+       'systemd-run --unit=mute-controller /usr/bin/python3 /run/mute-controller.py /run/mute-index', check=True)
+    try:
+        index = wait(lambda: os.path.exists('/run/mute-index') and open('/run/mute-index').read().strip(), 20, 'the mute controller to register')
+        dev = f'hci{index}'
+        # The kernel's own word that the setup failed (mgmt then answers Invalid Index for it: btmon shows it).
+        info = wait(lambda: next((l for l in sh('dmesg').splitlines() if f'{dev}: Opcode 0x0c03 failed' in l), None), 60,
+                    f'the kernel to give up setting {dev} up')
+        with open('/run/badsetup.conf', 'w') as f:
+            f.write(f'[beacon]\nuuid = "{UUID}"\nmajor = 1\nminor = 20\n\n[controller]\ndevice = "{dev}"\nbackend = "auto"\n')
+        sh('systemctl reset-failed beacond-badsetup 2>/dev/null; systemd-run --unit=beacond-badsetup -p DynamicUser=yes '
+           '-p AmbientCapabilities="CAP_NET_ADMIN CAP_NET_RAW" -p CapabilityBoundingSet="CAP_NET_ADMIN CAP_NET_RAW" '
+           '/usr/bin/beacond run --config /run/badsetup.conf', check=True)
+        journal = lambda: sh('journalctl -u beacond-badsetup --no-pager -o cat')
+        wait(lambda: 'calls it an invalid index' in journal(), 30, f'beacond to say what it sees of {dev}')
+        wait(lambda: f'Using raw HCI commands on {dev}' in journal(), 30, 'the fall back to raw HCI')
+        j = journal()
+        assert f'Waiting for {dev} to appear' not in j, j[-800:]
+        assert 'backend auto falls back to raw HCI commands' in j, j[-800:]
+        return f'kernel: {info.strip()[-50:]} | beacond: ' + ' / '.join(l[:90] for l in j.splitlines() if 'invalid index' in l or 'Using raw HCI' in l)[:300]
+    finally:
+        sh('systemctl stop beacond-badsetup mute-controller 2>/dev/null; rm -f /run/badsetup.conf')
+
+
 def main():
     sh(f'rm -f {SNOOP}; systemd-run --unit=btmon-capture /usr/bin/btmon -w {SNOOP}', check=True)
     wait(lambda: os.path.exists(SNOOP) and os.path.getsize(SNOOP) >= 16, 10, 'btmon to start')
@@ -919,6 +961,7 @@ def main():
         run_('17. hci: three beacons, then SIGKILL and a start with one: the killed run\'s other two leave the air, and stop leaves nothing', s17_hci_kill_then_fewer_beacons)
         run_('18. mgmt: three beacons, then SIGKILL and a start with one: the killed run\'s other two instances go, and stop leaves nothing', s18_mgmt_kill_then_fewer_beacons)
         run_('19. mgmt: another program\'s instances (one from before the start, one added meanwhile) are neither taken nor removed', s19_mgmt_foreign_instances_survive)
+        run_('20. an hciN whose kernel setup failed (mgmt: Invalid Index): beacond says so and backend auto tries raw HCI, not "waiting to appear"', s20_setup_failed_device_goes_to_raw_hci)
         run_('13. apt-get purge: nothing left behind (files, units, enablement, state), nothing on the air', s13_purge_leaves_nothing)
         run_('14. upgrade from the previous package with an edited conffile (and beacond@hci1 running beside it on amd64): edit kept, new default as .dpkg-dist, both restarted, beacons back', s14_upgrade_keeps_the_edited_conffile)
         # The plan first, so that a run cut off by the host's timeout can say which scenarios never ran.
