@@ -39,7 +39,7 @@ private func fuzzConfig(_ bytes: [UInt8]) {
             _ = config.interval(of: b)
         }
     }
-    _ = try? ConfigEditor.settingUUID(BeaconUUID.version4(random: [UInt8](repeating: 7, count: 16)), in: bytes)
+    _ = try? ConfigEditor.settingUUID(BeaconUUID.version4(random: [UInt8](repeating: 7, count: 16)), in: bytes, replacing: bytes.count % 2 == 0)
 }
 
 private func fuzzHCI(_ bytes: [UInt8]) {

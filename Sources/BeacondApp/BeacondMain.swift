@@ -17,7 +17,8 @@ public enum BeacondMain {
                 code = .success
             case .checkConfig(let path): code = Tools.checkConfig(path: path)
             case .payload(let path, let format): code = Tools.payload(path: path, format: format)
-            case .genUUID(let count, let lower, let set): code = Tools.genUUID(count: count, lowercase: lower, setPath: set)
+            case .genUUID(let count, let lower, let set, let replace):
+                code = Tools.genUUID(count: count, lowercase: lower, setPath: set, replacing: replace)
             case .run(let options): code = Daemon.run(options)
             case .scan(let options): code = Scanner.run(options)
             }

@@ -12,7 +12,7 @@ enum Invocation: Equatable {
     case run(RunOptions)
     case checkConfig(configPath: String)
     case payload(configPath: String, format: PayloadFormat)
-    case genUUID(count: Int, lowercase: Bool, setPath: String?)
+    case genUUID(count: Int, lowercase: Bool, setPath: String?, replace: Bool)
     case scan(ScanOptions)
 }
 
@@ -149,18 +149,20 @@ enum CLI {
             }),
         Command(
             name: "gen-uuid", abstract: "Generate random (version 4) UUIDs, or write one into a config file.",
-            usage: "beacond gen-uuid [--count N] [--lower] [--set PATH]",
+            usage: "beacond gen-uuid [--count N] [--lower] [--set PATH [--replace]]",
             description: """
                 UUIDs come from the kernel's random number generator, uppercase and
-                hyphenated like macOS uuidgen. With --set, the uuid key of [beacon] in the
-                file gets a fresh UUID; every other byte of the file stays as it was, and the
-                file is replaced atomically. A file that does not parse is left untouched.
+                hyphenated like macOS uuidgen. With --set, a [beacon] without a uuid gets a
+                fresh one; every other byte of the file stays as it was, and the file is
+                replaced atomically. A uuid that is there is kept (a fleet shares one UUID)
+                unless --replace is given. A file that does not parse is left untouched.
                 """,
             options: """
                 OPTIONS:
                   -n, --count N           How many UUIDs to print (default: 1).
                   --lower                 Print lowercase hex digits.
                   --set PATH              Write a fresh UUID into PATH's [beacon] uuid.
+                  --replace               With --set: replace a uuid that is there.
                 \(helpOption)
                 """,
             parse: { p throws(UsageError) in
@@ -168,6 +170,7 @@ enum CLI {
                 var countGiven = false
                 var lower = false
                 var set: String?
+                var replace = false
                 while let opt = try p.nextOption() {
                     switch opt {
                     case "-n", "--count":
@@ -177,6 +180,7 @@ enum CLI {
                         countGiven = true
                     case "--lower": lower = true
                     case "--set": set = try p.value(for: opt)
+                    case "--replace": replace = true
                     case "-h", "--help": return .help("gen-uuid")
                     default: throw p.unknown(opt)
                     }
@@ -184,7 +188,10 @@ enum CLI {
                 if set != nil && countGiven && count != 1 {
                     throw UsageError(message: "'--set' writes one UUID; it cannot be combined with '--count \(count)'", command: "gen-uuid")
                 }
-                return .genUUID(count: count, lowercase: lower, setPath: set)
+                if replace && set == nil {
+                    throw UsageError(message: "'--replace' replaces the uuid '--set' writes; it needs '--set PATH'", command: "gen-uuid")
+                }
+                return .genUUID(count: count, lowercase: lower, setPath: set, replace: replace)
             }),
         Command(
             name: "scan", abstract: "Show the beacons around, with distance and proximity as iOS ranges them.",

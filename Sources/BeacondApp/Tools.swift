@@ -140,7 +140,7 @@ enum Tools {
         }
     }
 
-    static func genUUID(count: Int, lowercase: Bool, setPath: String?) -> ExitCode {
+    static func genUUID(count: Int, lowercase: Bool, setPath: String?, replacing: Bool = false) -> ExitCode {
         func fresh() -> BeaconUUID? {
             do { return BeaconUUID.version4(random: try RandomID.uuid4Bytes()) } catch {
                 Output.err("Error: cannot get random bytes: \(error)\n")
@@ -153,7 +153,7 @@ enum Tools {
             do { (file, bytes) = try ConfigLoader.openForEdit(path) } catch { return report(error) }
             guard let uuid = fresh() else { return .failure }
             let edited: [UInt8]
-            do { edited = try ConfigEditor.settingUUID(uuid, in: bytes) } catch {
+            do { edited = try ConfigEditor.settingUUID(uuid, in: bytes, replacing: replacing) } catch {
                 Output.err("Error: not changing \(path): it must be a valid config before and after the change\n")
                 return report(ConfigError(path: path, diagnostics: error.items))
             }

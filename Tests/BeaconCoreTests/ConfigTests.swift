@@ -170,7 +170,7 @@ struct EditorTests {
     @Test("replacing the UUID changes exactly one line and nothing else")
     func replace() throws {
         let uuid = BeaconUUID.version4(random: Array(0..<16))
-        let out = try ConfigEditor.settingUUID(uuid, in: Array(Self.commented.utf8))
+        let out = try ConfigEditor.settingUUID(uuid, in: Array(Self.commented.utf8), replacing: true)
         let before = Self.commented.split(separator: "\n", omittingEmptySubsequences: false)
         let after = String(decoding: out, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
         #expect(before.count == after.count)
@@ -178,6 +178,14 @@ struct EditorTests {
         #expect(changed == [2])
         #expect(after[2] == "uuid = \"\(uuid)\"   # region")
         #expect(try BeaconConfiguration.parse(out).beacon?.iBeacon?.uuid == uuid)
+    }
+
+    @Test("bug: --set on a file that has a uuid silently gave each Pi of a fleet its own region; it needs --replace")
+    func keepsAnExistingUUID() {
+        let uuid = BeaconUUID.version4(random: Array(0..<16))
+        let error = thrown(ConfigDiagnostics.self) { _ = try ConfigEditor.settingUUID(uuid, in: Array(Self.commented.utf8)) }
+        #expect(error?.items.map(\.message) == ["'uuid' in [beacon] is already E2C56DB5-DFFB-48D2-B060-D0F5A71096E0; a fleet shares one UUID, so --set keeps it: pass --replace to give this file a new region"])
+        #expect(error?.items.first?.location?.line == 3)
     }
 
     @Test("a missing uuid key is added right after [beacon]")

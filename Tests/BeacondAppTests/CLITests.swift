@@ -16,9 +16,10 @@ struct CLITests {
         (["check-config", "--config", "a.conf"], .checkConfig(configPath: "a.conf")),
         (["payload", "-f", "hcitool"], .payload(configPath: "/etc/beacond/beacond.conf", format: .hcitool)),
         (["payload", "--format=json", "-c", "b"], .payload(configPath: "b", format: .json)),
-        (["gen-uuid"], .genUUID(count: 1, lowercase: false, setPath: nil)),
-        (["gen-uuid", "--count", "5", "--lower"], .genUUID(count: 5, lowercase: true, setPath: nil)),
-        (["gen-uuid", "--set", "/etc/beacond/beacond.conf"], .genUUID(count: 1, lowercase: false, setPath: "/etc/beacond/beacond.conf")),
+        (["gen-uuid"], .genUUID(count: 1, lowercase: false, setPath: nil, replace: false)),
+        (["gen-uuid", "--count", "5", "--lower"], .genUUID(count: 5, lowercase: true, setPath: nil, replace: false)),
+        (["gen-uuid", "--set", "/etc/beacond/beacond.conf"], .genUUID(count: 1, lowercase: false, setPath: "/etc/beacond/beacond.conf", replace: false)),
+        (["gen-uuid", "--set", "c.conf", "--replace"], .genUUID(count: 1, lowercase: false, setPath: "c.conf", replace: true)),
     ])
     func parses(args: [String], expected: Invocation) throws {
         #expect(try CLI.parse(args) == expected)
@@ -36,6 +37,7 @@ struct CLITests {
         (["gen-uuid", "--count", "0"], "invalid value for '--count'"),
         (["gen-uuid", "--count", "many"], "invalid value for '--count'"),
         (["gen-uuid", "--count", "2", "--set", "x"], "cannot be combined"),
+        (["gen-uuid", "--replace"], "'--replace' replaces the uuid '--set' writes; it needs '--set PATH'"),
         (["gen-uuid", "--lower=yes"], "unexpected value 'yes'"),
         (["help", "nothing"], "unknown command 'nothing'"),
     ])

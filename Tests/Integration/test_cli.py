@@ -138,8 +138,12 @@ def test_gen_uuid_set_changes_exactly_one_line_and_keeps_mode(tmp_path):
     before, after = original.splitlines(keepends=True), conf.read_text().splitlines(keepends=True)
     at = before.index('[beacon]\n') + 1
     assert after == before[:at] + [f'uuid = "{first}"\n'] + before[at:]
-    # With a uuid there, --set changes exactly that line.
+    # With a uuid there, --set keeps it (a fleet shares one UUID): exit 78 naming the line, the file untouched.
     r = run_cli('gen-uuid', '--set', str(conf))
+    assert r.returncode == 78 and f"{conf}:{at + 1}:8: error: 'uuid' in [beacon] is already {first}" in r.stderr, r.stderr
+    assert 'pass --replace' in r.stderr and conf.read_text().splitlines(keepends=True) == after
+    # --replace changes exactly that line.
+    r = run_cli('gen-uuid', '--set', str(conf), '--replace')
     assert r.returncode == 0, r.stderr
     second = r.stdout.strip()
     assert UUID_RE.match(second) and second != first

@@ -603,7 +603,7 @@ def s0_fresh_install_waits_for_a_uuid():
 
 
 def s13_purge_leaves_nothing():
-    sh('beacond gen-uuid --set /etc/beacond/beacond.conf', check=True)  # an edited conffile, as a user leaves it
+    sh('beacond gen-uuid --set /etc/beacond/beacond.conf --replace', check=True)  # an edited conffile, as a user leaves it
     sh('cp /etc/beacond/beacond.conf /etc/beacond/hci1.conf', check=True)  # and a file of their own
     since = now_us()
     out = sh('DEBIAN_FRONTEND=noninteractive apt-get purge -y -q beacond 2>&1', check=True, timeout=300)
