@@ -19,12 +19,7 @@ final class HCIBackend: AdvertisingBackend {
     private let mayBringUp: Bool
     private var connection: ControllerConnection?
     /// Every decision about what goes to the controller (HCIHost's HCIAdvertiser); nil until the probe is done.
-    private var advertiser: HCIAdvertiser? {
-        didSet {
-            // The record of sets on a kernel hciN follows the advertiser's (written only when it changes).
-            if let a = advertiser, !a.ownsController { owned[device.description, .hciSets] = a.usedHandles }
-        }
-    }
+    private var advertiser: HCIAdvertiser?
     private let owned: OwnershipStore
     private var sliceTimer: EventSource?
     /// The address in use, as STATUS names it.
@@ -166,6 +161,8 @@ final class HCIBackend: AdvertisingBackend {
     private func carry(_ outcome: HCIAdvertiser.Outcome, on c: ControllerConnection, _ done: @escaping (Result<Void, BackendFailure>) -> Void) {
         say(advertiser?.takeNotes() ?? [])
         syncSliceTimer()
+        // Before the steps go out: a run killed halfway still names every set they may enable.
+        recordSets()
         switch outcome {
         case .done: done(.success(()))
         case .failed(let message, let error):
@@ -189,6 +186,11 @@ final class HCIBackend: AdvertisingBackend {
         }
     }
 
+    /// On a kernel hciN, the state directory's record follows the advertiser's sets (written only when they change).
+    private func recordSets() {
+        if let a = advertiser, !a.ownsController { owned[device.description, .hciSets] = a.usedHandles }
+    }
+
     // MARK: time slicing (legacy controllers, several beacons)
 
     /// The slot timer runs exactly while the advertiser time-slices.
@@ -205,8 +207,10 @@ final class HCIBackend: AdvertisingBackend {
         guard !steps.isEmpty else { return }
         c.run(steps) { [weak self] result in
             guard let self, !self.closed else { return }
-            if case .success = result { self.advertiser?.sliceFinished(true) } else { self.advertiser?.sliceFinished(false) }
-            if case .failure(let f) = result {
+            switch result {
+            case .success: self.advertiser?.sliceFinished(true)
+            case .failure(let f):
+                self.advertiser?.sliceFinished(false)
                 self.oddity("slice", "The controller on \(self.device) refused the next time slice's data (\(f.error)); trying again at the next slot")
             }
         }
@@ -227,6 +231,7 @@ final class HCIBackend: AdvertisingBackend {
             switch result {
             case .success:
                 self.advertiser?.stopped()
+                self.recordSets()
                 self.log.info("Advertising disabled on \(self.device)")
             case .failure(let f): self.log.warning("Failed to disable advertising on \(self.device): \(f.error)", self.fields(f.error))
             }

@@ -139,9 +139,8 @@ public struct Lifecycle: Sendable {
     }
 
     /// A stop from the current phase (an open or an apply in flight answers first).
-    private var newStop: (_ then: AfterStop?) -> Stop {
-        let pending = phase == .opening || phase == .applying
-        return { Stop(answerPending: pending, then: $0) }
+    private func stop(then: AfterStop?) -> Stop {
+        Stop(answerPending: phase == .opening || phase == .applying, then: then)
     }
     public private(set) var config: BeaconConfiguration
     private let deviceOverride: DeviceSpec?
@@ -579,7 +578,7 @@ public struct Lifecycle: Sendable {
             // Nothing of beacond's may stay on the old controller: with a backend open there, whatever the phase,
             // stop there first (an open or apply in flight answers first, as for SIGTERM).
             if backend != nil {
-                let stop = newStop(.reopen)
+                let stop = stop(then: .reopen)
                 state = .stopping(stop)
                 out.append(.armTimer(Self.stopDeadline))
                 if !stop.answerPending { out.append(.stopAdvertising) }
@@ -626,7 +625,7 @@ public struct Lifecycle: Sendable {
     private mutating func withdraw(_ out: inout [Action]) {
         switch phase {
         case .advertising, .reapplyWait, .opening, .applying:
-            let stop = newStop(.unprovisioned)
+            let stop = stop(then: .unprovisioned)
             state = .stopping(stop)
             out.append(.armTimer(Self.stopDeadline))
             if !stop.answerPending { out.append(.stopAdvertising) }
@@ -674,7 +673,7 @@ public struct Lifecycle: Sendable {
         out.append(.notify(["STOPPING=1", "STATUS=Stopping: disabling advertising"]))
         // An open or apply in flight finishes first: a disable sent between its commands would be overtaken by its
         // enable, and the beacon would stay on the air.
-        let stop = newStop(nil)
+        let stop = stop(then: nil)
         state = .stopping(stop)
         out.append(.armTimer(Self.stopDeadline))
         if !stop.answerPending { out.append(.stopAdvertising) }

@@ -40,7 +40,7 @@ public struct MgmtInstancePlan: Sendable, Hashable {
         // The highest numbers, from the top down: bluetoothd hands out the lowest free ones first, so the highest are
         // only wanted when nearly every instance is in use. beacond's own come first (a restart after a crash updates
         // them in place), then the highest that no other program holds.
-        let top = (1...max(1, Int(maxInstances))).reversed().map { UInt8($0) }.filter { $0 <= maxInstances }
+        let top = stride(from: Int(maxInstances), through: 1, by: -1).map { UInt8($0) }
         let free = ours.filter { $0 >= 1 && $0 <= maxInstances }.sorted(by: >) + top.filter { !ours.contains($0) && !foreign.contains($0) }
         guard count >= 1, count <= free.count,
               let (slots, leftOver) = SlotAssignment.assign(wanted, current: current ?? [:], free: free)
