@@ -87,6 +87,27 @@ public enum Beacon: Sendable, Hashable {
         }
     }
 
+    /// What a beacon's kept static address is filed under: the identity a gateway knows it by (its format and
+    /// identifiers), not its place in the file or its measured power. Nil for telemetry, which has no identity.
+    public var identityKey: String? {
+        switch self {
+        case .iBeacon(let b): "ibeacon \(b.uuid) \(b.major) \(b.minor)"
+        case .altBeacon(let b): "altbeacon \(b.uuid) \(b.major) \(b.minor)"
+        case .eddystoneUID(let b): "eddystone-uid \(hexString(b.namespace)) \(hexString(b.instance))"
+        case .eddystoneTLM: nil
+        }
+    }
+
+    /// The power the frame says it has at 1 m (Eddystone's 0 m value less 41 dB); nil for telemetry.
+    public var measuredPowerAt1m: Int? {
+        switch self {
+        case .iBeacon(let b): Int(b.measuredPower)
+        case .altBeacon(let b): Int(b.referenceRSSI)
+        case .eddystoneUID(let b): Int(b.measuredPowerAt1m)
+        case .eddystoneTLM: nil
+        }
+    }
+
     public var iBeacon: IBeacon? {
         if case .iBeacon(let b) = self { return b }
         return nil

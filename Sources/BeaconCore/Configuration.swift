@@ -41,13 +41,40 @@ public enum LogLevel: Int, Sendable, Hashable, Comparable, CaseIterable, CustomS
 public enum AddressPolicy: String, Sendable, Hashable, CaseIterable {
     /// The controller's own public address.
     case `public`
-    /// A random static address made once per machine and kept in the state directory.
+    /// A random static address of each beacon's own, made at its first start and kept in the state directory.
     case `static`
     /// A new non-resolvable private address every `rotationPeriod`.
     case rotating
 
     /// How often a rotating address changes: the Core's recommended private address timeout, T_GAP(private_addr_int).
     public static let rotationPeriod = Duration.seconds(15 * 60)
+}
+
+/// Where one beacon's advertising comes from: a policy, or an address the config names.
+public enum BeaconAddressSetting: Sendable, Hashable, CustomStringConvertible {
+    case policy(AddressPolicy)
+    /// A random static address the user chose (6 bytes, least significant first, as on the wire).
+    case chosen([UInt8])
+
+    public var description: String {
+        switch self {
+        case .policy(let p): p.rawValue
+        case .chosen(let a): RandomAddress.format(a)
+        }
+    }
+}
+
+/// One beacon's address as the config decides it.
+public struct BeaconAddressWanted: Sendable, Hashable {
+    /// Nil: the default (`static` where beacond drives the controller, the kernel's choice through mgmt).
+    public var setting: BeaconAddressSetting?
+    /// What its kept static address is filed under in the state directory (its identity).
+    public var key: String
+
+    public init(_ setting: BeaconAddressSetting?, key: String) {
+        self.setting = setting
+        self.key = key
+    }
 }
 
 public struct AdvertisingSettings: Sendable, Hashable {
@@ -85,15 +112,21 @@ public struct ConfiguredBeacon: Sendable, Hashable {
     public var interval: AdvertisingInterval?
     /// `name`: the local name a scanner gets in the scan response; nil: no scan response.
     public var name: String?
+    /// Its own `address`; nil = `[advertising] address`.
+    public var address: BeaconAddressSetting?
     /// Where its table starts.
     public var location: SourceLocation
+    /// Where its `address` was set (for messages).
+    public var addressLocation: SourceLocation?
 
-    public init(_ beacon: Beacon, interval: AdvertisingInterval? = nil, name: String? = nil,
-                location: SourceLocation = SourceLocation(line: 1, column: 1)) {
+    public init(_ beacon: Beacon, interval: AdvertisingInterval? = nil, name: String? = nil, address: BeaconAddressSetting? = nil,
+                location: SourceLocation = SourceLocation(line: 1, column: 1), addressLocation: SourceLocation? = nil) {
         self.beacon = beacon
         self.interval = interval
         self.name = name
+        self.address = address
         self.location = location
+        self.addressLocation = addressLocation
     }
 
     /// The scan response for `name`: one Complete Local Name structure.
@@ -138,16 +171,69 @@ public struct BeaconConfiguration: Sendable, Hashable {
     /// The interval a beacon asks for: its own, else `[advertising]`'s.
     public func interval(of b: ConfiguredBeacon) -> AdvertisingInterval { b.interval ?? advertising.interval }
 
+    /// The first address setting the kernel's management interface cannot give (it advertises a non-connectable
+    /// beacon from a private address of its own): then backend auto uses raw HCI commands.
+    public var addressNeedingOwnCommands: BeaconAddressSetting? {
+        addressesWanted.lazy.compactMap(\.setting).first {
+            switch $0 {
+            case .chosen, .policy(.static): true
+            case .policy(.public): !advertising.connectable
+            case .policy(.rotating): false
+            }
+        }
+    }
+
+    /// True when beacond itself tells the controller the addresses (raw HCI or H4), false when the kernel does (mgmt).
+    public var beacondChoosesAddresses: Bool {
+        guard case .kernel = controller.device else { return true }
+        switch controller.backend {
+        case .hci: return true
+        case .mgmt: return false
+        case .auto: return addressNeedingOwnCommands != nil
+        }
+    }
+
+    /// Each beacon's address, in file order: its own `address`, else `[advertising]`'s. The kept static address
+    /// follows the beacon's identity, so reordering the file or adding and removing other beacons moves nothing; a
+    /// second beacon with the same identity is filed as "#2". An Eddystone-TLM beacon without an `address` of its
+    /// own goes out from the Eddystone-UID beacon's address (the first before it, else the first in the file):
+    /// Eddystone receivers pair telemetry with the UID frame by the address the two come from.
+    public var addressesWanted: [BeaconAddressWanted] {
+        var wanted: [BeaconAddressWanted] = []
+        var seen: [String: Int] = [:]
+        var telemetry = 0
+        for b in beacons {
+            let base: String
+            if let k = b.beacon.identityKey {
+                base = k
+            } else {
+                telemetry += 1
+                base = "eddystone-tlm"
+            }
+            let n = (seen[base] ?? 0) + 1
+            seen[base] = n
+            wanted.append(BeaconAddressWanted(b.address ?? advertising.address.map { .policy($0) }, key: n == 1 ? base : "\(base) #\(n)"))
+        }
+        guard telemetry > 0, let firstUID = beacons.firstIndex(where: { $0.beacon.format == .eddystoneUID }) else { return wanted }
+        var uid = firstUID
+        for (k, b) in beacons.enumerated() {
+            if b.beacon.format == .eddystoneUID { uid = k }
+            if b.beacon.isTelemetry, b.address == nil { wanted[k] = wanted[k > firstUID ? uid : firstUID] }
+        }
+        return wanted
+    }
+
     /// The schema: tables and their keys, in documentation order.
     public static let schema: [(table: String, keys: [String])] = [
-        ("beacon", ["format", "uuid", "major", "minor", "measured_power", "company_id", "reserved", "namespace", "instance", "interval_ms", "name"]),
+        ("beacon", ["format", "uuid", "major", "minor", "measured_power", "company_id", "reserved", "namespace", "instance", "interval_ms", "name",
+                    "address"]),
         ("advertising", ["interval_ms", "connectable", "tx_power", "address"]),
         ("controller", ["device", "backend"]),
         ("daemon", ["log_level"]),
     ]
 
     /// Keys every beacon may set, whatever its format.
-    public static let commonBeaconKeys = ["format", "interval_ms", "name"]
+    public static let commonBeaconKeys = ["format", "interval_ms", "name", "address"]
 
     /// Checks, parses and validates a whole file. Every mistake is reported, in file order.
     public static func parse(_ bytes: [UInt8]) throws(ConfigDiagnostics) -> BeaconConfiguration {
@@ -185,6 +271,8 @@ private struct Validator {
         var instance: [UInt8]?
         var interval: AdvertisingInterval?
         var name: String?
+        var address: BeaconAddressSetting?
+        var addressLocation: SourceLocation?
         // The format decides which keys belong; nil when `format` itself is wrong.
         var format: BeaconFormat? = .ibeacon
         if let entry = table.entries.first(where: { $0.key == "format" }) {
@@ -238,6 +326,14 @@ private struct Validator {
                 } else if let v = integer(item, what, key, -127...20, unit: " dBm") { measuredPower = Int8(v) }
             case "interval_ms":
                 interval = intervalValue(item, what, key) ?? interval
+            case "address":
+                guard let s = string(item, what, key) else { continue }
+                if let p = AddressPolicy(rawValue: s) {
+                    address = .policy(p)
+                } else if let a = chosenAddress(s, what, at: item.location, key: key) {
+                    address = .chosen(a)
+                }
+                addressLocation = item.location
             case "name":
                 guard let s = string(item, what, key) else { continue }
                 let n = s.utf8.count
@@ -289,7 +385,8 @@ private struct Validator {
         case .eddystoneTLM:
             beacon = .eddystoneTLM(EddystoneTLM(batteryMillivolts: 0, temperature: nil, advertisingCount: 0, uptimeTenths: 0))
         }
-        return .beacon(ConfiguredBeacon(beacon, interval: interval, name: name, location: table.location))
+        return .beacon(ConfiguredBeacon(beacon, interval: interval, name: name, address: address, location: table.location,
+                                        addressLocation: addressLocation))
     }
 
     mutating func unknownKey(_ e: TOMLEntry, in name: String, label: String, keys: [String]) {
@@ -316,13 +413,16 @@ private struct Validator {
         var daemon = DaemonSettings()
         var beacons: [ConfiguredBeacon] = []
         var unprovisioned: SourceLocation?
+        var labels: [String] = []
 
         let beaconTables = doc.tables("beacon")
         let isArray = beaconTables.first?.isArrayElement == true
         for (n, table) in beaconTables.enumerated() {
             let label = isArray ? "[[beacon]] #\(n + 1)" : "[beacon]"
             switch validateBeacon(table, label: label, mayLackUUID: !isArray) {
-            case .beacon(let b): beacons.append(b)
+            case .beacon(let b):
+                beacons.append(b)
+                labels.append(label)
             case .unprovisioned(let at): unprovisioned = at
             case .invalid: break
             }
@@ -375,6 +475,9 @@ private struct Validator {
                     if let a = AddressPolicy(rawValue: s) {
                         advertising.address = a
                         advertising.addressLocation = item.location
+                    } else if RandomAddress.parse(s) != nil {
+                        fail("\(what) names one address, which belongs to one beacon: put address = \"\(s)\" in that beacon's table ([beacon] or its [[beacon]])",
+                             at: item.location, key: key)
                     } else {
                         var message = "\(what) must be one of \"public\", \"static\", \"rotating\", found \"\(s)\""
                         if let guess = closest(s, among: AddressPolicy.allCases.map(\.rawValue)) { message += "; did you mean \"\(guess)\"?" }
@@ -407,10 +510,53 @@ private struct Validator {
             fail("'address' in [advertising] cannot be \"\(a.rawValue)\" with backend = \"mgmt\": the kernel advertises a non-connectable beacon from a non-resolvable address it picks and rotates itself; use backend = \"hci\" or \"auto\" (which then uses raw HCI commands)",
                  at: at, key: "advertising.address")
         }
+        let labelOf = { (k: Int) in labels[k] }
+        var chosenBy: [[UInt8]: Int] = [:]
+        for (k, b) in beacons.enumerated() {
+            guard let a = b.address, let at = b.addressLocation else { continue }
+            let needsHCI: Bool
+            switch a {
+            case .chosen(let bytes):
+                needsHCI = true
+                if let first = chosenBy[bytes] {
+                    fail("'address' in \(labelOf(k)) is \(a), the same as in \(labelOf(first)) (line \(beacons[first].addressLocation!.line)): gateways would take the two for one device; give each beacon its own address",
+                         at: at, key: "beacon.address")
+                } else {
+                    chosenBy[bytes] = k
+                }
+            case .policy(let p): needsHCI = p == .static || (p == .public && !advertising.connectable)
+            }
+            if controller.backend == .mgmt && needsHCI {
+                fail("'address' in \(labelOf(k)) cannot be \"\(a)\" with backend = \"mgmt\": the kernel advertises a non-connectable beacon from a non-resolvable address it picks and rotates itself; use backend = \"hci\" or \"auto\" (which then uses raw HCI commands)",
+                     at: at, key: "beacon.address")
+            }
+        }
 
         guard diagnostics.isEmpty, !beacons.isEmpty || unprovisioned != nil else { return nil }
         return BeaconConfiguration(beacons: beacons, unprovisioned: unprovisioned, advertising: advertising, controller: controller,
                                    daemon: daemon)
+    }
+
+    /// A random static address written as people write addresses ("C6:12:34:56:78:9A"), wire order; nil after saying
+    /// what is wrong with it.
+    mutating func chosenAddress(_ s: String, _ what: String, at location: SourceLocation, key: String) -> [UInt8]? {
+        guard let a = RandomAddress.parse(s) else {
+            var message = "\(what) must be \"public\", \"static\", \"rotating\" or a random static address like \"C6:12:34:56:78:9A\", found \"\(s)\""
+            if let guess = closest(s, among: AddressPolicy.allCases.map(\.rawValue)) { message += "; did you mean \"\(guess)\"?" }
+            fail(message, at: location, key: key)
+            return nil
+        }
+        guard a[5] >> 6 == 0b11 else {
+            fail("\(what) is not a random static address: its two top bits must be 11 (a first digit of C, D, E or F), found \"\(s)\"; a public or private address cannot be chosen here",
+                 at: location, key: key)
+            return nil
+        }
+        guard RandomAddress.isStatic(a) else {
+            fail("\(what) is not a random static address: the 46 bits after the top two must not be all 0 or all 1, found \"\(s)\"",
+                 at: location, key: key)
+            return nil
+        }
+        return a
     }
 
     /// Exactly `count` bytes written as 2 × count hex digits.

@@ -135,3 +135,57 @@ public struct RSSIFilter: Sendable {
         return Double(kept.reduce(0, +)) / Double(kept.count)
     }
 }
+
+/// `measured_power` against what the controller says it transmits, for the usual 1 m model: a 2.4 GHz signal loses
+/// about 41 dB over its first metre in free space (20·log10(4π·1 m/λ), λ = 12.5 cm), so a beacon sending at T dBm
+/// is heard at about T − 41 dBm at 1 m. Real antennas, enclosures and the receiving phone take 10 to 20 dB more (an
+/// iBeacon sending at 0 dBm is typically calibrated at −59 dBm), so only a difference beyond that is worth a
+/// warning: a value that cannot be right for this transmitter. The cure is a measurement (`beacond scan --calibrate`).
+public enum MeasuredPowerCheck {
+    /// The free-space loss over 1 m at 2.4 GHz, in dB.
+    public static let lossAt1m = 41
+    /// Differences beyond this are said.
+    public static let tolerance = 20
+
+    /// What a 1 m reading of a `tx` dBm transmitter usually is.
+    public static func expectedAt1m(tx: Int) -> Int { tx - lossAt1m }
+
+    /// How far `measuredAt1m` is from that, when it is beyond the tolerance (positive: the config says stronger).
+    public static func offBy(measuredAt1m: Int, tx: Int) -> Int? {
+        let d = measuredAt1m - expectedAt1m(tx: tx)
+        return abs(d) > tolerance ? d : nil
+    }
+}
+
+/// Every RSSI heard from one beacon during `scan --calibrate`, as counts per dBm (fixed memory however long it
+/// runs): the median is the value to use as measured_power when the receiver was 1 m away.
+public struct RSSIHistogram: Sendable, Hashable {
+    private var counts = [UInt32](repeating: 0, count: 256)
+    public private(set) var samples = 0
+
+    public init() {}
+
+    /// 127 means "not available" in an advertising report and is not a reading.
+    public mutating func add(_ rssi: Int8) {
+        guard rssi != 127 else { return }
+        counts[Int(rssi) + 128] &+= 1
+        samples += 1
+    }
+
+    /// The median in dBm (the mean of the two middle readings for an even count); nil without samples.
+    public var median: Double? {
+        guard samples > 0 else { return nil }
+        func nth(_ n: Int) -> Int {
+            var seen = 0
+            for (i, c) in counts.enumerated() {
+                seen += Int(c)
+                if seen > n { return i - 128 }
+            }
+            return 127
+        }
+        return Double(nth((samples - 1) / 2) + nth(samples / 2)) / 2
+    }
+
+    /// Fewer readings than this make no calibration worth writing down.
+    public static let enough = 10
+}

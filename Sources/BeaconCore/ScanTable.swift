@@ -86,8 +86,11 @@ public struct ScanEntry: Sendable {
     /// Heard since the last JSON refresh.
     public var updated = false
     public var data: [UInt8]
+    /// `scan --calibrate`: every reading, for the median.
+    public var histogram: RSSIHistogram?
 
-    public init(frame: BeaconFrame, report r: AdvertisingReport) {
+    public init(frame: BeaconFrame, report r: AdvertisingReport, calibrating: Bool = false) {
+        histogram = calibrating ? RSSIHistogram() : nil
         self.frame = frame
         address = r.addressString
         addressType = r.addressTypeName
@@ -101,6 +104,7 @@ public struct ScanEntry: Sendable {
         address = r.addressString
         addressType = r.addressTypeName
         if r.rssi != 127 { filter.add(r.rssi, at: now) }
+        histogram?.add(r.rssi)
         packets += 1
         updated = true
     }
@@ -141,6 +145,7 @@ public struct ScanEntry: Sendable {
             fields += ["\"rssi\":\(lastRSSI)", "\"data\":\"\(hexString(data))\""]
         }
         fields += ["\"packets\":\(packets)", "\"address\":\"\(address)\"", "\"address_type\":\"\(addressType)\""]
+        if final, let c = calibration { fields.append("\"calibration\":" + c.json) }
         if final { fields.append("\"final\":true") }
         return "{" + fields.joined(separator: ",") + "}"
     }
@@ -152,5 +157,37 @@ public struct ScanEntry: Sendable {
         return ["\"rssi\":\(lastRSSI)", "\"rssi_smoothed\":\(smoothed.map { decimal($0, 1) } ?? "null")",
                 "\"rssi_filter\":\(jsonString(RSSIFilter.description))", "\"distance_m\":\(d.map { decimal($0, 2) } ?? "null")",
                 "\"distance_model\":\"android-beacon-library\"", "\"proximity\":\"\(Ranging.proximity(distance: d).rawValue)\""]
+    }
+}
+
+/// What `scan --calibrate` found for one beacon heard from 1 m.
+public struct Calibration: Sendable, Hashable {
+    public var samples: Int
+    public var medianRSSI: Double?
+    /// The value for the config's measured_power (rounded median; Eddystone-UID's is at 0 m, the median + 41 dB),
+    /// nil with too few samples or for a frame without one.
+    public var measuredPower: Int?
+    /// The config key's meaning for this frame.
+    public var at0m: Bool
+
+    public var json: String {
+        "{\"samples\":\(samples),\"median_rssi\":\(medianRSSI.map { decimal($0, 1) } ?? "null"),"
+            + "\"measured_power\":\(measuredPower.map(String.init) ?? "null")\(at0m ? ",\"measured_power_at\":\"0 m\"" : "")}"
+    }
+}
+
+extension ScanEntry {
+    /// Nil unless calibrating; a beacon frame's median and the measured_power it gives.
+    public var calibration: Calibration? {
+        guard let h = histogram else { return nil }
+        let at0m: Bool
+        switch frame {
+        case .iBeacon, .altBeacon: at0m = false
+        case .eddystoneUID: at0m = true
+        default: return nil
+        }
+        let median = h.median
+        let power = h.samples >= RSSIHistogram.enough ? median.map { Int(($0).rounded()) + (at0m ? MeasuredPowerCheck.lossAt1m : 0) } : nil
+        return Calibration(samples: h.samples, medianRSSI: median, measuredPower: power, at0m: at0m)
     }
 }

@@ -195,7 +195,7 @@ enum CLI {
             }),
         Command(
             name: "scan", abstract: "Show the beacons around, with distance and proximity as iOS ranges them.",
-            usage: "beacond scan [--device SPEC] [--duration SECONDS] [--uuid UUID] [--major N] [--minor N] [--json] [--all]",
+            usage: "beacond scan [--device SPEC] [--duration SECONDS | --calibrate SECONDS] [--uuid UUID] [--major N] [--minor N] [--json] [--all]",
             description: """
                 Passive LE scanning (legacy or extended, whichever the controller supports) on
                 the same devices as 'run', for iBeacon, AltBeacon and Eddystone UID and TLM
@@ -211,6 +211,10 @@ enum CLI {
                   -d, --device SPEC       hciN, tcp:HOST:PORT, unix:PATH or serial:PATH[:BAUD]
                                           (default: hci0).
                   --duration SECONDS      Stop after this long (default: until Ctrl-C).
+                  --calibrate SECONDS     Listen this long with the receiver 1 m from the
+                                          beacons, then print per beacon the median RSSI and
+                                          the sample count: the value for measured_power
+                                          (Eddystone-UID's at 0 m: the median + 41 dB).
                   --uuid UUID             Only iBeacons and AltBeacons with this UUID (also for
                                           --major and --minor: Eddystone frames then go).
                   --major N               Only beacons with this major.
@@ -224,10 +228,14 @@ enum CLI {
                 while let opt = try p.nextOption() {
                     switch opt {
                     case "-d", "--device": o.device = try p.device(for: opt)
-                    case "--duration":
+                    case "--duration", "--calibrate":
                         let v = try p.value(for: opt)
                         guard let d = Double(v), d > 0, d <= 86400 * 365 else { throw p.invalid(opt, v, expected: "seconds, e.g. 10 or 2.5") }
+                        if (opt == "--calibrate" && o.duration != nil && !o.calibrate) || (opt == "--duration" && o.calibrate) {
+                            throw UsageError(message: "'--calibrate' listens for as long as it says; give '--duration' or '--calibrate', not both", command: "scan")
+                        }
                         o.duration = d
+                        if opt == "--calibrate" { o.calibrate = true }
                     case "--uuid":
                         let v = try p.value(for: opt)
                         do throws(BeaconUUID.ParseError) { o.uuid = try BeaconUUID(parsing: v) } catch {

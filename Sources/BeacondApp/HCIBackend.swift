@@ -22,8 +22,9 @@ final class HCIBackend: AdvertisingBackend {
     private var advertiser: HCIAdvertiser?
     private let owned: OwnershipStore
     private var sliceTimer: EventSource?
-    /// The address in use, as STATUS names it.
-    private var addressNote = ""
+    /// The address of each beacon in use, as STATUS names it, and the address itself.
+    private var addressNotes: [String] = []
+    private var ownAddresses: [OwnAddress] = []
     /// Which address the controller is told (DaemonCore's AddressChoice; the state directory and the kernel's random
     /// bytes come from here).
     private var addresses = AddressChoice()
@@ -133,25 +134,26 @@ final class HCIBackend: AdvertisingBackend {
         guard let c = connection, advertiser != nil, !schedule.beacons.isEmpty else {
             return done(.failure(BackendFailure(message: "The controller on \(device) is not open")))
         }
-        let policy = schedule.address ?? .static
-        let own: OwnAddress
-        let choice = addresses.choose(schedule.address, generation: schedule.addressGeneration, loadStatic: {
-            do throws(StaticAddressStore.Failure) { return .success(try StaticAddressStore.load()) } catch {
+        var chosen = Set<[UInt8]>()
+        for case .chosen(let a)? in schedule.addresses.map(\.setting) { chosen.insert(a) }
+        let own: [OwnAddress]
+        let choice = addresses.choose(schedule.addresses, generation: schedule.addressGeneration, loadStatic: { keys in
+            do throws(AddressStore.Failure) { return .success(try AddressStore.load(keys, avoiding: chosen)) } catch {
                 return .failure(error.damaged ? .damaged(error.description) : .unavailable(error.description))
             }
         }, randomBytes: { try? RandomID.bytes(6) })
         switch choice {
         case .success(let c):
-            own = c.address
+            own = c.addresses
             if let w = c.warning { log.warning(w, ["HCI_DEVICE=\(device)"]) }
         case .failure(let r): return done(.failure(BackendFailure(message: r.message, fields: ["HCI_DEVICE=\(device)"])))
         }
-        let wanted = schedule.beacons.map { r in var e = r; e.ownAddress = own; return e }
-        let note = own == .public ? "public address" : "\(policy.rawValue) address \(own)"
+        let wanted = zip(schedule.beacons, own).map { r, a in var e = r; e.ownAddress = a; return e }
+        let notes = zip(schedule.addresses, own).map { w, a in Self.describe(a, w.setting) }
         let outcome = advertiser!.apply(wanted, dataOnlyAllowed: dataOnlyAllowed)
         carry(outcome, on: c) { [weak self] result in
             guard let self else { return }
-            if case .success = result { self.addressNote = note }
+            if case .success = result { (self.addressNotes, self.ownAddresses) = (notes, own) }
             done(result.map { self.onAir! })
         }
     }
@@ -179,6 +181,7 @@ final class HCIBackend: AdvertisingBackend {
         for n in notes {
             switch n {
             case .warning(let m): warnOnce(m)
+            case .info(let m): log.info(m, ["HCI_DEVICE=\(device)"])
             case .notice(let m, let e): log.notice(m, fields(e))
             case .refused(let m, let e, .retryingWithFloor): log.warning(m, fields(e))
             case .refused(let m, let e, .checkConfig): log.error(m, fields(e))
@@ -205,10 +208,13 @@ final class HCIBackend: AdvertisingBackend {
         sliceTimer?.rearm(after: d)
         let steps = advertiser!.nextSlice()
         guard !steps.isEmpty else { return }
+        let started = monotonicMicroseconds()
         c.run(steps) { [weak self] result in
             guard let self, !self.closed else { return }
             switch result {
-            case .success: self.advertiser?.sliceFinished(true)
+            case .success:
+                self.advertiser?.sliceFinished(true, took: .microseconds(Int64(monotonicMicroseconds() &- started)))
+                self.say(self.advertiser?.takeNotes() ?? [])
             case .failure(let f):
                 self.advertiser?.sliceFinished(false)
                 self.oddity("slice", "The controller on \(self.device) refused the next time slice's data (\(f.error)); trying again at the next slot")
@@ -216,10 +222,28 @@ final class HCIBackend: AdvertisingBackend {
         }
     }
 
+    /// "static address C6:…", "chosen address C6:…", "rotating address 3A:…", "public address".
+    static func describe(_ a: OwnAddress, _ setting: BeaconAddressSetting?) -> String {
+        switch (a, setting) {
+        case (.public, _): "public address"
+        case (.random, .chosen?): "chosen address \(a)"
+        case (.random, .policy(let p)?): "\(p.rawValue) address \(a)"
+        case (.random, nil): "static address \(a)"
+        }
+    }
+
+    /// The advertiser's report, with each beacon's address: once for all when they share one, else per beacon.
     private var onAir: OnAir? {
         guard let r = advertiser?.report else { return nil }
-        return OnAir(interval: r.interval, details: r.details + [addressNote],
-                     beacons: r.beacons.map { BeaconOnAir(every: $0.every, details: $0.details) })
+        let shared = Set(addressNotes).count <= 1
+        var beacons = r.beacons.map { BeaconOnAir(every: $0.every, details: $0.details, txPower: $0.txPower) }
+        if !shared {
+            for k in beacons.indices where k < addressNotes.count {
+                beacons[k].details.append(addressNotes[k])
+                beacons[k].address = k < ownAddresses.count ? ownAddresses[k].description : nil
+            }
+        }
+        return OnAir(interval: r.interval, details: r.details + (shared ? addressNotes.prefix(1) : []), txPower: r.txPower, beacons: beacons)
     }
 
     func stop(_ done: @escaping () -> Void) {

@@ -13,7 +13,7 @@ final class OwnershipStore {
     /// Without a state directory (a hand-started beacond without root) the record lives in memory only: said once.
     private var warned = false
 
-    init(directory: String = StaticAddressStore.directory, log: Logger) {
+    init(directory: String = AddressStore.directory, log: Logger) {
         self.directory = directory
         self.log = log
     }

@@ -17,6 +17,8 @@ struct ScanOptions: Equatable {
     var minor: UInt16?
     var json: Bool = false
     var all: Bool = false
+    /// `--calibrate`: every reading is kept (as counts) for the median at the end; `duration` says how long.
+    var calibrate = false
 }
 
 final class Scanner {
@@ -137,7 +139,7 @@ final class Scanner {
         }
         let now = loop.nowMicroseconds
         seen.record(ScanEntry.key(for: frame, r), make: {
-            ScanEntry(frame: frame, report: r)
+            ScanEntry(frame: frame, report: r, calibrating: options.calibrate)
         }) { $0.heard(r, at: now) }
     }
 
@@ -161,6 +163,7 @@ final class Scanner {
         connection?.close()
         connection = nil
         if json { emitJSON(final: true) } else { render(final: true) }
+        if options.calibrate && !json { Output.out(calibrationTable()) }
         loop.exit(code: exitCode.rawValue)
     }
 
@@ -221,4 +224,29 @@ final class Scanner {
     }
 
     private func pad(_ s: String, _ width: Int) -> String { s.padding(to: width) }
+
+    /// After `--calibrate`: per beacon the median RSSI, the sample count, and the line for the config.
+    private func calibrationTable() -> String {
+        var out = "\nCalibration (\(decimal(options.duration ?? 0, 1)) s; valid when the receiver was 1 m from the beacon):\n"
+        out += pad("KIND", 14) + pad("UUID / NAMESPACE:INSTANCE", 37) + pad("MAJOR", 6) + pad("MINOR", 6) + pad("SAMPLES", 8)
+            + pad("MEDIAN", 8) + "FOR THE CONFIG\n"
+        var any = false
+        for s in seen.entries {
+            guard let c = s.calibration else { continue }
+            any = true
+            let (id, major, minor): (String, String, String)
+            switch s.frame {
+            case .iBeacon(let b): (id, major, minor) = (b.uuid.description, "\(b.major)", "\(b.minor)")
+            case .altBeacon(let b): (id, major, minor) = (b.uuid.description, "\(b.major)", "\(b.minor)")
+            case .eddystoneUID(let b): (id, major, minor) = (hexString(b.namespace) + ":" + hexString(b.instance), "-", "-")
+            default: continue
+            }
+            let advice = c.measuredPower.map { "measured_power = \($0)" + (c.at0m ? " (at 0 m)" : "") }
+                ?? "too few samples (at least \(RSSIHistogram.enough)): listen longer"
+            out += pad(s.frame.kind, 14) + pad(id, 37) + pad(major, 6) + pad(minor, 6) + pad("\(c.samples)", 8)
+                + pad(c.medianRSSI.map { decimal($0, 1) } ?? "-", 8) + advice + "\n"
+        }
+        if !any { out += "(no beacon heard: nothing to calibrate)\n" }
+        return out
+    }
 }

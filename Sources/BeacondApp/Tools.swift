@@ -2,6 +2,7 @@
 import BeaconCore
 import BluetoothHCI
 import DaemonCore
+import HCIHost
 import HCITransport
 import SystemCalls
 import SystemdSupport
@@ -31,20 +32,24 @@ enum Tools {
         let a = config.advertising
         let tx = a.txPower.map { "\($0) dBm (where the controller can set it)" } ?? "controller default"
         let beacons: String
+        let addresses = addressViews(config)
         if config.beacons.count == 1 {
             var lines = beaconLines(b)
             if let own = config.beacons[0].interval { lines.append(("interval_ms", "\(own) (this beacon's own)")) }
             if let name = config.beacons[0].name { lines.append(("name", "\"\(name)\" (in a scan response: scannable)")) }
+            lines.append(("address", addresses[0].text))
             beacons = "\(path): OK\n" + lines.map { "  " + $0.name.padding(to: 16) + $0.value + "\n" }.joined()
         } else {
             beacons = "\(path): OK, \(config.beacons.count) beacons\n" + config.beacons.enumerated().map { k, cb in
                 var lines = [("format", cb.beacon.format.rawValue)] + beaconLines(cb.beacon).filter { $0.name != "format" }
                 lines.append(("interval_ms", cb.interval.map { "\($0) (this beacon's own)" } ?? "\(a.interval) (from [advertising])"))
                 if let name = cb.name { lines.append(("name", "\"\(name)\" (in a scan response: scannable)")) }
+                lines.append(("address", addresses[k].text))
                 return "  beacon \(k + 1) (line \(cb.location.line))\n" + lines.map { "    " + $0.name.padding(to: 14) + $0.value + "\n" }.joined()
             }.joined()
         }
-        let address = a.address.map { $0.rawValue } ?? "static where beacond drives the controller (hci, H4); the kernel's own through mgmt (default)"
+        let address = a.address.map { "\($0.rawValue) (for beacons without their own)" }
+            ?? "static where beacond drives the controller (hci, H4), each beacon its own; the kernel's own through mgmt (default)"
         Output.out(beacons + """
               interval        \(a.interval) (\(a.interval.units) × 0.625 ms)
               pdu             \(a.legacyType.pduName) (\(a.connectable ? "connectable" : "non-connectable"))
@@ -56,6 +61,43 @@ enum Tools {
 
             """)
         return .success
+    }
+
+    /// What each beacon will advertise from, as the tools show it without making anything: the address when it is
+    /// known (chosen, or kept in the state directory), else what it will be.
+    struct AddressView {
+        var text: String
+        /// For payload's JSON and hcitool recipe: the random address, `.public`, or nil when not known yet.
+        var own: OwnAddress?
+        var setting: String
+    }
+
+    static func addressViews(_ config: BeaconConfiguration) -> [AddressView] {
+        let wanted = config.addressesWanted
+        let file = "\(AddressStore.directory)/\(AddressStore.fileName)"
+        let staticKeys = wanted.filter { $0.setting == nil || $0.setting == .policy(.static) }.map(\.key)
+        let kept = config.beacondChoosesAddresses && !staticKeys.isEmpty ? AddressStore.peek(staticKeys) : .success([:])
+        return wanted.map { w in
+            switch w.setting {
+            case .chosen(let a)?:
+                return AddressView(text: "\(RandomAddress.format(a)) (chosen)", own: .random(a), setting: "chosen")
+            case .policy(.public)?:
+                return AddressView(text: "public (the controller's own address)", own: .public, setting: "public")
+            case .policy(.rotating)?:
+                return AddressView(text: "rotating (a new private address every \(formatDuration(AddressPolicy.rotationPeriod)))", own: nil, setting: "rotating")
+            case nil where !config.beacondChoosesAddresses:
+                return AddressView(text: "the kernel's own (through mgmt a non-connectable beacon gets a private address the kernel rotates; address = \"static\" gives it a fixed one)",
+                                   own: nil, setting: "kernel")
+            case nil, .policy(.static)?:
+                switch kept {
+                case .success(let found):
+                    if let a = found[w.key] { return AddressView(text: "\(RandomAddress.format(a)) (static, kept in \(file))", own: .random(a), setting: "static") }
+                    return AddressView(text: "static, made at first start (kept in \(file))", own: nil, setting: "static")
+                case .failure(let f):
+                    return AddressView(text: "static (kept in \(file); not readable here: \(f))", own: nil, setting: "static")
+                }
+            }
+        }
     }
 
     /// check-config's lines for the beacon: an iBeacon's exactly as before formats existed.
@@ -102,16 +144,18 @@ enum Tools {
             return .config
         }
         let now = Telemetry(temperature: ThermalZone.read())
+        let addresses = format == .hex ? [] : addressViews(config)
         for (k, cb) in config.beacons.enumerated() {
-            payload(cb.beacon.withTelemetry(now), interval: config.interval(of: cb), scanResponse: cb.scanResponse, config: config, format: format,
+            payload(cb.beacon.withTelemetry(now), interval: config.interval(of: cb), scanResponse: cb.scanResponse,
+                    address: addresses.isEmpty ? nil : addresses[k], config: config, format: format,
                     header: config.beacons.count > 1 && format == .hcitool ? "# beacon \(k + 1) (line \(cb.location.line)): \(cb.beacon.summary)\n" : "")
         }
         return .success
     }
 
     /// One beacon's payload; with several, one line (hex, json) or one block (hcitool) each.
-    private static func payload(_ b: Beacon, interval: AdvertisingInterval, scanResponse: AdvertisingData?, config: BeaconConfiguration,
-                                format: PayloadFormat, header: String) {
+    private static func payload(_ b: Beacon, interval: AdvertisingInterval, scanResponse: AdvertisingData?, address: AddressView?,
+                                config: BeaconConfiguration, format: PayloadFormat, header: String) {
         let data = b.advertisingData
         let type = scanResponse != nil && !config.advertising.connectable ? LegacyAdvertisingType.scannableUndirected : config.advertising.legacyType
         switch format {
@@ -120,8 +164,12 @@ enum Tools {
         case .hcitool:
             let device: String
             if case .kernel = config.controller.device { device = config.controller.device.description } else { device = "hci0" }
+            // The address when it is known: a random one goes in with LE Set Random Address (while advertising is off).
+            var random: [HCICommand] = []
+            if case .random(let a)? = address?.own { random = [.leSetRandomAddress(a)] }
             let commands: [HCICommand] = [
-                .leSetAdvertisingParameters(LEAdvertisingParameters(interval: interval, type: type)),
+                .leSetAdvertisingParameters(LEAdvertisingParameters(interval: interval, type: type, ownAddressType: random.isEmpty ? 0 : 1)),
+            ] + random + [
                 .leSetAdvertisingData(data),
             ] + (scanResponse.map { [.leSetScanResponseData($0)] } ?? []) + [.leSetAdvertisingEnable(true)]
             var out = header
@@ -136,6 +184,7 @@ enum Tools {
             Output.out("{" + beaconJSON(b) + ",\"interval_ms\":\(intervalMs),\"connectable\":\(a.connectable),"
                 + "\"pdu\":\(jsonString(type.pduName)),\"tx_power\":\(a.txPower.map(String.init) ?? "null"),"
                 + "\"advertising_data\":\(jsonString(hexString(data.bytes)))"
+                + ",\"address\":\(address?.own.map { jsonString($0.description) } ?? "null"),\"address_setting\":\(jsonString(address?.setting ?? "static"))"
                 + (scanResponse.map { ",\"scan_response\":\(jsonString(hexString($0.bytes)))" } ?? "") + "}\n")
         }
     }

@@ -16,17 +16,24 @@ public enum BackendKind: String, Sendable, Hashable, CustomStringConvertible {
 /// Everything beacond wants on the air on one controller.
 public struct AdvertisingSchedule: Sendable, Hashable {
     /// One advertisement per beacon, in config order, each with the public address: the backend puts in the address
-    /// the policy gives.
+    /// each beacon's setting gives.
     public var beacons: [AdvertisingRequest]
-    /// Nil: the default (`static` where beacond drives the controller, the kernel's choice through mgmt).
-    public var address: AddressPolicy?
-    /// `rotating`: a new value asks for a new private address.
+    /// Each beacon's address setting and identity, in the same order (the config's `addressesWanted`).
+    public var addresses: [BeaconAddressWanted]
+    /// `rotating`: a new value asks for new private addresses.
     public var addressGeneration: UInt64
 
-    public init(beacons: [AdvertisingRequest], address: AddressPolicy? = nil, addressGeneration: UInt64 = 0) {
+    public init(beacons: [AdvertisingRequest], addresses: [BeaconAddressWanted], addressGeneration: UInt64 = 0) {
+        precondition(addresses.count == beacons.count, "one address per beacon")
         self.beacons = beacons
-        self.address = address
+        self.addresses = addresses
         self.addressGeneration = addressGeneration
+    }
+
+    /// Every beacon with the same setting, each filed under "beacon k" (tests, tools).
+    public init(beacons: [AdvertisingRequest], address: AddressPolicy? = nil, addressGeneration: UInt64 = 0) {
+        self.init(beacons: beacons, addresses: beacons.indices.map { BeaconAddressWanted(address.map { .policy($0) }, key: "beacon \($0 + 1)") },
+                  addressGeneration: addressGeneration)
     }
 
     /// A single beacon (tests, tools).
@@ -39,11 +46,17 @@ public struct AdvertisingSchedule: Sendable, Hashable {
 public struct BeaconOnAir: Sendable, Hashable {
     /// How often it is on the air: its interval, or for time-sliced beacons the whole round.
     public var every: Duration
-    /// Short facts: the set or instance, the TX power, "time slice k of n".
+    /// Short facts: the set or instance, the TX power, "time slice k of n", the address.
     public var details: [String]
-    public init(every: Duration, details: [String]) {
+    /// The TX power the controller reported selecting for it (dBm), when it reported one.
+    public var txPower: Int8?
+    /// Its own address ("C6:12:34:56:78:9A", "public") when the beacons do not all share one.
+    public var address: String?
+    public init(every: Duration, details: [String], txPower: Int8? = nil, address: String? = nil) {
         self.every = every
         self.details = details
+        self.txPower = txPower
+        self.address = address
     }
 }
 
@@ -56,14 +69,23 @@ public struct OnAir: Sendable, Hashable {
     public var details: [String]
     /// Set when the kernel chose the interval, not beacond (through mgmt): what it uses.
     public var kernelInterval: KernelInterval?
+    /// A single beacon's TX power as the controller reported it (dBm); with several, each beacon's own.
+    public var txPower: Int8?
     /// Per beacon, in the schedule's order (empty: a single beacon described by the fields above).
     public var beacons: [BeaconOnAir]
 
-    public init(interval: AdvertisingInterval, details: [String], kernelInterval: KernelInterval? = nil, beacons: [BeaconOnAir] = []) {
+    public init(interval: AdvertisingInterval, details: [String], kernelInterval: KernelInterval? = nil, txPower: Int8? = nil,
+                beacons: [BeaconOnAir] = []) {
         self.interval = interval
         self.details = details
         self.kernelInterval = kernelInterval
+        self.txPower = txPower
         self.beacons = beacons
+    }
+
+    /// The TX power of beacon `k` of `count`, when the controller reported one.
+    public func txPower(of k: Int, count: Int) -> Int8? {
+        count == 1 || beacons.isEmpty ? txPower : k < beacons.count ? beacons[k].txPower : nil
     }
 }
 
@@ -206,71 +228,5 @@ public struct TelemetryClock: Sendable {
         // The counter wraps, as a 32-bit counter on a beacon does.
         Telemetry(temperature: temperature, advertisingCount: UInt32(truncatingIfNeeded: UInt64(min(pdus, 1.8e19))),
                   uptimeTenths: UInt32(clamping: (lastAt &- startedAt) / 100_000))
-    }
-}
-
-/// Which address the controller is told to advertise from, for the config's address policy: the decisions, with
-/// the two things that need the system (the kept static address, fresh random bytes) passed in by the backend.
-public struct AddressChoice: Sendable {
-    private var staticAddress: [UInt8]?
-    /// `address` unset and no static address could be kept: the public address from then on, said once.
-    private var fellBack = false
-    private var rotating: (generation: UInt64, address: [UInt8])?
-
-    public init() {}
-
-    /// Why the static address could not be had.
-    public enum StaticFailure: Error, Sendable, Hashable {
-        /// No state directory to keep it in (a hand-started beacond without root): the default may fall back.
-        case unavailable(String)
-        /// A file is there but holds no address: an identity was made and is damaged. Never replaced silently.
-        case damaged(String)
-    }
-
-    /// No address: the sentence to say.
-    public struct Refusal: Error, Sendable, Hashable {
-        public var message: String
-    }
-
-    public struct Choice: Sendable, Hashable {
-        public var address: OwnAddress
-        /// Say this once: the default fell back to the public address.
-        public var warning: String?
-    }
-
-    /// `policy` nil: the config does not say (the default, static, which may fall back); `generation`: the
-    /// rotating address's period. Failure: the sentence to say.
-    public mutating func choose(_ policy: AddressPolicy?, generation: UInt64,
-                                loadStatic: () -> Result<[UInt8], StaticFailure>,
-                                randomBytes: () -> [UInt8]?) -> Result<Choice, Refusal> {
-        switch policy ?? .static {
-        case .public:
-            return .success(Choice(address: .public))
-        case .static:
-            if let a = staticAddress { return .success(Choice(address: .random(a))) }
-            // Fallen back once on this connection: no new attempt (a mkdir) at every apply.
-            if policy == nil && fellBack { return .success(Choice(address: .public)) }
-            switch loadStatic() {
-            case .success(let a):
-                staticAddress = a
-                return .success(Choice(address: .random(a)))
-            case .failure(.unavailable(let why)) where policy == nil:
-                fellBack = true
-                return .success(Choice(address: .public, warning: "\(why); advertising from the controller's public address until it can be kept"))
-            case .failure(.unavailable(let why)), .failure(.damaged(let why)):
-                return .failure(Refusal(message: why))
-            }
-        case .rotating:
-            if let r = rotating, r.generation == generation { return .success(Choice(address: .random(r.address))) }
-            // A few draws at most: the bytes are refused only when they make all zeros or all ones.
-            for _ in 0..<8 {
-                guard let bytes = randomBytes() else { return .failure(Refusal(message: "Cannot make a private address: no random bytes from the kernel")) }
-                if let a = RandomAddress.makeNonResolvable(from: bytes) {
-                    rotating = (generation, a)
-                    return .success(Choice(address: .random(a)))
-                }
-            }
-            return .failure(Refusal(message: "Cannot make a private address: the kernel's random bytes were refused 8 times"))
-        }
     }
 }

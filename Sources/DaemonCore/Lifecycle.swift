@@ -307,12 +307,12 @@ public struct Lifecycle: Sendable {
         return AdvertisingSchedule(beacons: config.beacons.map {
             AdvertisingRequest(data: $0.beacon.withTelemetry(telemetry).advertisingData, type: config.advertising.legacyType,
                                interval: config.interval(of: $0), txPower: config.advertising.txPower, scanResponse: $0.scanResponse)
-        }, address: config.advertising.address, addressGeneration: addressGeneration)
+        }, addresses: config.addressesWanted, addressGeneration: addressGeneration)
     }
 
     /// `address = "rotating"` where beacond drives the controller (through mgmt the kernel rotates its own): the
     /// address timer runs.
-    public var rotatesAddress: Bool { config.advertising.address == .rotating && backend != .mgmt }
+    public var rotatesAddress: Bool { config.addressesWanted.contains { $0.setting == .policy(.rotating) } && backend != .mgmt }
 
     /// The config has an Eddystone-TLM beacon: the telemetry timer runs.
     public var hasTelemetry: Bool { config.beacons.contains { $0.beacon.isTelemetry } }
@@ -328,13 +328,7 @@ public struct Lifecycle: Sendable {
     /// non-connectable beacon from an address of its own.
     private var addressNeedsHCI: Bool { Self.addressNeedsHCI(config) }
 
-    private static func addressNeedsHCI(_ config: BeaconConfiguration) -> Bool {
-        switch config.advertising.address {
-        case .static?: true
-        case .public?: !config.advertising.connectable
-        case .rotating?, nil: false
-        }
-    }
+    private static func addressNeedsHCI(_ config: BeaconConfiguration) -> Bool { config.addressNeedingOwnCommands != nil }
 
     private mutating func chooseBackend(_ out: inout [Action]) -> BackendKind {
         let kind: BackendKind
@@ -346,7 +340,7 @@ public struct Lifecycle: Sendable {
             case .hci: (kind, why) = (.hci, "backend hci")
             case .auto where mgmtRefused: (kind, why) = (.hci, "backend auto: the management interface cannot serve it")
             case .auto where addressNeedsHCI:
-                (kind, why) = (.hci, "backend auto: address = \"\(config.advertising.address!.rawValue)\" needs them; the management interface would advertise from the kernel's own address")
+                (kind, why) = (.hci, "backend auto: address = \"\(config.addressNeedingOwnCommands!)\" needs them; the management interface would advertise from the kernel's own address")
             case .auto: (kind, why) = (.mgmt, "backend auto: cooperates with bluetoothd")
             }
         default:
@@ -373,7 +367,7 @@ public struct Lifecycle: Sendable {
 
     private mutating func apply(_ out: inout [Action], dataOnlyAllowed: Bool) {
         guard let wanted = request else { return withdraw(&out) }
-        let dataOnly = dataOnlyAllowed && applied.map { $0.address == wanted.address && $0.addressGeneration == wanted.addressGeneration
+        let dataOnly = dataOnlyAllowed && applied.map { $0.addresses == wanted.addresses && $0.addressGeneration == wanted.addressGeneration
             && $0.beacons.count == wanted.beacons.count
             && !zip($0.beacons, wanted.beacons).contains { $0.needsRestart(for: $1) } } == true
         state = .applying(Apply(request: wanted, dataOnly: dataOnly))
@@ -413,6 +407,7 @@ public struct Lifecycle: Sendable {
             if let k = result.kernelInterval {
                 out.append(.log(.warning, k.warning(configured: config.advertising.interval), []))
             }
+            txPowerLines(result, &out)
         }
         setStatus(s, ready: true, &out)
         settle(&out)
@@ -421,8 +416,9 @@ public struct Lifecycle: Sendable {
     private var advertisingStatus: String {
         if config.beacons.count > 1 {
             let each = config.beacons.enumerated().map { k, b in
-                let every = onAir.flatMap { k < $0.beacons.count ? formatDuration($0.beacons[k].every) : nil } ?? config.interval(of: b).description
-                return "\(b.beacon.format.displayName) every \(every)"
+                let got = onAir.flatMap { k < $0.beacons.count ? $0.beacons[k] : nil }
+                let every = got.map { formatDuration($0.every) } ?? config.interval(of: b).description
+                return "\(b.beacon.format.displayName) every \(every)" + (got?.address.map { " from \($0)" } ?? "")
             }
             var details = onAir?.details ?? []
             if config.advertising.connectable { details.append("connectable") }
@@ -713,6 +709,30 @@ public struct Lifecycle: Sendable {
     }
 
     private func describe(_ b: Beacon) -> String { b.summary }
+
+    /// Measured-power warnings already given (beacon, TX power, measured power): said once, not at every apply.
+    private var measuredPowerWarned: Set<String> = []
+
+    /// The TX power the controller reports, beside each beacon's measured_power, and a warning (once) when the two
+    /// are far apart for the 1 m model.
+    private mutating func txPowerLines(_ result: OnAir, _ out: inout [Action]) {
+        let n = config.beacons.count
+        var parts: [String] = []
+        for (k, b) in config.beacons.enumerated() {
+            guard let tx = result.txPower(of: k, count: n), let m = b.beacon.measuredPowerAt1m else { continue }
+            let which = n == 1 ? "" : "beacon \(k + 1): "
+            parts.append("\(which)TX \(tx) dBm, measured_power \(m) dBm at 1 m")
+            guard let off = MeasuredPowerCheck.offBy(measuredAt1m: m, tx: Int(tx)),
+                  measuredPowerWarned.insert("\(k) \(b.beacon.summary) \(tx) \(m)").inserted else { continue }
+            let expected = MeasuredPowerCheck.expectedAt1m(tx: Int(tx))
+            let at0m = b.beacon.format == .eddystoneUID ? " (\(m + MeasuredPowerCheck.lossAt1m) dBm at 0 m)" : ""
+            out.append(.log(.warning, "\(n == 1 ? "The beacon" : "Beacon \(k + 1)")'s measured_power of \(m) dBm at 1 m\(at0m) is \(abs(off)) dB \(off > 0 ? "stronger" : "weaker") than a \(tx) dBm transmitter is usually heard at 1 m (about \(expected) dBm: TX less the \(MeasuredPowerCheck.lossAt1m) dB a 2.4 GHz signal loses over 1 m); receivers will misjudge its distance. Measure it: 'beacond scan --calibrate 30' with a receiver 1 m away, then set measured_power to the median",
+                            b.beacon.journalFields + ["HCI_DEVICE=\(device)", "TX_POWER=\(tx)", "MEASURED_POWER=\(m)"]))
+        }
+        if !parts.isEmpty {
+            out.append(.log(.info, "TX power on \(device) as the controller reports it: \(parts.joined(separator: "; "))", ["HCI_DEVICE=\(device)"]))
+        }
+    }
 
 }
 

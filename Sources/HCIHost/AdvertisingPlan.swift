@@ -201,6 +201,28 @@ public struct LegacySlicing: Sendable, Hashable {
 
     static let noScanResponse = try! AdvertisingData(raw: [])
 
+    /// The beacons go out from different addresses: every slot restarts the one advertiser, since LE Set Random
+    /// Address is refused while legacy advertising is enabled (Core Vol 4 Part E §7.8.4).
+    public var restartsPerSlot: Bool { Set(beacons.map(\.ownAddress)).count > 1 }
+
+    /// The steps that move the advertiser to slot `index` from what it carries now (`address`, `data`, `response`):
+    /// the data and scan response in place when the address stays; otherwise disable, the parameters when the
+    /// address type changes, the random address, what differs, and enable.
+    public func steps(toSlot index: Int, from address: OwnAddress?, data: AdvertisingData?, response: AdvertisingData?) -> [Step] {
+        let b = beacons[index]
+        var changes: [Step] = []
+        if b.data != data { changes.append(Step(.leSetAdvertisingData(b.data))) }
+        if let r = scanResponse(index), r != response { changes.append(Step(.leSetScanResponseData(r))) }
+        guard address != b.ownAddress else { return changes }
+        var steps = [Step(.leSetAdvertisingEnable(false), tolerating: [.commandDisallowed])]
+        if address?.type != b.ownAddress.type {
+            steps.append(Step(.leSetAdvertisingParameters(LEAdvertisingParameters(interval: base.interval, type: base.type,
+                                                                                  ownAddressType: b.ownAddress.type))))
+        }
+        if case .random(let bytes) = b.ownAddress { steps.append(Step(.leSetRandomAddress(bytes))) }
+        return steps + changes + [Step(.leSetAdvertisingEnable(true))]
+    }
+
     /// How long each beacon holds the air.
     public var slot: AdvertisingInterval { base.interval }
 

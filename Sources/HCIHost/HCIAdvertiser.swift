@@ -25,6 +25,7 @@ public struct HCIAdvertiser: Sendable {
     private var legacyBase: AdvertisingRequest?
     private var legacyData: AdvertisingData?
     private var legacyScanResponse: AdvertisingData?
+    private var legacyAddress: OwnAddress?
     /// Legacy with several beacons: the beacons taking turns, whose turn it is, a slot's commands in flight.
     private var slicing: LegacySlicing?
     private var sliceIndex = 0
@@ -41,7 +42,7 @@ public struct HCIAdvertiser: Sendable {
 
     private enum Pending: Sendable {
         case extended(SetPlan, wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest], full: Bool, allowSwitch: Bool)
-        case legacyData(wanted: [AdvertisingRequest], data: AdvertisingData, response: AdvertisingData?)
+        case legacyData(wanted: [AdvertisingRequest], slot: Slot)
         case legacyStart(wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest], steps: [Step], allowSwitch: Bool)
     }
 
@@ -71,6 +72,7 @@ public struct HCIAdvertiser: Sendable {
     /// Something worth saying while applying: a warning (the caller says each once) or a notice.
     public enum Note: Sendable, Hashable {
         case warning(String)
+        case info(String)
         case notice(String, CommandError)
         case refused(String, CommandError, level: Refusal)
         public enum Refusal: Sendable, Hashable { case retryingWithFloor, checkConfig }
@@ -142,7 +144,7 @@ public struct HCIAdvertiser: Sendable {
                     applied = wanted
                     return .done
                 }
-                pending = .legacyData(wanted: wanted, data: adjustedRequests[sliceIndex].data, response: s.scanResponse(sliceIndex))
+                pending = .legacyData(wanted: wanted, slot: Slot(s, sliceIndex))
                 return .send(steps)
             }
             let steps = AdvertisingPlan.start(base, family: .legacy, handle: 0, afterReset: freshlyReset)
@@ -175,8 +177,8 @@ public struct HCIAdvertiser: Sendable {
             effectiveIntervals = adjusted.map(\.interval)
             applied = wanted
             return .done
-        case (.legacyData(let wanted, let data, let response), .success):
-            (legacyData, legacyScanResponse) = (data, response)
+        case (.legacyData(let wanted, let slot), .success):
+            carrying(slot)
             applied = wanted
             return .done
         case (.legacyStart(let wanted, let adjusted, let steps, _), .success(let replies)):
@@ -184,6 +186,7 @@ public struct HCIAdvertiser: Sendable {
             legacyBase = s.base
             legacyData = s.base.data
             legacyScanResponse = s.base.scanResponse
+            legacyAddress = s.base.ownAddress
             sliceIndex = 0
             txPowers[0] = zip(steps, replies).compactMap { AdvertisingPlan.reportedTxPower(for: $0.command, returnParameters: $1) }.last
             effectiveIntervals = adjusted.map { _ in s.base.interval }
@@ -196,7 +199,7 @@ public struct HCIAdvertiser: Sendable {
             switch p {
             case .extended(_, let w, let a, let fl, let sw): (wanted, adjusted, full, allowSwitch) = (w, a, fl, sw)
             case .legacyStart(let w, let a, _, let sw): (wanted, adjusted, full, allowSwitch) = (w, a, true, sw)
-            case .legacyData(let w, _, _): (wanted, adjusted, full, allowSwitch) = (w, w, false, false)
+            case .legacyData(let w, _): (wanted, adjusted, full, allowSwitch) = (w, w, false, false)
             }
             if !full { return .failed("Failed to update the advertising data on \(device): \(f.error)", f.error) }
             if allowSwitch, let why = family.switchReason(after: f, leadingSteps: AdvertisingPlan.familyProbeSteps) {
@@ -230,6 +233,7 @@ public struct HCIAdvertiser: Sendable {
         applied = nil
         sets = nil
         legacyBase = nil
+        legacyAddress = nil
         stopSlicing()
     }
 
@@ -262,12 +266,26 @@ public struct HCIAdvertiser: Sendable {
         return .microseconds(Int64(base.interval.units) * 625)
     }
 
-    /// What slot `i` needs sent: its data and its scan response, each only when it differs from what is there.
+    /// What slot `i` needs sent: its data and its scan response, each only when it differs from what is there, and
+    /// a restart from its address when that differs.
     private func sliceSteps(_ s: LegacySlicing, _ i: Int) -> [Step] {
-        var steps: [Step] = []
-        if s.beacons[i].data != legacyData { steps += AdvertisingPlan.updateData(s.beacons[i].data, family: .legacy, handle: 0) }
-        if let r = s.scanResponse(i), r != legacyScanResponse { steps.append(Step(.leSetScanResponseData(r))) }
-        return steps
+        s.steps(toSlot: i, from: legacyAddress, data: legacyData, response: legacyScanResponse)
+    }
+
+    /// What one slot puts on the advertiser.
+    private struct Slot: Sendable {
+        var index: Int
+        var data: AdvertisingData
+        var response: AdvertisingData?
+        var address: OwnAddress
+        init(_ s: LegacySlicing, _ i: Int) {
+            (index, data, response, address) = (i, s.beacons[i].data, s.scanResponse(i), s.beacons[i].ownAddress)
+        }
+    }
+
+    private mutating func carrying(_ slot: Slot) {
+        sliceIndex = slot.index
+        (legacyData, legacyScanResponse, legacyAddress) = (slot.data, slot.response, slot.address)
     }
 
     /// The slot timer fired: the next beacon's steps (empty when nothing needs sending, or the last slot's commands are
@@ -281,20 +299,32 @@ public struct HCIAdvertiser: Sendable {
             return []
         }
         sliceInFlight = true
-        pendingSlice = (i, s.beacons[i].data, s.scanResponse(i))
+        pendingSlice = (Slot(s, i), steps.count, s.beacons[i].ownAddress != legacyAddress)
         return steps
     }
 
-    private var pendingSlice: (index: Int, data: AdvertisingData, response: AdvertisingData?)?
+    private var pendingSlice: (slot: Slot, commands: Int, restart: Bool)?
+    /// How long the restarts of the first slots took, until the cost is said.
+    private var restartTimes: [Duration] = []
+    private var restartCostSaid = false
+    /// How many restarts are timed before the cost is said (the median of these).
+    public static let restartSamples = 9
 
     /// The result of `nextSlice`'s steps; false when the controller refused them (the caller says so, once).
-    public mutating func sliceFinished(_ ok: Bool) {
+    /// `took`: from the first command out to the last reply, for the cost of a slot that restarts the advertiser.
+    public mutating func sliceFinished(_ ok: Bool, took: Duration? = nil) {
         sliceInFlight = false
         guard ok, let p = pendingSlice else { pendingSlice = nil; return }
         pendingSlice = nil
-        sliceIndex = p.index
-        legacyData = p.data
-        legacyScanResponse = p.response
+        carrying(p.slot)
+        guard p.restart, !restartCostSaid, let took else { return }
+        restartTimes.append(took)
+        if restartTimes.count == Self.restartSamples {
+            restartCostSaid = true
+            let median = restartTimes.sorted()[Self.restartSamples / 2]
+            let slot = legacyBase.map { " of every \($0.interval) slot" } ?? ""
+            notes.append(.info("Time slices on \(device) restart the advertiser from each beacon's own address: \(p.commands) commands, at most \(formatMicroseconds(median)) off the air\(slot) (median of \(Self.restartSamples))"))
+        }
     }
 
     // MARK: stop
@@ -356,11 +386,14 @@ public struct HCIAdvertiser: Sendable {
     public struct Report: Sendable, Hashable {
         public var interval: AdvertisingInterval
         public var details: [String]
+        /// The TX power the controller reported (a single beacon, or a time-sliced advertiser's).
+        public var txPower: Int8?
         /// Per beacon when there are several: how often it is on the air, and its facts (set, TX power, slot).
         public var beacons: [Beacon]
         public struct Beacon: Sendable, Hashable {
             public var every: Duration
             public var details: [String]
+            public var txPower: Int8?
         }
     }
 
@@ -369,23 +402,38 @@ public struct HCIAdvertiser: Sendable {
         let n = applied.count
         var details = [family.description]
         var beacons: [Report.Beacon] = []
+        // 0x7F: the controller has no TX power to tell.
+        func tx(_ h: UInt8) -> Int8? { txPowers[h].flatMap { $0 == 0x7F ? nil : $0 } }
+        var single: Int8?
         switch family {
         case .extended:
-            if n == 1, let tx = txPowers[setHandles.first ?? 0], tx != 0x7F { details.append("TX \(tx) dBm") }
+            if n == 1, let t = tx(setHandles.first ?? 0) {
+                details.append("TX \(t) dBm")
+                single = t
+            }
             if n > 1 { details.append("\(n) sets") }
             for (k, h) in setHandles.enumerated() where n > 1 {
                 var d = ["set \(h)"]
-                if let tx = txPowers[h], tx != 0x7F { d.append("TX \(tx) dBm") }
-                beacons.append(Report.Beacon(every: .microseconds(Int64(effectiveIntervals[k].units) * 625), details: d))
+                if let t = tx(h) { d.append("TX \(t) dBm") }
+                beacons.append(Report.Beacon(every: .microseconds(Int64(effectiveIntervals[k].units) * 625), details: d, txPower: tx(h)))
             }
         case .legacy:
-            if let tx = txPowers[0], tx != 0x7F { details.append("TX \(tx) dBm") }
+            single = tx(0)
+            if let t = single { details.append("TX \(t) dBm") }
             if n > 1, let base = legacyBase, let slicing {
                 details.append("time-sliced, \(base.interval) slots")
+                if slicing.restartsPerSlot { details.append("each slot restarted from its beacon's address") }
                 let every = slicing.effectiveInterval(slot: base.interval)
-                beacons = (1...n).map { Report.Beacon(every: every, details: ["slot \($0) of \(n)"]) }
+                beacons = (1...n).map { Report.Beacon(every: every, details: ["slot \($0) of \(n)"], txPower: single) }
             }
         }
-        return Report(interval: effectiveIntervals[0], details: details, beacons: beacons)
+        return Report(interval: effectiveIntervals[0], details: details, txPower: single, beacons: beacons)
     }
+}
+
+/// `1.4 ms`, `230 µs`: a short duration to a tenth of a millisecond.
+func formatMicroseconds(_ d: Duration) -> String {
+    let us = d.components.seconds * 1_000_000 + d.components.attoseconds / 1_000_000_000_000
+    if us < 1000 { return "\(us) µs" }
+    return "\(us / 1000).\((us % 1000) / 100) ms"
 }

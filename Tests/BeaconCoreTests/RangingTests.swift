@@ -79,4 +79,22 @@ struct RangingTests {
         f.add(-80, at: 25_000_000)  // everything before 15 s is gone
         #expect(f.value == -80)
     }
+
+    @Test("calibration: the median of every reading (127, no reading, left out); the mean of the middle two for an even count")
+    func histogram() {
+        var h = RSSIHistogram()
+        #expect(h.median == nil)
+        for r: Int8 in [-60, -70, 127, -65, -128, 20] { h.add(r) }
+        #expect(h.samples == 5 && h.median == -65)
+        h.add(-61)
+        #expect(h.median == -63)
+    }
+
+    @Test("measured power against TX: within 20 dB of the 1 m model is quiet; beyond it the difference is given")
+    func measuredPowerCheck() {
+        #expect(MeasuredPowerCheck.expectedAt1m(tx: 0) == -41)
+        #expect(MeasuredPowerCheck.offBy(measuredAt1m: -59, tx: 0) == nil)  // Apple's usual value at 0 dBm
+        #expect(MeasuredPowerCheck.offBy(measuredAt1m: -40, tx: -30) == 31)  // says stronger than the radio can be
+        #expect(MeasuredPowerCheck.offBy(measuredAt1m: -90, tx: 8) == -57)
+    }
 }

@@ -53,7 +53,7 @@ struct SeveralBeaconsLifecycleTests {
         #expect(schedule?.beacons.count == 3)
         #expect(schedule?.beacons.map(\.interval.units) == [160, 160, 400])
         #expect(schedule?.beacons[1].data.bytes.count == 31)
-        #expect(schedule?.address == .rotating)
+        #expect(schedule?.addresses.map(\.setting) == [.policy(.rotating), .policy(.rotating), .policy(.rotating)])
     }
 
     @Test("STATUS: one line with the count and what each beacon gets; the journal: one line per beacon")
@@ -107,7 +107,6 @@ struct RotatingAddressTests {
     func rotates() throws {
         let text = "[beacon]\nuuid = \"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"\nmajor = 1\nminor = 1\n[advertising]\naddress = \"rotating\"\n[controller]\ndevice = \"tcp:127.0.0.1:9\"\n"
         var lc = Lifecycle(config: try BeaconConfiguration.parse(Array(text.utf8)), configPath: "/c", seed: 1)
-        #expect(lc.rotatesAddress)
         _ = lc.handle(.start)
         let first = lc.handle(.opened).compactMap { if case .apply(let s, _) = $0 { s } else { nil } }.first
         #expect(first?.addressGeneration == 0)

@@ -130,6 +130,69 @@ struct HCIAdvertiserTests {
         #expect(a.slotDuration == nil)
     }
 
+    @Test("legacy with an address per beacon: each slot restarts the advertiser from its beacon's address; the cost is said once")
+    func timeSlicesWithOwnAddresses() {
+        let a1: [UInt8] = [1, 2, 3, 4, 5, 0xC6], a2: [UInt8] = [9, 9, 9, 9, 9, 0xD7]
+        var second = request(2)
+        second.ownAddress = .random(a2)
+        var publicOne = request(3)
+        publicOne.ownAddress = .public
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: false), capacity: 1, ownsController: false)
+        let s = steps(a.apply([request(1), second, publicOne], dataOnlyAllowed: false))
+        #expect(s.contains(Step(.leSetRandomAddress(a1))))
+        _ = a.finished(ok(s))
+        #expect(a.report?.details.contains("each slot restarted from its beacon's address") == true)
+        // Slot 2: another random address: disable, the address, the data, enable (the address type stays).
+        let slot2 = a.nextSlice()
+        #expect(slot2 == [Step(.leSetAdvertisingEnable(false), tolerating: [.commandDisallowed]), Step(.leSetRandomAddress(a2)),
+                          Step(.leSetAdvertisingData(second.data)), Step(.leSetAdvertisingEnable(true))])
+        a.sliceFinished(true, took: .microseconds(2500))
+        // Slot 3: the public address: new parameters with own address type 0, no random address.
+        let slot3 = a.nextSlice()
+        #expect(opcodes(slot3) == [.leSetAdvertisingEnable, .leSetAdvertisingParameters, .leSetAdvertisingData, .leSetAdvertisingEnable])
+        if case .leSetAdvertisingParameters(let p) = slot3[1].command { #expect(p.ownAddressType == 0) }
+        a.sliceFinished(true, took: .microseconds(2500))
+        // Back to slot 1: random again (type 1) from a1.
+        let slot1 = a.nextSlice()
+        #expect(opcodes(slot1) == [.leSetAdvertisingEnable, .leSetAdvertisingParameters, .leSetRandomAddress, .leSetAdvertisingData, .leSetAdvertisingEnable])
+        a.sliceFinished(false)  // refused: the same slot again, from the same state
+        #expect(a.nextSlice() == slot1)
+        a.sliceFinished(true, took: .microseconds(2500))
+        #expect(a.takeNotes().isEmpty)
+        for k in 0..<(HCIAdvertiser.restartSamples - 3) {
+            _ = a.nextSlice()
+            a.sliceFinished(true, took: .microseconds(k == 0 ? 90_000 : 3100))
+        }
+        let said = a.takeNotes()
+        #expect(said.count == 1)
+        if case .info(let m)? = said.first {
+            #expect(m.hasPrefix("Time slices on hci0 restart the advertiser from each beacon's own address:"))
+            #expect(m.contains("at most 3.1 ms off the air of every 100 ms slot (median of 9)"))
+        } else { Issue.record("no info note: \(said)") }
+        for _ in 0..<20 { _ = a.nextSlice(); a.sliceFinished(true, took: .microseconds(3000)) }
+        #expect(a.takeNotes().isEmpty)  // said once
+    }
+
+    @Test("legacy beacons sharing one address keep the data-only slots")
+    func sharedAddressSlices() {
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: false), capacity: 1, ownsController: false)
+        _ = a.finished(ok(steps(a.apply([request(1), request(2)], dataOnlyAllowed: false))))
+        #expect(a.report?.details.contains("each slot restarted from its beacon's address") == false)
+        #expect(a.nextSlice() == [Step(.leSetAdvertisingData(request(2).data))])
+    }
+
+    @Test("extended: each set gets its beacon's own random address")
+    func setAddresses() {
+        var second = request(2)
+        second.ownAddress = .random([7, 7, 7, 7, 7, 0xE1])
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: true), capacity: 4, ownsController: false)
+        let s = steps(a.apply([request(1), second], dataOnlyAllowed: false))
+        let set = s.compactMap { if case .leSetAdvertisingSetRandomAddress(let h, let addr) = $0.command { "\(h) \(addr)" } else { nil } }
+        #expect(set == ["0 [1, 2, 3, 4, 5, 198]", "1 [7, 7, 7, 7, 7, 225]"])
+        _ = a.finished(ok(s))
+        #expect(a.report?.beacons.map(\.txPower) == [3, 3])
+    }
+
     @Test("another program's command that touches beacond's set forgets the state; one on another set does not")
     func foreignCommands() {
         var a = HCIAdvertiser(device: "hci0", info: info(extended: true), capacity: 4, ownsController: false)

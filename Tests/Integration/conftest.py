@@ -102,6 +102,22 @@ def state_directory(tmp_path_factory, monkeypatch):
     return d
 
 
+def kept_addresses(state_directory: Path) -> dict[str, str]:
+    """The state directory's addresses file: each beacon's identity → its static address."""
+    out = {}
+    for line in (state_directory / 'addresses').read_text().splitlines():
+        if line and not line.startswith('#'):
+            address, key = line.split(' ', 1)
+            out[key] = address
+    return out
+
+
+def kept_address(state_directory: Path) -> str:
+    """The one static address kept (a config with one beacon)."""
+    (address,) = kept_addresses(state_directory).values()
+    return address
+
+
 @pytest.fixture
 def notify(tmp_path: Path):
     n = NotifyListener(tmp_path)

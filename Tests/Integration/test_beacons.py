@@ -9,12 +9,13 @@ second radio on the link (what it heard, from which address); the frames are wri
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 
 import pytest
 
-from conftest import APPLE_UUID, ibeacon_bytes, run_cli
+from conftest import APPLE_UUID, ibeacon_bytes, kept_address, kept_addresses, run_cli
 from harness.lab import Lab, wait_for
 from harness.notify import NotifyListener
 from test_formats import INSTANCE, NAMESPACE, eddystone_uid_bytes
@@ -75,15 +76,18 @@ def test_three_formats_each_on_its_own_set_with_exact_bytes(tmp_path, processes,
             assert sorted(s['data'] for s in sets.values()) == sorted([IB_BYTES, ALT_BYTES, EDDY_BYTES])
             by_data = {s['data']: s for s in sets.values()}
             assert by_data[IB_BYTES]['interval_min'] == 160 and by_data[EDDY_BYTES]['interval_min'] == 400  # its own 250 ms
-            static = (state_directory / 'static-address').read_text().strip()
-            assert {s['random_address'] for s in sets.values()} == {static}
+            # Each beacon its own set and its own static address, the ones the state directory keeps.
+            kept = kept_addresses(state_directory)
+            address = {d: s['random_address'] for d, s in by_data.items()}
+            assert len(set(address.values())) == 3 and set(address.values()) == set(kept.values())
             assert all(s['own_address_type'] == 1 and s['properties'] == 0x0010 for s in sets.values())
             frames = heard_all(lab, [IB_BYTES, ALT_BYTES, EDDY_BYTES], timeout=5)
             check_decoded(frames)
-            assert all(frames[f] == {static} for f in (IB_BYTES, ALT_BYTES, EDDY_BYTES))
+            assert all(frames[f] == {address[f]} for f in (IB_BYTES, ALT_BYTES, EDDY_BYTES))
             status = notify.wait_for('STATUS=Advertising 3 beacons')
-            assert status == (f'STATUS=Advertising 3 beacons on unix:{sock}: iBeacon every 100 ms, AltBeacon every 100 ms, '
-                              f'Eddystone-UID every 250 ms (extended, 3 sets, static address {static})')
+            assert status == (f'STATUS=Advertising 3 beacons on unix:{sock}: iBeacon every 100 ms from {address[IB_BYTES]}, '
+                              f'AltBeacon every 100 ms from {address[ALT_BYTES]}, Eddystone-UID every 250 ms from {address[EDDY_BYTES]} '
+                              '(extended, 3 sets)')
             # One journal line per beacon.
             wait_for(lambda: sum('Beacon ' in l and ' of 3: ' in l for l in b.lines) == 3, 5, what='one line per beacon')
         finally:
@@ -100,7 +104,7 @@ def test_legacy_only_controller_time_slices_every_beacon_within_a_bound(tmp_path
             processes('run', '-c', str(conf), '-d', f'unix:{sock}', env={'NOTIFY_SOCKET': notify.path})
             status = notify.wait_for('STATUS=Advertising 3 beacons')
             # One advertiser at the shortest interval (100 ms); each beacon has every third slot.
-            assert 'iBeacon every 300 ms, AltBeacon every 300 ms, Eddystone-UID every 300 ms' in status, status
+            assert re.search(r'iBeacon every 300 ms from \S+, AltBeacon every 300 ms from \S+, Eddystone-UID every 300 ms from ', status), status
             assert 'time-sliced' in status
             lab.clear_received()
             start = time.monotonic()
@@ -116,7 +120,8 @@ def test_legacy_only_controller_time_slices_every_beacon_within_a_bound(tmp_path
             notify.close()
 
 
-def test_reload_adding_and_removing_a_beacon_leaves_the_others_untouched(tmp_path, processes, tcp_lab):
+def test_reload_adding_and_removing_a_beacon_leaves_the_others_untouched(tmp_path, processes, tcp_lab, state_directory):
+    lab_state_directory = state_directory
     lab, device = tcp_lab
     conf = tmp_path / 'beacond.conf'
     conf.write_text(IB + ALT)
@@ -152,13 +157,22 @@ def test_reload_adding_and_removing_a_beacon_leaves_the_others_untouched(tmp_pat
             assert p[0] == handle_of[ALT_BYTES], f'{op:#06x} touched set {p[0]}'
         if op == 0x2039:
             assert p[1] == 1 and p[2] == handle_of[ALT_BYTES], f'enable/disable touched {p.hex()}'
-    # Edit the iBeacon's minor: only its data changes, in place (no disable of any set).
+    # Edit the iBeacon's measured power: only its data changes, in place (no disable of any set).
+    seen = len(lab.state()['commands'])
+    conf.write_text(IB + 'measured_power = -60\n' + EDDY)
+    b.signal(signal.SIGHUP)
+    wait_for(lambda: ibeacon_bytes(major=1, minor=2, power=-60) in [s['data'] for s in enabled_sets(lab).values()], 10, what='power -60')
+    ops = [(op, p[0]) for _, op, p in commands_since()]
+    assert ops == [(0x2037, handle_of[IB_BYTES])], ops
+    # Edit its minor: another identity, so its own new address (its set alone restarted); the Eddystone set untouched.
+    before = lab.state()['sets'][handle_of[IB_BYTES]]['random_address']
     seen = len(lab.state()['commands'])
     conf.write_text(IB.replace('minor = 2', 'minor = 3') + EDDY)
     b.signal(signal.SIGHUP)
     wait_for(lambda: ibeacon_bytes(major=1, minor=3) in [s['data'] for s in enabled_sets(lab).values()], 10, what='minor 3')
-    ops = [(op, p[0]) for _, op, p in commands_since()]
-    assert ops == [(0x2037, handle_of[IB_BYTES])], ops
+    after = next(s for s in enabled_sets(lab).values() if s['data'] == ibeacon_bytes(major=1, minor=3))['random_address']
+    assert after != before and after in kept_addresses(lab_state_directory).values()
+    assert {p[0] for _, op, p in commands_since() if op in (0x2035, 0x2036, 0x2037)} == {handle_of[IB_BYTES]}
     # A broken file keeps all of them.
     conf.write_text(IB + EDDY + '[[beacon]]\nmajor = "x"\n')
     before = enabled_sets(lab)
@@ -191,7 +205,7 @@ def test_static_address_is_the_same_after_a_restart(tmp_path, processes, state_d
             frames = heard_all(lab, [IB_BYTES], timeout=10)
             addresses.append(frames[IB_BYTES])
             assert b.stop() == 0
-    static = (state_directory / 'static-address').read_text().strip()
+    static = kept_address(state_directory)
     assert addresses == [{static}, {static}]
     assert int(static[:2], 16) >> 6 == 0b11  # a random static address
     # Another machine (another state directory) gets another address.
@@ -200,7 +214,7 @@ def test_static_address_is_the_same_after_a_restart(tmp_path, processes, state_d
     with Lab(f'unix-server:{sock}') as lab:
         processes('run', '-c', str(conf), '-d', f'unix:{sock}', env={'STATE_DIRECTORY': str(other)})
         frames = heard_all(lab, [IB_BYTES], timeout=10)
-    assert frames[IB_BYTES] == {(other / 'static-address').read_text().strip()} != {static}
+    assert frames[IB_BYTES] == {kept_address(other)} != {static}
 
 
 @pytest.mark.parametrize('policy', ['public', 'rotating'])
@@ -218,16 +232,20 @@ def test_public_and_rotating_addresses(tmp_path, processes, policy):
             assert int(address[:2], 16) >> 6 == 0b00 and address != 'F0:F1:F2:F3:F4:F5'  # non-resolvable private
 
 
-def test_a_damaged_static_address_file_is_an_error_not_a_new_identity(tmp_path, processes, state_directory):
-    (state_directory / 'static-address').write_text('not an address\n')
+@pytest.mark.parametrize('name,text,error', [
+    ('addresses', '# a comment\nnot an address\n', 'addresses:2: not a random static address followed by a beacon\'s identity; fix or remove that line'),
+    ('static-address', 'not an address\n', 'does not hold a random static address'),  # the file earlier versions kept
+])
+def test_a_damaged_address_file_is_an_error_not_a_new_identity(tmp_path, processes, state_directory, name, text, error):
+    (state_directory / name).write_text(text)
     conf = tmp_path / 'beacond.conf'
     conf.write_text(IB)
     sock = tmp_path / 'hci.sock'
     with Lab(f'unix-server:{sock}') as lab:
         b = processes('run', '-c', str(conf), '-d', f'unix:{sock}')
-        wait_for(lambda: 'does not hold a random static address' in b.log(), 10, what='the error')
+        wait_for(lambda: error in b.log(), 10, what='the error')
         assert not lab.advertising()
-        assert (state_directory / 'static-address').read_text() == 'not an address\n'
+        assert (state_directory / name).read_text() == text
 
 
 def test_payload_and_check_config_print_every_beacon(tmp_path):
@@ -393,8 +411,8 @@ def test_a_new_static_address_survives_a_power_cut_its_directory_is_synced(tmp_p
                 os.kill(int(c), signal.SIGTERM)
             p.wait(timeout=20)
     lines = trace.read_text().splitlines()
-    renamed = next((i for i, l in enumerate(lines) if re.search(r'(?:rename|link)\w*\(.*static-address\.new.*static-address"', l)), None)
-    assert renamed is not None, 'static-address.new was not put into place (rename or link):\n' + '\n'.join(lines[-40:])
+    renamed = next((i for i, l in enumerate(lines) if re.search(r'(?:rename|link)\w*\(.*addresses\.new.*addresses"', l)), None)
+    assert renamed is not None, 'addresses.new was not put into place (rename or link):\n' + '\n'.join(lines[-40:])
     # Which descriptor names the state directory at each point: opened on its path, until closed.
     fds = {}
     synced = False

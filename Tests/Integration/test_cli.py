@@ -72,7 +72,8 @@ def test_payload_json(tmp_path):
     j = json.loads(run_cli('payload', '-c', str(conf), '-f', 'json', check=True).stdout)
     assert j == {'uuid': APPLE_UUID, 'major': 1, 'minor': 7, 'measured_power': -59, 'interval_ms': 100,
                  'connectable': False, 'pdu': 'ADV_NONCONN_IND', 'tx_power': -4,
-                 'advertising_data': ibeacon_bytes(minor=7).hex()}
+                 'advertising_data': ibeacon_bytes(minor=7).hex(),
+                 'address': None, 'address_setting': 'kernel'}  # hci0 through mgmt: the kernel's own address
 
 
 BAD = sorted((FIXTURES / 'bad').glob('*.conf'))

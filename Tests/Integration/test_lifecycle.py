@@ -13,7 +13,7 @@ import time
 
 from bumble import hci
 
-from conftest import ROOT, config_text, ibeacon_bytes, run_cli
+from conftest import ROOT, config_text, ibeacon_bytes, run_cli, kept_address
 from harness.lab import wait_for
 from test_faults import start
 from test_run import EXT_DATA, EXT_ENABLE, EXT_PARAMS, on_air
@@ -104,7 +104,7 @@ def test_connectable_advertising_is_back_after_a_central_connects_and_after_it_d
     on_air(lab, ibeacon_bytes())
     enables = len(lab.enabled_at())
     # The central connects to the address the beacon advertises from: the static one beacond keeps.
-    lab.connect_central((state_directory / 'static-address').read_text().strip())
+    lab.connect_central(kept_address(state_directory))
     # The controller stopped advertising when the central connected; beacond must turn it back on.
     wait_for(lambda: len(lab.enabled_at()) > enables, timeout=5, what='advertising re-enabled after the connection')
     on_air(lab, ibeacon_bytes(), timeout=5)

@@ -9,7 +9,7 @@ import pytest
 from beacontools import parse_packet
 from bumble import hci
 
-from conftest import APPLE_UUID, config_text, free_port, ibeacon_bytes
+from conftest import APPLE_UUID, config_text, free_port, ibeacon_bytes, kept_address
 from harness.lab import Lab, wait_for
 
 EXT_ENABLE = hci.HCI_LE_SET_EXTENDED_ADVERTISING_ENABLE_COMMAND
@@ -62,7 +62,7 @@ def test_legacy_only_controller_over_unix_socket(tmp_path, processes, state_dire
         assert family == 'legacy'
         assert st['type'] == 3 and st['interval_min'] == 160 and st['interval_max'] == 160
         # From the random static address beacond made and keeps (the default address policy).
-        static = (state_directory / 'static-address').read_text().strip()
+        static = kept_address(state_directory)
         assert st['own_address_type'] == 1 and st['random_address'] == static and st['channel_map'] == 7
         assert int(static[:2], 16) >> 6 == 0b11
         assert not any(s['enabled'] for s in lab.state()['sets'].values())
@@ -106,17 +106,36 @@ def test_invalid_parameters_are_explained_and_retried(tmp_path, processes, tcp_l
     assert 'retrying in' in log and b.proc.poll() is None
 
 
-def test_reload_with_new_minor_updates_data_without_disabling(tmp_path, processes, tcp_lab):
+def test_reload_with_new_measured_power_updates_data_without_disabling(tmp_path, processes, tcp_lab):
     lab, device = tcp_lab
     conf = write_config(tmp_path, minor=1)
     b = processes('run', '-c', str(conf), '-d', device)
     on_air(lab, ibeacon_bytes(minor=1))
     before = len(lab.opcodes())
+    conf.write_text(config_text(minor=1, measured_power=-65))
+    b.signal(signal.SIGHUP)
+    on_air(lab, ibeacon_bytes(minor=1, power=-65))
+    heard(lab, ibeacon_bytes(minor=1, power=-65))
+    assert lab.opcodes()[before:] == [EXT_DATA]  # data only: no disable, no new parameters
+
+
+def test_reload_with_new_minor_is_a_new_identity_from_its_own_address(tmp_path, processes, tcp_lab):
+    """The kept address follows the beacon's identity: another minor is another beacon to a gateway, so it gets its
+    own address (a gateway keying on the MAC never sees two identities from one address)."""
+    lab, device = tcp_lab
+    conf = write_config(tmp_path, minor=1)
+    b = processes('run', '-c', str(conf), '-d', device)
+    on_air(lab, ibeacon_bytes(minor=1))
+    first = lab.advertising()[1]['random_address']
     conf.write_text(config_text(minor=2))
     b.signal(signal.SIGHUP)
     on_air(lab, ibeacon_bytes(minor=2))
-    heard(lab, ibeacon_bytes(minor=2))
-    assert lab.opcodes()[before:] == [EXT_DATA]  # data only: no disable, no new parameters
+    assert lab.advertising()[1]['random_address'] != first
+    # Back to minor 1: its address comes back.
+    conf.write_text(config_text(minor=1))
+    b.signal(signal.SIGHUP)
+    on_air(lab, ibeacon_bytes(minor=1))
+    assert lab.advertising()[1]['random_address'] == first
 
 
 def test_reload_with_new_interval_reconfigures(tmp_path, processes, tcp_lab):

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import APPLE_UUID, beacond_path, config_text, free_port, ibeacon_bytes, run_cli
+from conftest import APPLE_UUID, beacond_path, config_text, free_port, ibeacon_bytes, run_cli, kept_address
 from harness.lab import Lab, wait_for
 
 OTHER_UUID = '74278BDA-B644-4520-8F0C-720EAF059935'
@@ -104,7 +104,7 @@ def test_a_running_beacond_is_seen_by_beacond_scan_on_another_radio(tmp_path, pr
         wait_for(lab.advertising, 10, what='beacond run advertising')
         final, _ = scan(f'tcp:127.0.0.1:{port2}')
         # From the static address beacond keeps, not the radio's public F0:F1:F2:F3:F4:F5.
-        static = (state_directory / 'static-address').read_text().strip()
+        static = kept_address(state_directory)
         assert [(x['uuid'], x['major'], x['minor'], x['measured_power'], x['address']) for x in final] == \
             [(APPLE_UUID, 4242, 77, -61, static)]
         b.stop()

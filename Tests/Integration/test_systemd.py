@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import APPLE_UUID, ROOT, config_text, free_port, ibeacon_bytes
+from conftest import APPLE_UUID, ROOT, config_text, free_port, ibeacon_bytes, kept_address
 from harness.lab import Lab, wait_for
 from test_run import on_air, write_config
 
@@ -35,7 +35,7 @@ def test_start_reload_bad_reload_stop_sequence(tmp_path, processes, notify, tcp_
     on_air(lab, ibeacon_bytes(minor=1))
     assert states(notify) == ['STATUS=Probing', 'READY=1', 'STATUS=Advertising']
     ready_status = [a for a in notify.assignments() if a.startswith('STATUS=Advertising')][0]
-    static = (state_directory / 'static-address').read_text().strip()
+    static = kept_address(state_directory)
     assert ready_status == (f'STATUS=Advertising {APPLE_UUID} major 1 minor 1 every 100 ms on {device} '
                             f'(extended, TX 0 dBm, static address {static})')
 

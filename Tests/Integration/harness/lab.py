@@ -178,6 +178,7 @@ class Received:
     address: str
     data: bytes
     connectable: bool
+    rssi: int = -50
 
 
 class Lab:
@@ -312,7 +313,8 @@ class Lab:
         if adv.is_scan_response:
             return  # the emulator's synthetic scan response carries a copy of the data
         with self._lock:
-            self.received.append(Received(time.monotonic(), str(adv.address), bytes(adv.data_bytes), adv.is_connectable))
+            self.received.append(Received(time.monotonic(), str(adv.address), bytes(adv.data_bytes), adv.is_connectable,
+                                          adv.rssi))
 
     # -- access from the test thread ---------------------------------------------------------------------------
     def call(self, fn: Callable[..., Any], *args: Any) -> Any:

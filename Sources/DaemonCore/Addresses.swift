@@ -1,0 +1,172 @@
+// Which address each beacon advertises from: the static addresses kept per beacon identity (the state directory's
+// `addresses` file, as a value), and the choice per beacon for its setting. Pure: the file's bytes and the kernel's
+// random bytes are passed in by the backend.
+import BeaconCore
+import BluetoothHCI
+import HCIHost
+
+/// The state directory's `addresses` file: one random static address per beacon identity, made at that beacon's
+/// first start and kept, so a beacon keeps its address across restarts, reboots, a new adapter, a reordered file and
+/// other beacons coming and going. Entries of beacons no longer configured stay: put back, a beacon gets its address
+/// back.
+public struct AddressBook: Sendable, Hashable {
+    public private(set) var entries: [(key: String, address: [UInt8])]
+
+    public static func == (a: Self, b: Self) -> Bool {
+        a.entries.map(\.key) == b.entries.map(\.key) && a.entries.map(\.address) == b.entries.map(\.address)
+    }
+    public func hash(into h: inout Hasher) { for e in entries { h.combine(e.key); h.combine(e.address) } }
+
+    public init() { entries = [] }
+
+    /// A line of the file that holds no entry.
+    public struct Damaged: Error, Sendable, Hashable {
+        public var line: Int
+        public var reason: String
+    }
+
+    /// The file's text: `# comments`, blank lines, and `C6:12:34:56:78:9A <identity>` lines.
+    public init(parsing text: String) throws(Damaged) {
+        entries = []
+        for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.drop { $0 == " " }
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            let parts = line.split(separator: " ", maxSplits: 1)
+            guard parts.count == 2, let a = RandomAddress.parse(String(parts[0])), RandomAddress.isStatic(a) else {
+                throw Damaged(line: n + 1, reason: "not a random static address followed by a beacon's identity")
+            }
+            let key = String(parts[1])
+            guard address(for: key) == nil else { throw Damaged(line: n + 1, reason: "a second address for \(key)") }
+            entries.append((key, a))
+        }
+    }
+
+    public func address(for key: String) -> [UInt8]? { entries.first { $0.key == key }?.address }
+
+    /// Gives every key of `keys` without an address one: `legacy` (the single static address earlier versions kept)
+    /// goes to the first key when the book is new, so an upgrade changes nothing for the first beacon; the others
+    /// get fresh ones from `random`, never one another beacon has or `avoiding` names (chosen addresses). Returns
+    /// whether the book changed; nil when the random bytes ran out.
+    public mutating func assign(_ keys: [String], legacy: [UInt8]?, avoiding: Set<[UInt8]> = [],
+                                random: () -> [UInt8]?) -> Bool? {
+        var changed = false
+        var legacy = entries.isEmpty ? legacy.flatMap { RandomAddress.isStatic($0) ? $0 : nil } : nil
+        for key in keys where address(for: key) == nil {
+            if let l = legacy {
+                entries.append((key, l))
+                legacy = nil
+                changed = true
+                continue
+            }
+            var made: [UInt8]?
+            for _ in 0..<16 {
+                guard let bytes = random() else { return nil }
+                if let a = RandomAddress.makeStatic(from: bytes), !avoiding.contains(a), !entries.contains(where: { $0.address == a }) {
+                    made = a
+                    break
+                }
+            }
+            guard let made else { return nil }
+            entries.append((key, made))
+            changed = true
+        }
+        return changed
+    }
+
+    public var text: String {
+        "# beacond's static addresses, one per beacon (by its identity), each made at that beacon's first start.\n"
+            + "# Keep this file to keep the addresses gateways know; remove a line to give that beacon a new one.\n"
+            + entries.map { "\(RandomAddress.format($0.address)) \($0.key)\n" }.joined()
+    }
+}
+
+/// Which address the controller is told each beacon advertises from, for its setting: the decisions, with the two
+/// things that need the system (the kept static addresses, fresh random bytes) passed in by the backend.
+public struct AddressChoice: Sendable {
+    private var kept: [String: [UInt8]] = [:]
+    /// A beacon without an `address` and no static address could be kept: the public address from then on, said once.
+    private var fellBack = false
+    private var rotating: [String: (generation: UInt64, address: [UInt8])] = [:]
+
+    public init() {}
+
+    /// Why the static addresses could not be had.
+    public enum StaticFailure: Error, Sendable, Hashable {
+        /// No state directory to keep them in (a hand-started beacond without root): the default may fall back.
+        case unavailable(String)
+        /// The file is there but damaged: addresses were made and gateways may know them. Never replaced silently.
+        case damaged(String)
+    }
+
+    /// No address: the sentence to say.
+    public struct Refusal: Error, Sendable, Hashable {
+        public var message: String
+    }
+
+    public struct Choice: Sendable, Hashable {
+        /// One per beacon, in the order asked.
+        public var addresses: [OwnAddress]
+        /// Say this once: the default fell back to the public address.
+        public var warning: String?
+    }
+
+    /// `generation`: the rotating addresses' period. `loadStatic` gets the identities that need a kept static
+    /// address and returns the address of each (making the missing ones); it is called only for identities not
+    /// loaded before on this connection.
+    public mutating func choose(_ wanted: [BeaconAddressWanted], generation: UInt64,
+                                loadStatic: ([String]) -> Result<[String: [UInt8]], StaticFailure>,
+                                randomBytes: () -> [UInt8]?) -> Result<Choice, Refusal> {
+        var warning: String?
+        let needStatic = wanted.filter { w in
+            switch w.setting {
+            case nil: !fellBack
+            case .policy(.static)?: true
+            default: false
+            }
+        }.map(\.key).filter { kept[$0] == nil }
+        if !needStatic.isEmpty {
+            var keys: [String] = []
+            for k in needStatic where !keys.contains(k) { keys.append(k) }
+            switch loadStatic(keys) {
+            case .success(let got):
+                kept.merge(got) { _, new in new }
+            case .failure(.unavailable(let why)) where !wanted.contains(where: { $0.setting == .policy(.static) }):
+                fellBack = true
+                warning = "\(why); advertising from the controller's public address until it can be kept"
+            case .failure(.unavailable(let why)), .failure(.damaged(let why)):
+                return .failure(Refusal(message: why))
+            }
+        }
+        var out: [OwnAddress] = []
+        for w in wanted {
+            switch w.setting {
+            case .policy(.public)?: out.append(.public)
+            case .chosen(let a)?: out.append(.random(a))
+            case nil where fellBack: out.append(.public)
+            case nil, .policy(.static)?:
+                guard let a = kept[w.key] else { return .failure(Refusal(message: "No static address was kept for \(w.key)")) }
+                out.append(.random(a))
+            case .policy(.rotating)?:
+                if let r = rotating[w.key], r.generation == generation {
+                    out.append(.random(r.address))
+                    continue
+                }
+                guard let a = freshPrivate(randomBytes) else {
+                    return .failure(Refusal(message: "Cannot make a private address: no usable random bytes from the kernel"))
+                }
+                rotating[w.key] = (generation, a)
+                out.append(.random(a))
+            }
+        }
+        return .success(Choice(addresses: out, warning: warning))
+    }
+
+    /// A few draws at most: the bytes are refused only when they make all zeros or all ones.
+    private func freshPrivate(_ randomBytes: () -> [UInt8]?) -> [UInt8]? {
+        for _ in 0..<8 {
+            guard let bytes = randomBytes() else { return nil }
+            if let a = RandomAddress.makeNonResolvable(from: bytes), !rotating.values.contains(where: { $0.address == a }) { return a }
+        }
+        return nil
+    }
+}
