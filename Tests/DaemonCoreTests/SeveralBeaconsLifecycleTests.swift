@@ -124,4 +124,28 @@ struct RotatingAddressTests {
         #expect(!m.rotatesAddress)
         #expect(m.handle(.addressPeriod).isEmpty)
     }
+
+    @Test("STATUS names each beacon's own address; TX power is logged beside measured_power and a value far off warned once")
+    func addressesAndTxPower() {
+        var lc = Lifecycle(config: parse("[[beacon]]\nuuid = \"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"\nmajor = 1\nminor = 9\nmeasured_power = -100\n" + three.split(separator: "\n", maxSplits: 4, omittingEmptySubsequences: false)[4]),
+                           configPath: "/c", seed: 1)
+        _ = lc.handle(.start)
+        _ = lc.handle(.opened)
+        let beacons = ["C6:00:00:00:00:01", "D7:00:00:00:00:02", "E8:00:00:00:00:03"].map {
+            BeaconOnAir(every: .milliseconds(100), details: ["set 0", "static address \($0)"], txPower: 0, address: $0)
+        }
+        let a = lc.handle(.applied(OnAir(interval: AdvertisingInterval(units: 160)!, details: ["extended", "3 sets"], beacons: beacons)))
+        let status = a.compactMap { if case .notify(let n) = $0 { n.last } else { nil } }.first
+        #expect(status == "STATUS=Advertising 3 beacons on hci0: iBeacon every 100 ms from C6:00:00:00:00:01, AltBeacon every 100 ms from D7:00:00:00:00:02, Eddystone-UID every 100 ms from E8:00:00:00:00:03 (extended, 3 sets)")
+        let lines = logs(a)
+        #expect(lines.contains("TX power on hci0 as the controller reports it: beacon 1: TX 0 dBm, measured_power -100 dBm at 1 m; beacon 2: TX 0 dBm, measured_power -59 dBm at 1 m; beacon 3: TX 0 dBm, measured_power -59 dBm at 1 m"))
+        #expect(lines.filter { $0.hasPrefix("Beacon 1's measured_power of -100 dBm at 1 m is 59 dB weaker than a 0 dBm transmitter") }.count == 1)
+        #expect(!lines.contains { $0.hasPrefix("Beacon 2's measured_power") || $0.hasPrefix("Beacon 3's measured_power") })
+        // The same again (another program's reset, a reapply): the line again, the warning not.
+        _ = lc.handle(.reapply(reason: "test", delay: .zero, fields: [], at: 0))
+        _ = lc.handle(.timerFired)
+        let again = logs(lc.handle(.applied(OnAir(interval: AdvertisingInterval(units: 160)!, details: ["extended", "3 sets"], beacons: beacons))))
+        #expect(again.contains { $0.hasPrefix("TX power on hci0") })
+        #expect(!again.contains { $0.contains("measured_power of") })
+    }
 }

@@ -102,6 +102,27 @@ def state_directory(tmp_path_factory, monkeypatch):
     return d
 
 
+def on_a_terminal(args: list[str], timeout: float = 10) -> str:
+    """What a command prints on a terminal (a pty), once it has exited 0."""
+    import pty
+    primary, replica = pty.openpty()
+    p = subprocess.Popen(args, stdout=replica, stderr=subprocess.PIPE)
+    os.close(replica)
+    out = b''
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    assert p.wait(timeout) == 0
+    os.close(primary)
+    return out.decode()
+
+
 def kept_addresses(state_directory: Path) -> dict[str, str]:
     """The state directory's addresses file: each beacon's identity → its static address."""
     out = {}

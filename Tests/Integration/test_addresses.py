@@ -167,30 +167,8 @@ def test_tx_power_is_logged_beside_measured_power_and_a_value_far_off_is_warned_
         assert "Beacon 2's measured_power" not in b.log()  # -61 dBm at 1 m is within the model's tolerance
 
 
-def on_a_terminal(args: list[str]) -> str:
-    """What a command prints on a terminal (a pty)."""
-    import os
-    import pty
-    import subprocess
-    primary, replica = pty.openpty()
-    p = subprocess.Popen(args, stdout=replica, stderr=subprocess.PIPE)
-    os.close(replica)
-    out = b''
-    while True:
-        try:
-            chunk = os.read(primary, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    assert p.wait(10) == 0
-    os.close(primary)
-    return out.decode()
-
-
 def test_scan_calibrate_gives_the_median_rssi_and_the_sample_count(tmp_path, processes):
-    from conftest import beacond_path, free_port
+    from conftest import beacond_path, free_port, on_a_terminal
     port1, port2 = free_port(), free_port()
     conf = tmp_path / 'beacond.conf'
     conf.write_text(IB + EDDY)

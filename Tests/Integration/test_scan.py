@@ -144,30 +144,10 @@ def test_ctrl_c_stops_scanning_cleanly(processes):
 
 def test_live_table_on_a_terminal():
     """On a terminal (a pty here) scan draws a table that redraws in place; no JSON."""
-    import os
-    import pty
-    import subprocess
-    import time
-    from conftest import beacond_path
+    from conftest import beacond_path, on_a_terminal
     port = free_port()
-    with Lab(f'tcp-server:127.0.0.1:{port}', scan=False, advertisers=advertisers()[:2]) as lab:
-        primary, replica = pty.openpty()
-        p = subprocess.Popen([str(beacond_path()), 'scan', '--device', f'tcp:127.0.0.1:{port}', '--duration', '2.2'],
-                             stdout=replica, stderr=subprocess.PIPE)
-        os.close(replica)
-        out = b''
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                chunk = os.read(primary, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-        assert p.wait(10) == 0
-        os.close(primary)
-        text = out.decode()
+    with Lab(f'tcp-server:127.0.0.1:{port}', scan=False, advertisers=advertisers()[:2]):
+        text = on_a_terminal([str(beacond_path()), 'scan', '--device', f'tcp:127.0.0.1:{port}', '--duration', '2.2'])
         assert text.count('\x1b[H\x1b[2J') >= 2  # redrawn in place at least twice
         assert 'UUID' in text and 'PROXIMITY' in text and APPLE_UUID in text
         assert '{' not in text  # no JSON on a terminal
