@@ -4,8 +4,9 @@
 
 For each count, on an extended controller (one set per beacon) and on a legacy-only one (time slices): peak RSS
 (VmHWM) once advertising, the idle cost over a window (context switches, CPU time), and for the extended controller
-SIGHUP → the edited beacon's new data in the controller when one beacon's minor changes, with the number of
-commands that reload sent (it should be one: the others are not touched). Prints a markdown table.
+SIGHUP → the edited beacon's new data in the controller when one beacon's measured power changes, with the number
+of commands that reload sent (it should be one: the others are not touched; a new minor would be a new identity,
+with its own address, so a restart of that set). Prints a markdown table.
 """
 from __future__ import annotations
 
@@ -28,14 +29,14 @@ from run import cpu_ticks, free_port, proc_status, stop  # noqa: E402
 UUID = 'E2C56DB5-DFFB-48D2-B060-D0F5A71096E0'
 
 
-def config(n: int, edited_minor: int = 0) -> str:
-    return ''.join(f'[[beacon]]\nuuid = "{UUID}"\nmajor = {k + 1}\nminor = {edited_minor if k == n - 1 else 0}\n'
+def config(n: int, edit: int = 0) -> str:
+    return ''.join(f'[[beacon]]\nuuid = "{UUID}"\nmajor = {k + 1}\nminor = 0\nmeasured_power = {-59 - (edit if k == n - 1 else 0)}\n'
                    for k in range(n))
 
 
-def frame(major: int, minor: int) -> bytes:
+def frame(major: int, minor: int, power: int = -59) -> bytes:
     return (bytes.fromhex('0201061aff4c000215') + bytes.fromhex(UUID.replace('-', '')) + major.to_bytes(2, 'big')
-            + minor.to_bytes(2, 'big') + (-59).to_bytes(1, 'big', signed=True))
+            + minor.to_bytes(2, 'big') + power.to_bytes(1, 'big', signed=True))
 
 
 def measure(beacond: str, n: int, extended: bool, idle: float, reloads: int, tmp: str) -> dict:
@@ -64,11 +65,11 @@ def measure(beacond: str, n: int, extended: bool, idle: float, reloads: int, tmp
             if extended:
                 latencies, counts = [], []
                 for r in range(1, reloads + 1):
-                    conf.write_text(config(n, edited_minor=r))
+                    conf.write_text(config(n, edit=r))
                     seen = len(lab.state()['commands'])
                     t = time.monotonic()
                     p.send_signal(signal.SIGHUP)
-                    want = frame(n, r)
+                    want = frame(n, 0, -59 - r)
                     wait_for(lambda: want in [s['data'] for s in lab.state()['sets'].values() if s['enabled']], 10,
                              what='the edited beacon')
                     cmds = lab.state()['commands'][seen:]
