@@ -12,6 +12,9 @@ let package = Package(
         // libbluetooth.so is called, so the binary does not need libbluetooth3.
         .systemLibrary(name: "CBluetooth", providers: [.apt(["libbluetooth-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        // AES-128 for Eddystone-EID, from libgcrypt (libgcrypt20, which libsystemd0 already pulls in on Debian 12).
+        .systemLibrary(name: "CGcrypt", pkgConfig: "libgcrypt", providers: [.apt(["libgcrypt20-dev"])]),
+        .target(name: "AESCipher", dependencies: ["CGcrypt"]),
 
         // The one module that makes system calls: errno, owned fds, read/write loops, atomic file replace.
         .target(name: "SystemCalls"),
@@ -41,11 +44,12 @@ let package = Package(
         // A helper the test targets share (no test framework in it).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "BluetoothHCITests", dependencies: ["BluetoothHCI"]),
-        .testTarget(name: "BeaconCoreTests", dependencies: ["BeaconCore", "BluetoothHCI", "TestSupport"]),
+        .testTarget(name: "BeaconCoreTests", dependencies: ["BeaconCore", "BluetoothHCI", "TestSupport", "AESCipher"]),
         .testTarget(name: "HCIHostTests", dependencies: ["HCIHost"]),
         .testTarget(name: "MgmtTests", dependencies: ["Mgmt"]),
         .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore", "BeaconCore", "BluetoothHCI", "HCIHost"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
+        .testTarget(name: "AESCipherTests", dependencies: ["AESCipher"]),
         .testTarget(name: "SystemdSupportTests", dependencies: ["SystemdSupport"]),
         .testTarget(name: "BeacondAppTests", dependencies: ["BeacondApp", "DaemonCore", "TestSupport"]),
     ],

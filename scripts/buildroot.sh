@@ -6,7 +6,7 @@
 #
 # amd64 is the one build root: Swift 6.0 unit tests, lintian, and the arm64 package, cross-compiled at native speed.
 # For that it holds an arm64 target beside its own: the arm64 -dev packages installed the Debian way, with multiarch
-# (libc6-dev, libsystemd-dev, libbluetooth-dev, libstdc++-14-dev, libgcc-14-dev :arm64, in /usr/lib/aarch64-linux-gnu
+# (libc6-dev, libsystemd-dev, libbluetooth-dev, libgcrypt20-dev, libstdc++-14-dev, libgcc-14-dev :arm64, in /usr/lib/aarch64-linux-gnu
 # and /usr/include/aarch64-linux-gnu; dpkg-shlibdeps reads their symbols files), binutils-aarch64-linux-gnu (strip,
 # readelf, objdump), and a Swift SDK bundle in /opt/swift-sdks made from the arm64 swiftlang package's runtime: its
 # aarch64 swiftmodules, swiftrt.o and static stdlib, linked with the amd64 toolchain's own ld.lld.
@@ -38,7 +38,7 @@ if [ -f "$root/.complete" ]; then
     echo "$root"
     exit 0
 fi
-packages=swiftlang,libbluetooth-dev,libsystemd-dev,pkg-config,libstdc++-14-dev,ca-certificates,dpkg-dev
+packages=swiftlang,libbluetooth-dev,libsystemd-dev,libgcrypt20-dev,pkg-config,libstdc++-14-dev,ca-certificates,dpkg-dev
 case $arch in
     # debootstrap cannot resolve lintian's virtual perl-openssl-abi-3: perl-openssl-defaults provides it.
     amd64) packages="$packages,lintian,perl-openssl-defaults,binutils-aarch64-linux-gnu" ;;
@@ -63,7 +63,7 @@ if [ "$arch" = amd64 ]; then
         export DEBIAN_FRONTEND=noninteractive
         dpkg --add-architecture arm64
         apt-get update -q >/dev/null
-        apt-get install -y -q --no-install-recommends libc6-dev:arm64 libsystemd-dev:arm64 libbluetooth-dev:arm64 \
+        apt-get install -y -q --no-install-recommends libc6-dev:arm64 libsystemd-dev:arm64 libbluetooth-dev:arm64 libgcrypt20-dev:arm64 \
             libstdc++-14-dev:arm64 libgcc-14-dev:arm64 >/dev/null
         rm -rf /tmp/sdk && mkdir -p /tmp/sdk && cd /tmp/sdk
         apt-get download -q swiftlang:arm64 >/dev/null

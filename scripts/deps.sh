@@ -5,7 +5,8 @@
 #   sh scripts/deps.sh --all    also the packages and VM tests (debootstrap, qemu for x86 and arm, e2fsprogs,
 #                               dpkg-dev) and the benchmark (strace, file)
 set -eu
-packages="libbluetooth-dev libsystemd-dev pkg-config python3-venv make gcc systemd procps strace"
+# libgcrypt20-dev: AES-128 for Eddystone-EID (the library itself, libgcrypt20, is already there through libsystemd0).
+packages="libbluetooth-dev libsystemd-dev libgcrypt20-dev pkg-config python3-venv make gcc systemd procps strace"
 if [ "${1:-}" = "--all" ]; then
     packages="$packages debootstrap qemu-system-x86 qemu-system-arm e2fsprogs dpkg-dev file"
 fi

@@ -1,0 +1,52 @@
+// Eddystone-EID (google/eddystone, eddystone-eid): the frame, and the ephemeral identifier computed from an identity
+// key and a time counter. The block cipher is passed in (AES-128 from libgcrypt, AESCipher), so this stays pure and
+// no cipher is written here.
+import BluetoothHCI
+
+/// AES-128 of one 16-byte block under a 16-byte key.
+public typealias BlockCipher = (_ key: [UInt8], _ block: [UInt8]) throws -> [UInt8]
+
+public struct EddystoneEID: Sendable, Hashable {
+    /// Signed dBm received at 0 m, as for Eddystone-UID.
+    public var txPowerAt0m: Int8
+    /// The 8-byte ephemeral identifier on the air now.
+    public var eid: [UInt8]
+
+    public static let frameType: UInt8 = 0x30
+
+    public init?(txPowerAt0m: Int8, eid: [UInt8]) {
+        guard eid.count == 8 else { return nil }
+        self.txPowerAt0m = txPowerAt0m
+        self.eid = eid
+    }
+
+    /// `02 01 06 03 03 AA FE 0D 16 AA FE 30 <power> <EID, 8 bytes>`: 21 bytes.
+    public var advertisingData: AdvertisingData {
+        let frame: [UInt8] = [Self.frameType, UInt8(bitPattern: txPowerAt0m)] + eid
+        return try! AdvertisingData([.flags(IBeacon.flags), ADStructure(type: 0x03, data: eddystoneServiceUUID),
+                                     ADStructure(type: 0x16, data: eddystoneServiceUUID + frame)])
+    }
+
+    /// The rotation exponent's range: the EID changes every 2^K seconds.
+    public static let exponents: ClosedRange<UInt8> = 0...15
+
+    /// The time counter with its low K bits cleared: the start of the period `time` is in.
+    public static func periodStart(_ time: UInt32, exponent k: UInt8) -> UInt32 { k == 0 ? time : (time >> k) << k }
+
+    /// The block the temporary key is the encryption of: 11 × 00, FF, 00 00, the time counter's top 16 bits.
+    public static func temporaryKeyInput(_ time: UInt32) -> [UInt8] {
+        [UInt8](repeating: 0, count: 11) + [0xFF, 0x00, 0x00, UInt8(time >> 24), UInt8(time >> 16 & 0xFF)]
+    }
+
+    /// The block the EID is the first 8 bytes of the encryption of: 11 × 00, K, the period's start (32 bits, big-endian).
+    public static func identifierInput(_ time: UInt32, exponent k: UInt8) -> [UInt8] {
+        let t = periodStart(time, exponent: k)
+        return [UInt8](repeating: 0, count: 11) + [k, UInt8(t >> 24), UInt8(t >> 16 & 0xFF), UInt8(t >> 8 & 0xFF), UInt8(t & 0xFF)]
+    }
+
+    /// The ephemeral identifier for `time` (Eddystone's time counter; beacond's is the Unix time modulo 2^32).
+    public static func identifier(identityKey: [UInt8], exponent k: UInt8, time: UInt32, cipher: BlockCipher) rethrows -> [UInt8] {
+        let temporaryKey = try cipher(identityKey, temporaryKeyInput(time))
+        return Array(try cipher(temporaryKey, identifierInput(time, exponent: k)).prefix(8))
+    }
+}
