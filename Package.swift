@@ -16,8 +16,10 @@ let package = Package(
         .systemLibrary(name: "CGcrypt", pkgConfig: "libgcrypt", providers: [.apt(["libgcrypt20-dev"])]),
         .target(name: "AESCipher", dependencies: ["CGcrypt"]),
 
+        // Headers only: what Swift's Glibc module leaves out (adjtimex, getrandom).
+        .systemLibrary(name: "CLinux"),
         // The one module that makes system calls: errno, owned fds, read/write loops, atomic file replace.
-        .target(name: "SystemCalls"),
+        .target(name: "SystemCalls", dependencies: ["CLinux"]),
 
         // Pure: the HCI codec and H4 framing, and the device spec that names a controller.
         .target(name: "BluetoothHCI"),
@@ -37,7 +39,7 @@ let package = Package(
 
         // The program: CLI, the lifecycle's executor, the backends, scan, logging. main.swift only calls into
         // BeacondApp so tests can reach it.
-        .target(name: "BeacondApp", dependencies: ["BeaconCore", "BluetoothHCI", "Connections", "DaemonCore", "HCIHost", "Mgmt",
+        .target(name: "BeacondApp", dependencies: ["AESCipher", "BeaconCore", "BluetoothHCI", "Connections", "DaemonCore", "HCIHost", "Mgmt",
                                                    "HCITransport", "SystemCalls", "SystemdSupport"]),
         .executableTarget(name: "beacond", dependencies: ["BeacondApp"]),
 
@@ -47,7 +49,7 @@ let package = Package(
         .testTarget(name: "BeaconCoreTests", dependencies: ["BeaconCore", "BluetoothHCI", "TestSupport", "AESCipher"]),
         .testTarget(name: "HCIHostTests", dependencies: ["HCIHost"]),
         .testTarget(name: "MgmtTests", dependencies: ["Mgmt"]),
-        .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore", "BeaconCore", "BluetoothHCI", "HCIHost"]),
+        .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore", "BeaconCore", "BluetoothHCI", "HCIHost", "AESCipher"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
         .testTarget(name: "AESCipherTests", dependencies: ["AESCipher"]),
         .testTarget(name: "SystemdSupportTests", dependencies: ["SystemdSupport"]),

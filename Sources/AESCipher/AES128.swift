@@ -46,6 +46,18 @@ public final class AES128 {
         try AES128(key: key).encrypt(block)
     }
 
+    /// Nil when the library encrypts FIPS-197 Appendix C.1's example correctly; otherwise what went wrong.
+    public static var selfTestFailure: String? {
+        let key: [UInt8] = [0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F]
+        let plain: [UInt8] = [0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF]
+        let cipher: [UInt8] = [0x69, 0xC4, 0xE0, 0xD8, 0x6A, 0x7B, 0x04, 0x30, 0xD8, 0xCD, 0xB7, 0x80, 0x70, 0xB4, 0xC5, 0x5A]
+        do {
+            return try encrypt(plain, key: key) == cipher ? nil : "libgcrypt's AES-128 does not give FIPS-197's result"
+        } catch {
+            return error.description
+        }
+    }
+
     private static func describe(_ e: gcry_error_t) -> String {
         guard let s = gcry_strerror(e) else { return "error \(e)" }
         return String(cString: s)

@@ -8,6 +8,7 @@ public enum BeaconFormat: String, Sendable, Hashable, CaseIterable {
     case altbeacon
     case eddystoneUID = "eddystone-uid"
     case eddystoneTLM = "eddystone-tlm"
+    case eddystoneEID = "eddystone-eid"
 
     /// How logs and STATUS name it.
     public var displayName: String {
@@ -16,6 +17,7 @@ public enum BeaconFormat: String, Sendable, Hashable, CaseIterable {
         case .altbeacon: "AltBeacon"
         case .eddystoneUID: "Eddystone-UID"
         case .eddystoneTLM: "Eddystone-TLM"
+        case .eddystoneEID: "Eddystone-EID"
         }
     }
 
@@ -26,6 +28,7 @@ public enum BeaconFormat: String, Sendable, Hashable, CaseIterable {
         case .altbeacon: ["uuid", "major", "minor", "measured_power", "company_id", "reserved"]
         case .eddystoneUID: ["namespace", "instance", "measured_power"]
         case .eddystoneTLM: []
+        case .eddystoneEID: ["identity_key_file", "rotation_exponent", "measured_power"]
         }
     }
 }
@@ -36,6 +39,8 @@ public enum Beacon: Sendable, Hashable {
     case eddystoneUID(EddystoneUID)
     /// Telemetry: the values are beacond's, put in when it goes on the air (`withTelemetry`).
     case eddystoneTLM(EddystoneTLM)
+    /// Ephemeral identifiers: the frame changes every 2^K seconds (`withEphemeralID`).
+    case eddystoneEID(EIDBeacon)
 
     public var format: BeaconFormat {
         switch self {
@@ -43,7 +48,19 @@ public enum Beacon: Sendable, Hashable {
         case .altBeacon: .altbeacon
         case .eddystoneUID: .eddystoneUID
         case .eddystoneTLM: .eddystoneTLM
+        case .eddystoneEID: .eddystoneEID
         }
+    }
+
+    /// This beacon with the identifier for time counter `time` (the others unchanged).
+    public func withEphemeralID(_ time: UInt32, cipher: BlockCipher) throws -> Beacon {
+        guard case .eddystoneEID(let b) = self else { return self }
+        return .eddystoneEID(try b.at(time, cipher: cipher))
+    }
+
+    public var eid: EIDBeacon? {
+        if case .eddystoneEID(let b) = self { return b }
+        return nil
     }
 
     /// True for a beacon whose frame changes while it is on the air.
@@ -63,6 +80,7 @@ public enum Beacon: Sendable, Hashable {
         case .altBeacon(let b): b.advertisingData
         case .eddystoneUID(let b): b.advertisingData
         case .eddystoneTLM(let b): b.advertisingData
+        case .eddystoneEID(let b): b.frame.advertisingData
         }
     }
 
@@ -73,6 +91,7 @@ public enum Beacon: Sendable, Hashable {
         case .altBeacon(let b): "AltBeacon \(b.uuid) major \(b.major) minor \(b.minor)"
         case .eddystoneUID(let b): "Eddystone-UID namespace \(hexString(b.namespace)) instance \(hexString(b.instance))"
         case .eddystoneTLM: "Eddystone-TLM telemetry"
+        case .eddystoneEID(let b): "Eddystone-EID (key \(b.keyFile), K = \(b.exponent))"
         }
     }
 
@@ -84,6 +103,7 @@ public enum Beacon: Sendable, Hashable {
         case .eddystoneUID(let b): ["BEACON_FORMAT=eddystone-uid", "BEACON_NAMESPACE=\(hexString(b.namespace))",
                                     "BEACON_INSTANCE=\(hexString(b.instance))"]
         case .eddystoneTLM: ["BEACON_FORMAT=eddystone-tlm"]
+        case .eddystoneEID(let b): ["BEACON_FORMAT=eddystone-eid", "BEACON_EID_EXPONENT=\(b.exponent)"]
         }
     }
 
@@ -94,7 +114,7 @@ public enum Beacon: Sendable, Hashable {
         case .iBeacon(let b): "ibeacon \(b.uuid) \(b.major) \(b.minor)"
         case .altBeacon(let b): "altbeacon \(b.uuid) \(b.major) \(b.minor)"
         case .eddystoneUID(let b): "eddystone-uid \(hexString(b.namespace)) \(hexString(b.instance))"
-        case .eddystoneTLM: nil
+        case .eddystoneTLM, .eddystoneEID: nil
         }
     }
 
@@ -104,6 +124,7 @@ public enum Beacon: Sendable, Hashable {
         case .iBeacon(let b): Int(b.measuredPower)
         case .altBeacon(let b): Int(b.referenceRSSI)
         case .eddystoneUID(let b): Int(b.measuredPowerAt1m)
+        case .eddystoneEID(let b): Int(b.txPowerAt0m) - 41
         case .eddystoneTLM: nil
         }
     }

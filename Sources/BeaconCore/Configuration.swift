@@ -70,10 +70,13 @@ public struct BeaconAddressWanted: Sendable, Hashable {
     public var setting: BeaconAddressSetting?
     /// What its kept static address is filed under in the state directory (its identity).
     public var key: String
+    /// A rotating address's own period (an EID beacon's: its EID's), instead of the common rotation's.
+    public var period: UInt64?
 
-    public init(_ setting: BeaconAddressSetting?, key: String) {
+    public init(_ setting: BeaconAddressSetting?, key: String, period: UInt64? = nil) {
         self.setting = setting
         self.key = key
+        self.period = period
     }
 }
 
@@ -118,6 +121,8 @@ public struct ConfiguredBeacon: Sendable, Hashable {
     public var location: SourceLocation
     /// Where its `address` was set (for messages).
     public var addressLocation: SourceLocation?
+    /// How messages name it: "[beacon]", "[[beacon]] #2".
+    public var label = "[beacon]"
 
     public init(_ beacon: Beacon, interval: AdvertisingInterval? = nil, name: String? = nil, address: BeaconAddressSetting? = nil,
                 location: SourceLocation = SourceLocation(line: 1, column: 1), addressLocation: SourceLocation? = nil) {
@@ -174,7 +179,9 @@ public struct BeaconConfiguration: Sendable, Hashable {
     /// The first address setting the kernel's management interface cannot give (it advertises a non-connectable
     /// beacon from a private address of its own): then backend auto uses raw HCI commands.
     public var addressNeedingOwnCommands: BeaconAddressSetting? {
-        addressesWanted.lazy.compactMap(\.setting).first {
+        // An EID beacon's address must change with its EID, which only beacond's own commands can do.
+        if beacons.contains(where: { $0.beacon.format == .eddystoneEID }) { return .policy(.rotating) }
+        return addressesWanted.lazy.compactMap(\.setting).first {
             switch $0 {
             case .chosen, .policy(.static): true
             case .policy(.public): !advertising.connectable
@@ -203,16 +210,13 @@ public struct BeaconConfiguration: Sendable, Hashable {
         var seen: [String: Int] = [:]
         var telemetry = 0
         for b in beacons {
-            let base: String
-            if let k = b.beacon.identityKey {
-                base = k
-            } else {
-                telemetry += 1
-                base = "eddystone-tlm"
-            }
+            let base = b.beacon.identityKey ?? b.beacon.format.rawValue
+            if b.beacon.isTelemetry { telemetry += 1 }
             let n = (seen[base] ?? 0) + 1
             seen[base] = n
-            wanted.append(BeaconAddressWanted(b.address ?? advertising.address.map { .policy($0) }, key: n == 1 ? base : "\(base) #\(n)"))
+            // An EID beacon's address is a fresh private one with every EID (the lifecycle gives the period).
+            let setting: BeaconAddressSetting? = b.beacon.format == .eddystoneEID ? .policy(.rotating) : b.address ?? advertising.address.map { .policy($0) }
+            wanted.append(BeaconAddressWanted(setting, key: n == 1 ? base : "\(base) #\(n)"))
         }
         guard telemetry > 0, let firstUID = beacons.firstIndex(where: { $0.beacon.format == .eddystoneUID }) else { return wanted }
         var uid = firstUID
@@ -225,8 +229,8 @@ public struct BeaconConfiguration: Sendable, Hashable {
 
     /// The schema: tables and their keys, in documentation order.
     public static let schema: [(table: String, keys: [String])] = [
-        ("beacon", ["format", "uuid", "major", "minor", "measured_power", "company_id", "reserved", "namespace", "instance", "interval_ms", "name",
-                    "address"]),
+        ("beacon", ["format", "uuid", "major", "minor", "measured_power", "company_id", "reserved", "namespace", "instance",
+                    "identity_key_file", "rotation_exponent", "interval_ms", "name", "address"]),
         ("advertising", ["interval_ms", "connectable", "tx_power", "address"]),
         ("controller", ["device", "backend"]),
         ("daemon", ["log_level"]),
@@ -271,6 +275,8 @@ private struct Validator {
         var instance: [UInt8]?
         var interval: AdvertisingInterval?
         var name: String?
+        var keyFile: (String, SourceLocation)?
+        var exponent = EIDBeacon.defaultExponent
         var address: BeaconAddressSetting?
         var addressLocation: SourceLocation?
         // The format decides which keys belong; nil when `format` itself is wrong.
@@ -321,11 +327,20 @@ private struct Validator {
             case "major": major = integer(item, what, key, 0...65535).map { UInt16($0) }
             case "minor": minor = integer(item, what, key, 0...65535).map { UInt16($0) }
             case "measured_power":
-                if format == .eddystoneUID {
-                    if let v = integer(item, what, key, -100...20, unit: " dBm (at 0 m, for \"eddystone-uid\")") { measuredPower = Int8(v) }
+                if format == .eddystoneUID || format == .eddystoneEID {
+                    if let v = integer(item, what, key, -100...20, unit: " dBm (at 0 m, for \"\(format!.rawValue)\")") { measuredPower = Int8(v) }
                 } else if let v = integer(item, what, key, -127...20, unit: " dBm") { measuredPower = Int8(v) }
             case "interval_ms":
                 interval = intervalValue(item, what, key) ?? interval
+            case "identity_key_file":
+                guard let s = string(item, what, key) else { continue }
+                if s.isEmpty { fail("\(what) must name a file (a relative name is looked up in $CREDENTIALS_DIRECTORY)", at: item.location, key: key) }
+                else { keyFile = (s, item.location) }
+            case "rotation_exponent":
+                if let v = integer(item, what, key, 0...15, unit: " (the EID changes every 2^K seconds)") { exponent = UInt8(v) }
+            case "address" where format == .eddystoneEID:
+                fail("\(what) cannot be set: an Eddystone-EID beacon goes out from a new non-resolvable private address with every new EID, or the address would link its EIDs",
+                     at: e.keyLocation, key: key)
             case "address":
                 guard let s = string(item, what, key) else { continue }
                 if let p = AddressPolicy(rawValue: s) {
@@ -361,6 +376,7 @@ private struct Validator {
                 if mayLackUUID { lacksUUID = true } else { required.insert("uuid", at: 0) }
             }
         case .eddystoneUID?: required = ["namespace", "instance"]
+        case .eddystoneEID?: required = ["identity_key_file"]
         case .eddystoneTLM?, nil: required = []
         }
         let suffix = format == .ibeacon ? "" : " (format \"\(format?.rawValue ?? "")\")"
@@ -384,6 +400,10 @@ private struct Validator {
             beacon = .eddystoneUID(uid)
         case .eddystoneTLM:
             beacon = .eddystoneTLM(EddystoneTLM(batteryMillivolts: 0, temperature: nil, advertisingCount: 0, uptimeTenths: 0))
+        case .eddystoneEID:
+            guard let (file, at) = keyFile else { return .invalid }
+            beacon = .eddystoneEID(EIDBeacon(keyFile: file, keyFileLocation: at, exponent: exponent,
+                                             txPowerAt0m: measuredPower ?? EddystoneUID.defaultTxPowerAt0m))
         }
         return .beacon(ConfiguredBeacon(beacon, interval: interval, name: name, address: address, location: table.location,
                                         addressLocation: addressLocation))
@@ -420,7 +440,8 @@ private struct Validator {
         for (n, table) in beaconTables.enumerated() {
             let label = isArray ? "[[beacon]] #\(n + 1)" : "[beacon]"
             switch validateBeacon(table, label: label, mayLackUUID: !isArray) {
-            case .beacon(let b):
+            case .beacon(var b):
+                b.label = label
                 beacons.append(b)
                 labels.append(label)
             case .unprovisioned(let at): unprovisioned = at
@@ -511,6 +532,10 @@ private struct Validator {
                  at: at, key: "advertising.address")
         }
         let labelOf = { (k: Int) in labels[k] }
+        if controller.backend == .mgmt, let k = beacons.firstIndex(where: { $0.beacon.format == .eddystoneEID }) {
+            fail("\(labelOf(k)) is an Eddystone-EID beacon, which cannot use backend = \"mgmt\": its address must change with every EID, and the kernel changes its own on its own schedule; use backend = \"hci\" or \"auto\" (which then uses raw HCI commands)",
+                 at: beacons[k].location, key: "controller.backend")
+        }
         var chosenBy: [[UInt8]: Int] = [:]
         for (k, b) in beacons.enumerated() {
             guard let a = b.address, let at = b.addressLocation else { continue }

@@ -4,7 +4,7 @@
 import BluetoothHCI
 
 /// AES-128 of one 16-byte block under a 16-byte key.
-public typealias BlockCipher = (_ key: [UInt8], _ block: [UInt8]) throws -> [UInt8]
+public typealias BlockCipher = @Sendable (_ key: [UInt8], _ block: [UInt8]) throws -> [UInt8]
 
 public struct EddystoneEID: Sendable, Hashable {
     /// Signed dBm received at 0 m, as for Eddystone-UID.
@@ -50,3 +50,65 @@ public struct EddystoneEID: Sendable, Hashable {
         return Array(try cipher(temporaryKey, identifierInput(time, exponent: k)).prefix(8))
     }
 }
+
+/// A 128-bit identity key. Never printed: its description, debug description and mirror say only that it is there,
+/// so no log line, STATUS, check-config output or test failure message can carry it.
+public struct IdentityKey: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    public let bytes: [UInt8]
+    public init?(_ bytes: [UInt8]) {
+        guard bytes.count == 16 else { return nil }
+        self.bytes = bytes
+    }
+    public var description: String { "(identity key)" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: []) }
+}
+
+/// An `eddystone-eid` beacon as configured: where its identity key is, its rotation exponent and power at 0 m; the
+/// key once the config loader has read it, and the identifier for the time counter last computed.
+public struct EIDBeacon: Sendable, Hashable {
+    public var keyFile: String
+    /// Where `identity_key_file` was set (the loader's messages name it).
+    public var keyFileLocation: SourceLocation
+    public var exponent: UInt8
+    public var txPowerAt0m: Int8
+    public var key: IdentityKey?
+    /// The identifier on the air and the time counter it was computed for (zeros until computed).
+    public private(set) var ephemeralID = [UInt8](repeating: 0, count: 8)
+    public private(set) var computedFor: UInt32?
+
+    /// K = 10: a new EID about every 17 minutes, the specification's example.
+    public static let defaultExponent: UInt8 = 10
+
+    public init(keyFile: String, keyFileLocation: SourceLocation = SourceLocation(line: 1, column: 1),
+                exponent: UInt8 = EIDBeacon.defaultExponent, txPowerAt0m: Int8 = EddystoneUID.defaultTxPowerAt0m, key: IdentityKey? = nil) {
+        self.keyFile = keyFile
+        self.keyFileLocation = keyFileLocation
+        self.exponent = exponent
+        self.txPowerAt0m = txPowerAt0m
+        self.key = key
+    }
+
+    /// The period a time counter is in (its start, `time` with the low K bits cleared, shifted down).
+    public func period(of time: UInt32) -> UInt32 { time >> exponent }
+
+    /// This beacon with the identifier for `time` (nil key: unchanged).
+    public func at(_ time: UInt32, cipher: BlockCipher) throws -> EIDBeacon {
+        guard let key else { return self }
+        var b = self
+        b.ephemeralID = try EddystoneEID.identifier(identityKey: key.bytes, exponent: exponent, time: time, cipher: cipher)
+        b.computedFor = EddystoneEID.periodStart(time, exponent: exponent)
+        return b
+    }
+
+    public var frame: EddystoneEID { EddystoneEID(txPowerAt0m: txPowerAt0m, eid: ephemeralID)! }
+
+    /// Equal as configured (the computed identifier aside): a reload that changes only the key or K is a data
+    /// update of that beacon.
+    public func sameSettings(as o: EIDBeacon) -> Bool {
+        keyFile == o.keyFile && exponent == o.exponent && txPowerAt0m == o.txPowerAt0m && key == o.key
+    }
+}
+
+/// The Unix time in seconds as Eddystone's 32-bit time counter (it wraps in 2106, as the specification's does).
+public func eidTimeCounter(unixSeconds: UInt64) -> UInt32 { UInt32(truncatingIfNeeded: unixSeconds) }

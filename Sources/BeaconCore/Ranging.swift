@@ -8,6 +8,8 @@ public enum BeaconFrame: Sendable, Hashable {
     case altBeacon(AltBeacon)
     case eddystoneUID(EddystoneUID)
     case eddystoneTLM(EddystoneTLM)
+    /// An EID frame: its identifier as heard (resolving it needs the beacon's key).
+    case eddystoneEID(EddystoneEID)
     /// Apple's iBeacon prefix (4C 00 02 15) but not a valid frame: the reason says what is wrong.
     case malformedIBeacon(reason: String)
     /// Anything else: not a beacon.
@@ -20,6 +22,7 @@ public enum BeaconFrame: Sendable, Hashable {
         case .altBeacon: "altbeacon"
         case .eddystoneUID: "eddystone-uid"
         case .eddystoneTLM: "eddystone-tlm"
+        case .eddystoneEID: "eddystone-eid"
         case .malformedIBeacon: "malformed_ibeacon"
         case .other: "other"
         }
@@ -50,6 +53,11 @@ public enum BeaconFrame: Sendable, Hashable {
                 let frame = Array(value[2...])
                 if let uid = EddystoneUID(frame: frame) { self = .eddystoneUID(uid); return }
                 if let tlm = EddystoneTLM(frame: frame) { self = .eddystoneTLM(tlm); return }
+                if frame.count == 10, frame[0] == EddystoneEID.frameType,
+                   let eid = EddystoneEID(txPowerAt0m: Int8(bitPattern: frame[1]), eid: Array(frame[2...])) {
+                    self = .eddystoneEID(eid)
+                    return
+                }
                 continue
             }
             guard type == 0xFF, value.count >= 2 else { continue }

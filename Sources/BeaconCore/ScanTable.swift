@@ -88,6 +88,8 @@ public struct ScanEntry: Sendable {
     public var data: [UInt8]
     /// `scan --calibrate`: every reading, for the median.
     public var histogram: RSSIHistogram?
+    /// `scan --eid-keys`: the key and period an EID frame belongs to.
+    public var resolved: EIDResolver.Match?
 
     public init(frame: BeaconFrame, report r: AdvertisingReport, calibrating: Bool = false) {
         histogram = calibrating ? RSSIHistogram() : nil
@@ -117,6 +119,8 @@ public struct ScanEntry: Sendable {
         case .altBeacon(let b): "altbeacon/\(hex16(b.companyID))/\(b.uuid)/\(b.major)/\(b.minor)"
         case .eddystoneUID(let b): "eddystone/\(hexString(b.namespace))/\(hexString(b.instance))"
         case .eddystoneTLM: "tlm/" + r.addressString
+        // Unresolved: each identifier as heard (it changes every period, with the address).
+        case .eddystoneEID(let e): "eid/\(hexString(e.eid))"  // resolved ones: see Scanner (by the key's name)
         case .malformedIBeacon, .other: r.addressString + "/" + hexString(r.data)
         }
     }
@@ -139,6 +143,10 @@ public struct ScanEntry: Sendable {
             fields += ["\"battery_mv\":\(t.batteryMillivolts)", "\"temperature_c\":\(t.celsius.map { decimal($0, 2) } ?? "null")",
                        "\"adv_count\":\(t.advertisingCount)", "\"uptime_s\":\(decimal(Double(t.uptimeTenths) / 10, 1))",
                        "\"rssi\":\(lastRSSI)"]
+        case .eddystoneEID(let e):
+            if let r = resolved { fields += ["\"name\":\(jsonString(r.name))", "\"time_counter\":\(r.timeCounter)"] }
+            fields += ["\"resolved\":\(resolved != nil)", "\"eid\":\"\(hexString(e.eid))\"", "\"measured_power_0m\":\(e.txPowerAt0m)",
+                       "\"measured_power\":\(Int8(clamping: Int(e.txPowerAt0m) - 41))"] + ranging(Int8(clamping: Int(e.txPowerAt0m) - 41))
         case .malformedIBeacon(let reason):
             fields += ["\"reason\":\(jsonString(reason))", "\"rssi\":\(lastRSSI)", "\"data\":\"\(hexString(data))\""]
         case .other:

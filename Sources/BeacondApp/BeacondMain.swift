@@ -16,7 +16,8 @@ public enum BeacondMain {
                 Output.out("beacond \(beacondVersion)\n")
                 code = .success
             case .checkConfig(let path): code = Tools.checkConfig(path: path)
-            case .payload(let path, let format): code = Tools.payload(path: path, format: format)
+            case .payload(let path, let format, let time): code = Tools.payload(path: path, format: format, time: time)
+            case .genKey(let path): code = Tools.genKey(path: path)
             case .genUUID(let count, let lower, let set, let replace):
                 code = Tools.genUUID(count: count, lowercase: lower, setPath: set, replacing: replace)
             case .run(let options): code = Daemon.run(options)

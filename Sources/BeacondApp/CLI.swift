@@ -11,7 +11,8 @@ enum Invocation: Equatable {
     case version
     case run(RunOptions)
     case checkConfig(configPath: String)
-    case payload(configPath: String, format: PayloadFormat)
+    case payload(configPath: String, format: PayloadFormat, time: UInt32?)
+    case genKey(path: String)
     case genUUID(count: Int, lowercase: Bool, setPath: String?, replace: Bool)
     case scan(ScanOptions)
 }
@@ -119,7 +120,7 @@ enum CLI {
             }),
         Command(
             name: "payload", abstract: "Print the advertising bytes as hex, hcitool commands or JSON.",
-            usage: "beacond payload [--config PATH] [--format hex|hcitool|json]",
+            usage: "beacond payload [--config PATH] [--format hex|hcitool|json] [--time T]",
             description: """
                 hex prints the advertising data bytes (30 for an iBeacon, 31 for an
                 AltBeacon or an Eddystone-UID), a line per beacon; hcitool prints the
@@ -129,13 +130,21 @@ enum CLI {
             options: """
                 OPTIONS:
                 \(configOption)  -f, --format FORMAT     hex, hcitool or json (default: hex).
+                  --time T                Eddystone-EID beacons: the frame for time counter T
+                                          (seconds since the Unix epoch, modulo 2^32; default:
+                                          now), to check a beacon against a resolver.
                 \(helpOption)
                 """,
             parse: { p throws(UsageError) in
                 var path = defaultConfigPath
                 var format = PayloadFormat.hex
+                var time: UInt32?
                 while let opt = try p.nextOption() {
                     switch opt {
+                    case "--time":
+                        let v = try p.value(for: opt)
+                        guard let t = UInt32(v) else { throw p.invalid(opt, v, expected: "a time counter from 0 to 4294967295") }
+                        time = t
                     case "-c", "--config": path = try p.value(for: opt)
                     case "-f", "--format":
                         let v = try p.value(for: opt)
@@ -145,7 +154,31 @@ enum CLI {
                     default: throw p.unknown(opt)
                     }
                 }
-                return .payload(configPath: path, format: format)
+                return .payload(configPath: path, format: format, time: time)
+            }),
+        Command(
+            name: "gen-key", abstract: "Write a fresh Eddystone-EID identity key into a new file.",
+            usage: "beacond gen-key FILE",
+            description: """
+                128 bits from the kernel's random number generator, as 32 hex digits, in a new
+                file of mode 0600 (identity_key_file in the config; the same file for the
+                resolver). An existing file is never replaced.
+                """,
+            options: """
+                OPTIONS:
+                \(helpOption)
+                """,
+            parse: { p throws(UsageError) in
+                var file: String?
+                while !p.args.isEmpty {
+                    let a = p.args.removeFirst()
+                    if a == "-h" || a == "--help" { return .help("gen-key") }
+                    if a.hasPrefix("-") && a != "-" { throw p.unknown(a) }
+                    guard file == nil else { throw UsageError(message: "unexpected argument '\(a)'", command: "gen-key") }
+                    file = a
+                }
+                guard let file else { throw UsageError(message: "missing FILE: where to write the new key", command: "gen-key") }
+                return .genKey(path: file)
             }),
         Command(
             name: "gen-uuid", abstract: "Generate random (version 4) UUIDs, or write one into a config file.",
@@ -195,7 +228,7 @@ enum CLI {
             }),
         Command(
             name: "scan", abstract: "Show the beacons around, with distance and proximity as iOS ranges them.",
-            usage: "beacond scan [--device SPEC] [--duration SECONDS | --calibrate SECONDS] [--uuid UUID] [--major N] [--minor N] [--json] [--all]",
+            usage: "beacond scan [--device SPEC] [--duration SECONDS | --calibrate SECONDS] [--uuid UUID] [--major N] [--minor N] [--eid-keys FILE [--eid-window N]] [--json] [--all]",
             description: """
                 Passive LE scanning (legacy or extended, whichever the controller supports) on
                 the same devices as 'run', for iBeacon, AltBeacon and Eddystone UID and TLM
@@ -219,6 +252,12 @@ enum CLI {
                                           --major and --minor: Eddystone frames then go).
                   --major N               Only beacons with this major.
                   --minor N               Only beacons with this minor.
+                  --eid-keys FILE         Resolve Eddystone-EID frames with the keys in FILE
+                                          ([[beacon]] tables: name, identity_key or
+                                          identity_key_file, rotation_exponent): a resolved one
+                                          shows as its name with the time counter it matched.
+                  --eid-window N          Accept EIDs of N periods either side of now, for clock
+                                          drift (default: 2).
                   --json                  JSON lines even on a terminal.
                   --all                   Also show other advertisements and malformed iBeacons.
                 \(helpOption)
@@ -245,6 +284,11 @@ enum CLI {
                         let v = try p.value(for: opt)
                         guard let n = UInt16(v) else { throw p.invalid(opt, v, expected: "0 to 65535") }
                         if opt == "--major" { o.major = n } else { o.minor = n }
+                    case "--eid-keys": o.eidKeys = try p.value(for: opt)
+                    case "--eid-window":
+                        let v = try p.value(for: opt)
+                        guard let n = Int(v), (0...1000).contains(n) else { throw p.invalid(opt, v, expected: "0 to 1000 periods") }
+                        o.eidWindow = n
                     case "--json": o.json = true
                     case "--all": o.all = true
                     case "-h", "--help": return .help("scan")

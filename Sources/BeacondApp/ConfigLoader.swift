@@ -31,9 +31,12 @@ enum ConfigLoader {
 
     static func load(_ path: String) throws(ConfigError) -> BeaconConfiguration {
         let bytes = try readBytes(path)
-        do { return try BeaconConfiguration.parse(bytes) } catch {
+        var config: BeaconConfiguration
+        do { config = try BeaconConfiguration.parse(bytes) } catch {
             throw ConfigError(path: path, diagnostics: error.items)
         }
+        try loadKeys(&config, configPath: path)
+        return config
     }
 
     /// Opens `path` once for an edit: the bytes and the handle that replaces exactly that file later. Symlinks are
@@ -56,5 +59,77 @@ enum ConfigLoader {
     /// over the very file that was read, or nothing is written).
     static func replace(_ file: EditableFile, with bytes: [UInt8], beforeRename: () -> Void = {}) throws(ConfigError) {
         do { try file.replace(with: bytes, beforeRename: beforeRename) } catch { throw fail(file.path, "\(error)") }
+    }
+}
+
+// MARK: Eddystone-EID identity keys
+
+extension ConfigLoader {
+    /// Where a relative `identity_key_file` is looked up: systemd's credentials directory (LoadCredential=) when
+    /// there is one, else the config file's own directory.
+    static func keyPath(_ name: String, configPath: String) -> String {
+        if name.hasPrefix("/") { return name }
+        if let d = environment("CREDENTIALS_DIRECTORY"), !d.isEmpty { return "\(d)/\(name)" }
+        let dir = configPath.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        return dir.isEmpty ? (configPath.hasPrefix("/") ? "/\(name)" : name) : "\(dir)/\(name)"
+    }
+
+    /// Reads every EID beacon's identity key; each problem is a diagnostic at its `identity_key_file`.
+    static func loadKeys(_ config: inout BeaconConfiguration, configPath: String) throws(ConfigError) {
+        var problems: [ConfigDiagnostic] = []
+        for k in config.beacons.indices {
+            guard case .eddystoneEID(var e) = config.beacons[k].beacon else { continue }
+            let what = "'identity_key_file' in \(config.beacons[k].label)"
+            let path = keyPath(e.keyFile, configPath: configPath)
+            switch readKey(path) {
+            case .success(let key):
+                e.key = key
+                config.beacons[k].beacon = .eddystoneEID(e)
+            case .failure(let why):
+                problems.append(ConfigDiagnostic("\(what): \(path) \(why.text)", at: e.keyFileLocation, key: "beacon.identity_key_file"))
+            }
+        }
+        if !problems.isEmpty { throw ConfigError(path: configPath, diagnostics: problems) }
+    }
+
+    struct KeyProblem: Error { var text: String }
+
+    /// A private regular file holding 32 hex digits (a trailing newline allowed). The failure completes the sentence
+    /// "PATH …"; it never contains the file's contents.
+    static func readKey(_ path: String) -> Result<IdentityKey, KeyProblem> {
+        let fd: FileDescriptor
+        do { fd = try FileDescriptor.open(path, O_RDONLY | O_NOCTTY) } catch {
+            switch error.errno {
+            case .noEntry: return .failure(KeyProblem(text: "does not exist (make one with 'beacond gen-key \(path)')"))
+            case .accessDenied: return .failure(KeyProblem(text: "cannot be read by beacond (permission denied)"))
+            default: return .failure(KeyProblem(text: "cannot be opened: \(error.errno)"))
+            }
+        }
+        let bytes: [UInt8]
+        do {
+            let st = try fd.status()
+            guard st.st_mode & S_IFMT == S_IFREG else { return .failure(KeyProblem(text: "is not a regular file")) }
+            let mode = st.st_mode & 0o777
+            if mode & 0o077 != 0 {
+                return .failure(KeyProblem(text: "can be read by its group or by others (mode \(String(mode, radix: 8))): a key must be private to its owner; chmod 600 it"))
+            }
+            bytes = try fd.readAll(limit: 4096)
+        } catch {
+            return .failure(KeyProblem(text: "cannot be read: \(error.errno)"))
+        }
+        var text = bytes
+        while let last = text.last, last == 0x0A || last == 0x0D || last == 0x20 || last == 0x09 { text.removeLast() }
+        let isHex = { (b: UInt8) in (0x30...0x39).contains(b) || (0x41...0x46).contains(b) || (0x61...0x66).contains(b) }
+        if text.count == 32, text.allSatisfy(isHex) {
+            let digits = text.map { b -> UInt8 in b <= 0x39 ? b - 0x30 : (b | 0x20) - 0x61 + 10 }
+            return .success(IdentityKey(stride(from: 0, to: 32, by: 2).map { digits[$0] << 4 | digits[$0 + 1] })!)
+        }
+        if !text.isEmpty, text.allSatisfy(isHex) {
+            return .failure(KeyProblem(text: "holds \(text.count) hex digits; an Eddystone-EID identity key is 128 bits: 32 hex digits"))
+        }
+        if bytes.count == 16 {
+            return .failure(KeyProblem(text: "holds 16 raw bytes; write the key as 32 hex digits (as 'beacond gen-key' does)"))
+        }
+        return .failure(KeyProblem(text: "is not an identity key: expected 32 hex digits (as 'beacond gen-key' writes), found \(bytes.count) bytes of something else"))
     }
 }

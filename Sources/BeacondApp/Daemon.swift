@@ -1,6 +1,7 @@
 // `beacond run`: carries out what the Lifecycle decides. It owns the real things — the event loop, the one
 // lifecycle timer, signals, the kernel device watcher, the backend object — and feeds what they report back in
 // as events. Every decision (retry, reload, stop, status) is in DaemonCore's Lifecycle.
+import AESCipher
 import BeaconCore
 import BluetoothHCI
 import DaemonCore
@@ -27,6 +28,8 @@ final class Daemon {
     private var telemetryClock: TelemetryClock
     /// `address = "rotating"`: a new private address every AddressPolicy.rotationPeriod.
     private var addressTimer: EventSource?
+    /// Eddystone-EID: at every period boundary of the wall clock, the clock goes to the lifecycle.
+    private var eidTimer: EventSource?
     private var watcher: DeviceWatcher?
     private var watcherSource: EventSource?
     /// Events that arrive while actions are being carried out (a backend may answer at once) wait their turn, so
@@ -42,7 +45,8 @@ final class Daemon {
         telemetryClock = TelemetryClock(startedAt: loop.nowMicroseconds)
         owned = OwnershipStore(log: log)
         lifecycle = Lifecycle(config: config, configPath: options.configPath, device: options.device,
-                              logLevel: options.logLevel, seed: monotonicMicroseconds() ^ UInt64(UInt32(bitPattern: processID())) << 32)
+                              logLevel: options.logLevel, seed: monotonicMicroseconds() ^ UInt64(UInt32(bitPattern: processID())) << 32,
+                              cipher: { key, block in try AES128.encrypt(block, key: key) })
     }
 
     // MARK: entry
@@ -58,6 +62,12 @@ final class Daemon {
             return .config
         }
         let log = Logger(level: options.logLevel ?? config.daemon.logLevel ?? .info)
+        // EIDs come from libgcrypt's AES-128: checked against FIPS-197's example before any goes on the air.
+        if config.beacons.contains(where: { $0.beacon.eid != nil }), let why = AES128.selfTestFailure {
+            log.error("Cannot compute Eddystone-EID identifiers: \(why)")
+            Notifier.send(["STATUS=Cannot compute Eddystone-EID identifiers: \(why)", "EXIT_STATUS=\(ExitCode.unavailable.rawValue)"])
+            return .unavailable
+        }
         let loop: EventLoop
         do { loop = try EventLoop() } catch {
             log.error("Failed to set up the event loop: \(error)")
@@ -83,10 +93,13 @@ final class Daemon {
         timer = try loop.addIdleTimer { [unowned self] in self.handle(.timerFired) }
         telemetryTimer = try loop.addIdleTimer { [unowned self] in self.telemetryTick() }
         addressTimer = try loop.addIdleTimer { [unowned self] in self.handle(.addressPeriod) }
+        eidTimer = try loop.addIdleTimer { [unowned self] in self.clockTick() }
         try loop.enableWatchdog()
         startWatcher()
         // The first telemetry (the temperature now) before the first frame goes out.
         handle(.telemetry(telemetryClock.telemetry(temperature: lifecycle.hasTelemetry ? ThermalZone.read() : nil)))
+        // The wall clock, for the EIDs of the first frames.
+        clockTick()
         handle(.start)
     }
 
@@ -109,6 +122,20 @@ final class Daemon {
     private func telemetryTick() {
         telemetryClock.advance(to: loop.nowMicroseconds, onAir: lifecycle.onAirEvery)
         handle(.telemetry(telemetryClock.telemetry(temperature: ThermalZone.read())))
+    }
+
+    // MARK: Eddystone-EID
+
+    private func clockTick() {
+        handle(.clock(unixSeconds: wallClock().seconds, synchronized: systemClockSynchronized() ?? false))
+    }
+
+    /// The time until the wall clock's next multiple of `period` (a few ms past it, so the new period has begun).
+    private func untilBoundary(of period: Duration) -> Duration {
+        let p = Int64(period.components.seconds) * 1000
+        let (s, ms) = wallClock()
+        let now = Int64(s % UInt64(p / 1000)) * 1000 + Int64(ms)
+        return .milliseconds(p - now + 5)
     }
 
     private func perform(_ action: Lifecycle.Action) {
@@ -134,6 +161,7 @@ final class Daemon {
             do { handle(.configLoaded(try ConfigLoader.load(options.configPath))) } catch { handle(.configRefused(error)) }
         case .armTimer(let d): timer?.rearm(after: d)
         case .cancelTimer: timer?.disarm()
+        case .armPeriodic(.eidRotation, let d): eidTimer?.rearm(after: untilBoundary(of: d))
         case .armPeriodic(let k, let d): periodic(k)?.rearm(after: d)
         case .cancelPeriodic(let k): periodic(k)?.disarm()
         case .notify(let assignments): Notifier.send(assignments)
@@ -148,6 +176,7 @@ final class Daemon {
         switch k {
         case .telemetry: telemetryTimer
         case .addressRotation: addressTimer
+        case .eidRotation: eidTimer
         }
     }
 

@@ -1,4 +1,5 @@
 // `beacond scan`: passive LE scanning on the same transports as `run`, iBeacons ranged the way iOS does it.
+import AESCipher
 import BeaconCore
 import BluetoothHCI
 import Connections
@@ -19,6 +20,9 @@ struct ScanOptions: Equatable {
     var all: Bool = false
     /// `--calibrate`: every reading is kept (as counts) for the median at the end; `duration` says how long.
     var calibrate = false
+    /// `--eid-keys`: the keyring to resolve Eddystone-EID frames with, and the periods either side of now to accept.
+    var eidKeys: String?
+    var eidWindow = 2
 }
 
 final class Scanner {
@@ -32,6 +36,8 @@ final class Scanner {
     static let tableCapacity = 1024
     private var exitCode: ExitCode = .success
     private var stopping = false
+    /// `--eid-keys`: every key's EIDs around now, precomputed.
+    private var resolver: EIDResolver?
 
     private init(options: ScanOptions, loop: EventLoop) {
         self.options = options
@@ -46,6 +52,9 @@ final class Scanner {
             return .failure
         }
         let s = Scanner(options: options, loop: loop)
+        if let path = options.eidKeys {
+            do { s.resolver = try loadResolver(path, window: options.eidWindow) } catch { return Tools.report(error) }
+        }
         do {
             try s.start()
             _ = try loop.run()
@@ -123,9 +132,44 @@ final class Scanner {
         }
     }
 
+    /// The keyring file and every key file it names (relative ones beside it, or in $CREDENTIALS_DIRECTORY).
+    static func loadResolver(_ path: String, window: Int) throws(ConfigError) -> EIDResolver {
+        var keys: [EIDKey]
+        do { keys = try EIDKeyring.parse(try ConfigLoader.readBytes(path)) } catch let e as ConfigError { throw e } catch let e as ConfigDiagnostics {
+            throw ConfigError(path: path, diagnostics: e.items)
+        } catch { throw ConfigError(path: path, diagnostics: [ConfigDiagnostic("\(error)", at: nil)]) }
+        var problems: [ConfigDiagnostic] = []
+        for i in keys.indices {
+            guard let file = keys[i].keyFile else { continue }
+            let full = ConfigLoader.keyPath(file, configPath: path)
+            switch ConfigLoader.readKey(full) {
+            case .success(let k): keys[i].key = k
+            case .failure(let why):
+                problems.append(ConfigDiagnostic("'identity_key_file' of \"\(keys[i].name)\": \(full) \(why.text)", at: keys[i].keyFileLocation,
+                                                 key: "beacon.identity_key_file"))
+            }
+        }
+        if !problems.isEmpty { throw ConfigError(path: path, diagnostics: problems) }
+        return EIDResolver(keys: keys, window: window, cipher: { key, block in try AES128.encrypt(block, key: key) })
+    }
+
     private func record(_ r: AdvertisingReport) {
         guard !r.isScanResponse else { return }
         let frame = BeaconFrame(advertisingData: r.data)
+        if case .eddystoneEID(let e) = frame, resolver != nil {
+            let match = resolver!.resolve(e.eid, at: eidTimeCounter(unixSeconds: wallClock().seconds))
+            guard !(options.uuid != nil || options.major != nil || options.minor != nil) else { return }
+            let now = loop.nowMicroseconds
+            // A resolved beacon is one entry whatever its EID and address; an unresolved EID is one entry per EID.
+            seen.record(match.map { "eid-resolved/\($0.name)" } ?? ScanEntry.key(for: frame, r), make: {
+                ScanEntry(frame: frame, report: r, calibrating: options.calibrate)
+            }) { entry in
+                entry.frame = frame
+                entry.resolved = match
+                entry.heard(r, at: now)
+            }
+            return
+        }
         let filtered = options.uuid != nil || options.major != nil || options.minor != nil
         func matches(_ uuid: BeaconUUID, _ major: UInt16, _ minor: UInt16) -> Bool {
             options.uuid.map { $0 == uuid } != false && options.major.map { $0 == major } != false
@@ -134,7 +178,7 @@ final class Scanner {
         switch frame {
         case .iBeacon(let b): guard matches(b.uuid, b.major, b.minor) else { return }
         case .altBeacon(let b): guard matches(b.uuid, b.major, b.minor) else { return }
-        case .eddystoneUID, .eddystoneTLM: guard !filtered else { return }  // no uuid, major or minor to match
+        case .eddystoneUID, .eddystoneTLM, .eddystoneEID: guard !filtered else { return }  // no uuid, major or minor to match
         case .malformedIBeacon, .other: guard options.all else { return }
         }
         let now = loop.nowMicroseconds
@@ -211,6 +255,9 @@ final class Scanner {
             case .altBeacon(let b): out += ranged(b.uuid.description, "\(b.major)", "\(b.minor)", b.referenceRSSI)
             case .eddystoneUID(let b):
                 out += ranged(hexString(b.namespace) + ":" + hexString(b.instance), "-", "-", b.measuredPowerAt1m)
+            case .eddystoneEID(let e):
+                let id = s.resolved.map { "\($0.name) (EID \(hexString(e.eid)))" } ?? "EID \(hexString(e.eid)) (unresolved)"
+                out += ranged(id, "-", "-", Int8(clamping: Int(e.txPowerAt0m) - 41))
             case .eddystoneTLM(let t):
                 out += note("battery \(t.batteryMillivolts) mV, \(t.celsius.map { decimal($0, 1) + " °C" } ?? "no temperature"), "
                     + "\(t.advertisingCount) advertisements, up \(decimal(Double(t.uptimeTenths) / 10, 1)) s")

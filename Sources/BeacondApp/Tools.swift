@@ -1,4 +1,5 @@
 // The tools around the daemon: check-config, payload, gen-uuid.
+import AESCipher
 import BeaconCore
 import BluetoothHCI
 import DaemonCore
@@ -77,7 +78,10 @@ enum Tools {
         let file = "\(AddressStore.directory)/\(AddressStore.fileName)"
         let staticKeys = wanted.filter { $0.setting == nil || $0.setting == .policy(.static) }.map(\.key)
         let kept = config.beacondChoosesAddresses && !staticKeys.isEmpty ? AddressStore.peek(staticKeys) : .success([:])
-        return wanted.map { w in
+        return zip(config.beacons, wanted).map { b, w in
+            if b.beacon.eid != nil {
+                return AddressView(text: "a new non-resolvable private address with every EID", own: nil, setting: "eid")
+            }
             switch w.setting {
             case .chosen(let a)?:
                 return AddressView(text: "\(RandomAddress.format(a)) (chosen)", own: .random(a), setting: "chosen")
@@ -113,6 +117,12 @@ enum Tools {
         case .eddystoneUID(let b):
             return [("format", "eddystone-uid"), ("namespace", hexString(b.namespace)), ("instance", hexString(b.instance)),
                     ("measured_power", "\(b.txPowerAt0m) dBm at 0 m (Eddystone's calibration distance; about \(b.measuredPowerAt1m) dBm at 1 m)")]
+        case .eddystoneEID(let b):
+            let seconds = 1 << Int(b.exponent)
+            return [("format", "eddystone-eid"),
+                    ("identity_key_file", "\(b.keyFile) (\(b.key == nil ? "not loaded" : "a 128-bit key, read; never printed"))"),
+                    ("rotation_exponent", "\(b.exponent) (a new EID every 2^\(b.exponent) s = \(formatDuration(.seconds(seconds))), from the wall clock)"),
+                    ("measured_power", "\(b.txPowerAt0m) dBm at 0 m (about \(Int(b.txPowerAt0m) - 41) dBm at 1 m)")]
         case .eddystoneTLM:
             return [("format", "eddystone-tlm"),
                     ("telemetry", "battery 0 mV (mains powered), temperature from \(ThermalZone.path) (now \(ThermalZone.read().map { celsius($0) } ?? "none: 0x8000, not supported")), advertising PDUs and time since beacond started, refreshed every \(formatDuration(Lifecycle.telemetryPeriod))")]
@@ -130,12 +140,15 @@ enum Tools {
         case .eddystoneUID(let b):
             return "\"format\":\"eddystone-uid\",\"namespace\":\(jsonString(hexString(b.namespace))),"
                 + "\"instance\":\(jsonString(hexString(b.instance))),\"measured_power_0m\":\(b.txPowerAt0m)"
+        case .eddystoneEID(let b):
+            return "\"format\":\"eddystone-eid\",\"measured_power_0m\":\(b.txPowerAt0m),\"rotation_exponent\":\(b.exponent),"
+                + "\"period_start\":\(b.computedFor.map(String.init) ?? "null"),\"eid\":\(jsonString(hexString(b.ephemeralID)))"
         case .eddystoneTLM(let b):
             return "\"format\":\"eddystone-tlm\",\"battery_mv\":\(b.batteryMillivolts),\"temperature_c\":\(b.celsius.map { "\($0)" } ?? "null")"
         }
     }
 
-    static func payload(path: String, format: PayloadFormat) -> ExitCode {
+    static func payload(path: String, format: PayloadFormat, time: UInt32? = nil) -> ExitCode {
         let config: BeaconConfiguration
         do { config = try ConfigLoader.load(path) } catch { return report(error) }
         guard config.beacon != nil else {
@@ -145,8 +158,15 @@ enum Tools {
         }
         let now = Telemetry(temperature: ThermalZone.read())
         let addresses = format == .hex ? [] : addressViews(config)
+        // EIDs for time counter `time`, or for now (the wall clock, as `run` computes them).
+        let counter = time ?? eidTimeCounter(unixSeconds: wallClock().seconds)
         for (k, cb) in config.beacons.enumerated() {
-            payload(cb.beacon.withTelemetry(now), interval: config.interval(of: cb), scanResponse: cb.scanResponse,
+            let beacon: Beacon
+            do { beacon = try cb.beacon.withTelemetry(now).withEphemeralID(counter, cipher: { key, block in try AES128.encrypt(block, key: key) }) } catch {
+                Output.err("Error: cannot compute the EID of beacon \(k + 1): \(error)\n")
+                return .failure
+            }
+            payload(beacon, interval: config.interval(of: cb), scanResponse: cb.scanResponse,
                     address: addresses.isEmpty ? nil : addresses[k], config: config, format: format,
                     header: config.beacons.count > 1 && format == .hcitool ? "# beacon \(k + 1) (line \(cb.location.line)): \(cb.beacon.summary)\n" : "")
         }
@@ -222,6 +242,25 @@ enum Tools {
             }
         }
         Output.out(buffer)
+        return .success
+    }
+
+    /// `gen-key FILE`: a fresh 128-bit identity key from the kernel's CSPRNG, as 32 hex digits, in a new file of
+    /// mode 0600. An existing file is never replaced: beacons' EIDs and every resolver's copy depend on the key.
+    static func genKey(path: String) -> ExitCode {
+        let key: [UInt8]
+        do { key = try kernelRandomBytes(16) } catch {
+            Output.err("Error: cannot get random bytes: \(error)\n")
+            return .failure
+        }
+        do { try createNewFile(path, contents: Array((hexString(key) + "\n").utf8), mode: 0o600) } catch {
+            switch error.errno {
+            case .exists: Output.err("Error: \(path) exists: gen-key never replaces a key (the beacon's EIDs and every resolver's copy depend on it); remove it first if you mean to\n")
+            default: Output.err("Error: cannot write \(path): \(error.errno)\n")
+            }
+            return .failure
+        }
+        Output.out("Wrote a new identity key to \(path) (mode 0600). Give the same key to the resolver that is to recognize the beacon.\n")
         return .success
     }
 

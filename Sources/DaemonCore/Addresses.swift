@@ -147,6 +147,7 @@ public struct AddressChoice: Sendable {
                 guard let a = kept[w.key] else { return .failure(Refusal(message: "No static address was kept for \(w.key)")) }
                 out.append(.random(a))
             case .policy(.rotating)?:
+                let generation = w.period ?? generation
                 if let r = rotating[w.key], r.generation == generation {
                     out.append(.random(r.address))
                     continue

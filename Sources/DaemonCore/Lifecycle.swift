@@ -52,6 +52,9 @@ public struct Lifecycle: Sendable {
         case telemetry(Telemetry)
         /// `address = "rotating"`: time for a new private address (every `AddressPolicy.rotationPeriod`).
         case addressPeriod
+        /// The wall clock (Unix seconds) and whether it is synchronized: before the start, and at every EID period
+        /// boundary (the `eidRotation` timer) while the config has an Eddystone-EID beacon.
+        case clock(unixSeconds: UInt64, synchronized: Bool)
     }
 
     public enum Action: Sendable, Hashable {
@@ -88,6 +91,9 @@ public struct Lifecycle: Sendable {
         case telemetry
         /// A new private address, every `AddressPolicy.rotationPeriod`, while beacond rotates it.
         case addressRotation
+        /// The next EID period boundary: every 2^K seconds of the wall clock (the smallest K of the EID beacons);
+        /// the executor arms it to fire at the boundary itself and answers with `clock`.
+        case eidRotation
     }
 
     /// The bound on an open or an apply. Each command has its own timeout (2 s HCI, 3 s mgmt) and a hung
@@ -173,14 +179,23 @@ public struct Lifecycle: Sendable {
     private var addressGeneration: UInt64 = 0
     /// The periodic timers armed now.
     private var periodicArmed: Set<PeriodicTimer> = []
+    /// The wall clock as last told (Eddystone's time counter), and whether it was synchronized.
+    private var clock: (time: UInt32, synchronized: Bool)?
+    /// AES-128 for the EID beacons (libgcrypt's, passed in by the executor; nil in configs without them).
+    private let cipher: BlockCipher?
+    /// The apply running now only puts new EIDs on the air: no notice for it.
+    private var eidRefresh = false
+    /// The unsynchronized clock was said (once until it is synchronized again).
+    private var clockWarned = false
 
     public init(config: BeaconConfiguration, configPath: String, device: DeviceSpec? = nil, logLevel: LogLevel? = nil,
-                seed: UInt64) {
+                seed: UInt64, cipher: BlockCipher? = nil) {
         self.config = config
         self.configPath = configPath
         deviceOverride = device
         logLevelOverride = logLevel
         backoff = Backoff(seed: seed)
+        self.cipher = cipher
     }
 
     public var device: DeviceSpec { deviceOverride ?? config.controller.device }
@@ -274,6 +289,20 @@ public struct Lifecycle: Sendable {
             addressGeneration &+= 1
             // Not on the air now: the next apply takes the new address anyway.
             if phase == .advertising { apply(&out, dataOnlyAllowed: true) }
+        case .clock(let seconds, let synchronized):
+            let before = eidPeriods
+            clock = (eidTimeCounter(unixSeconds: seconds), synchronized)
+            if hasEID && !synchronized && !clockWarned {
+                clockWarned = true
+                out.append(.log(.warning, "The system clock is not synchronized: the Eddystone-EID beacons' identifiers come from the wall clock, and a resolver will not recognize them until it is (check timedatectl)", []))
+            } else if synchronized && clockWarned {
+                clockWarned = false
+                out.append(.log(.notice, "The system clock is synchronized now", []))
+            }
+            // A new EID period: those beacons get their new identifier and address, the others are not touched.
+            guard phase == .advertising, hasEID, eidPeriods != before else { break }
+            eidRefresh = true
+            apply(&out, dataOnlyAllowed: true)
         }
         syncPeriodic(after: event, &out)
         return out
@@ -284,11 +313,13 @@ public struct Lifecycle: Sendable {
         switch event {
         case .telemetry: periodicArmed.remove(.telemetry)
         case .addressPeriod: periodicArmed.remove(.addressRotation)
+        case .clock: periodicArmed.remove(.eidRotation)
         default: break
         }
         if case .exited = phase { return }
         for (timer, wanted, period) in [(PeriodicTimer.telemetry, hasTelemetry, Self.telemetryPeriod),
-                                        (.addressRotation, rotatesAddress, AddressPolicy.rotationPeriod)] {
+                                        (.addressRotation, rotatesAddress, AddressPolicy.rotationPeriod),
+                                        (.eidRotation, hasEID, eidPeriod)] {
             if wanted && !periodicArmed.contains(timer) {
                 periodicArmed.insert(timer)
                 out.append(.armPeriodic(timer, period))
@@ -304,10 +335,37 @@ public struct Lifecycle: Sendable {
     /// Nil without a beacon (unprovisioned).
     private var request: AdvertisingSchedule? {
         guard !config.beacons.isEmpty else { return nil }
+        let time = clock?.time ?? 0
+        var addresses = config.addressesWanted
+        for (k, b) in config.beacons.enumerated() {
+            if let e = b.beacon.eid { addresses[k].period = UInt64(e.period(of: time)) }
+        }
         return AdvertisingSchedule(beacons: config.beacons.map {
-            AdvertisingRequest(data: $0.beacon.withTelemetry(telemetry).advertisingData, type: config.advertising.legacyType,
+            AdvertisingRequest(data: onAirBeacon($0.beacon, at: time).advertisingData, type: config.advertising.legacyType,
                                interval: config.interval(of: $0), txPower: config.advertising.txPower, scanResponse: $0.scanResponse)
-        }, addresses: config.addressesWanted, addressGeneration: addressGeneration)
+        }, addresses: addresses, addressGeneration: addressGeneration)
+    }
+
+    /// A beacon as it goes on the air now: the telemetry's values, an EID beacon's identifier for `time`.
+    private func onAirBeacon(_ b: Beacon, at time: UInt32) -> Beacon {
+        let t = b.withTelemetry(telemetry)
+        guard let cipher, b.eid != nil else { return t }
+        // The executor checked the cipher against FIPS-197 before the start: it does not fail on 16-byte input.
+        return (try? t.withEphemeralID(time, cipher: cipher)) ?? t
+    }
+
+    /// The config has an Eddystone-EID beacon: the clock matters, and the EID timer runs.
+    public var hasEID: Bool { config.beacons.contains { $0.beacon.eid != nil } }
+
+    /// Each EID beacon's period now (empty without a clock or EID beacons).
+    private var eidPeriods: [UInt32] {
+        guard let time = clock?.time else { return [] }
+        return config.beacons.compactMap { $0.beacon.eid?.period(of: time) }
+    }
+
+    /// The EID timer's period: 2^K seconds for the smallest K.
+    public var eidPeriod: Duration {
+        .seconds(1 << Int(config.beacons.compactMap { $0.beacon.eid?.exponent }.min() ?? 10))
     }
 
     /// `address = "rotating"` where beacond drives the controller (through mgmt the kernel rotates its own): the
@@ -339,6 +397,8 @@ public struct Lifecycle: Sendable {
             case .mgmt: (kind, why) = (.mgmt, "backend mgmt")
             case .hci: (kind, why) = (.hci, "backend hci")
             case .auto where mgmtRefused: (kind, why) = (.hci, "backend auto: the management interface cannot serve it")
+            case .auto where config.beacons.contains(where: { $0.beacon.format == .eddystoneEID }):
+                (kind, why) = (.hci, "backend auto: an Eddystone-EID beacon's address must change with each EID, which needs them")
             case .auto where addressNeedsHCI:
                 (kind, why) = (.hci, "backend auto: address = \"\(config.addressNeedingOwnCommands!)\" needs them; the management interface would advertise from the kernel's own address")
             case .auto: (kind, why) = (.mgmt, "backend auto: cooperates with bluetoothd")
@@ -380,8 +440,9 @@ public struct Lifecycle: Sendable {
         let changed = applied != wanted
         applied = wanted
         // New telemetry alone is not news for the journal.
-        let quiet = telemetryRefresh && dataOnly
+        let quiet = (telemetryRefresh && dataOnly) || eidRefresh
         telemetryRefresh = false
+        eidRefresh = false
         onAir = result
         backoff.reset()
         if done.again {
@@ -414,6 +475,12 @@ public struct Lifecycle: Sendable {
     }
 
     private var advertisingStatus: String {
+        // EIDs from an unsynchronized clock do not resolve: say so where `systemctl status` shows it.
+        let clockNote = hasEID && clock?.synchronized == false ? "; the system clock is not synchronized: the EIDs will not resolve" : ""
+        return advertisingSummary + clockNote
+    }
+
+    private var advertisingSummary: String {
         if config.beacons.count > 1 {
             let each = config.beacons.enumerated().map { k, b in
                 let got = onAir.flatMap { k < $0.beacons.count ? $0.beacons[k] : nil }

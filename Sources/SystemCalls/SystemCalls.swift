@@ -1,6 +1,7 @@
 // The one module that calls into libc for the kernel: a typed errno, one error type for failed system calls,
 // an owning file descriptor with read and write loops, and atomic file replacement. EINTR is retried here and
 // nowhere else; EBADF and EFAULT are bugs in beacond (trap); every other failure is the world's and is thrown.
+import CLinux
 import Glibc
 
 /// An errno value with its symbolic meaning.
@@ -16,6 +17,7 @@ public struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConvertib
     public static let inProgress = Errno(rawValue: EINPROGRESS)
     public static let noEntry = Errno(rawValue: ENOENT)
     public static let accessDenied = Errno(rawValue: EACCES)
+    public static let exists = Errno(rawValue: EEXIST)
     public static let notPermitted = Errno(rawValue: EPERM)
     public static let noDevice = Errno(rawValue: ENODEV)
     public static let brokenPipe = Errno(rawValue: EPIPE)
@@ -189,6 +191,47 @@ public func monotonicMicroseconds() -> UInt64 {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return UInt64(ts.tv_sec) * 1_000_000 + UInt64(ts.tv_nsec) / 1000
+}
+
+/// CLOCK_REALTIME now, in whole seconds since the Unix epoch, and the milliseconds into that second.
+public func wallClock() -> (seconds: UInt64, milliseconds: Int) {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return (UInt64(max(0, ts.tv_sec)), Int(ts.tv_nsec / 1_000_000))
+}
+
+/// Whether the kernel considers the system clock synchronized (adjtimex(2): neither TIME_ERROR nor STA_UNSYNC; what
+/// timedatectl shows as "System clock synchronized"). Nil when adjtimex fails.
+public func systemClockSynchronized() -> Bool? {
+    var t = timex()
+    let state = adjtimex(&t)
+    if state < 0 { return nil }
+    return state != TIME_ERROR && (t.status & STA_UNSYNC) == 0
+}
+
+/// `count` bytes from the kernel's CSPRNG (getrandom(2), blocking until it is seeded, which it is long before a
+/// service runs).
+public func kernelRandomBytes(_ count: Int) throws(SystemError) -> [UInt8] {
+    var out = [UInt8](repeating: 0, count: count)
+    var filled = 0
+    while filled < count {
+        let n = out.withUnsafeMutableBytes { getrandom($0.baseAddress! + filled, count - filled, 0) }
+        if n < 0 {
+            if Glibc.errno == EINTR { continue }
+            throw SystemError("getrandom", errno: .current)
+        }
+        filled += n
+    }
+    return out
+}
+
+/// Creates `path` (never replacing anything there: O_EXCL, no symlink followed) with `bytes` and `mode`, synced.
+public func createNewFile(_ path: String, contents bytes: [UInt8], mode: mode_t) throws(SystemError) {
+    let fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, mode: mode)
+    // The umask may have taken bits away, never added any: set exactly `mode`.
+    if fchmod(fd.rawValue, mode) != 0 { throw SystemError("fchmod(\(path))", errno: .current) }
+    try fd.writeAll(bytes)
+    try fd.sync()
 }
 
 /// The value of an environment variable, if set.

@@ -2,6 +2,7 @@
 import AESCipher
 import BeaconCore
 import BluetoothHCI
+import TestSupport
 import Testing
 
 private func hex(_ s: String) -> [UInt8] {
@@ -34,5 +35,57 @@ struct EddystoneEIDTests {
         let f = EddystoneEID(txPowerAt0m: -20, eid: hex("A9B76A71C5F89290"))!
         #expect(f.advertisingData.bytes == hex("0201060303AAFE0D16AAFE30EC") + hex("A9B76A71C5F89290"))
         #expect(EddystoneEID(txPowerAt0m: 0, eid: [1, 2]) == nil)
+    }
+}
+
+@Suite("Eddystone-EID resolver")
+struct EIDResolverTests {
+    private let key = IdentityKey(hex("0102030405060708090A111213141516"))!
+
+    @Test("an EID of the window resolves to its key and period; outside the window or another key's does not; tables are made at boundaries only")
+    func resolve() throws {
+        let other = IdentityKey(hex("00000000000000000000000000000001"))!
+        var r = EIDResolver(keys: [EIDKey(name: "shop 7", exponent: 10, key: key), EIDKey(name: "other", exponent: 4, key: other)],
+                            window: 2, cipher: aes)
+        let now: UInt32 = 10 * 1024 + 5
+        let at = { (t: UInt32) in try EddystoneEID.identifier(identityKey: self.key.bytes, exponent: 10, time: t, cipher: aes) }
+        #expect(r.resolve(try at(now), at: now) == .init(index: 0, name: "shop 7", timeCounter: 10 * 1024))
+        #expect(r.resolve(try at(now - 2 * 1024), at: now)?.timeCounter == 8 * 1024)  // a slow clock, 2 periods back
+        #expect(r.resolve(try at(now + 2 * 1024), at: now)?.timeCounter == 12 * 1024)
+        #expect(r.resolve(try at(now + 3 * 1024), at: now) == nil)  // outside the window
+        #expect(r.resolve(hex("A9B76A71C5F89290"), at: now) == nil)  // t = 0
+        let rebuilds = r.rebuilds
+        _ = r.resolve([0, 0, 0, 0, 0, 0, 0, 0], at: now + 1)
+        #expect(r.rebuilds == rebuilds)  // the same periods: no AES
+        _ = r.resolve([0, 0, 0, 0, 0, 0, 0, 0], at: 10 * 1024 + 16)  // "other" (K = 4) entered its next period
+        #expect(r.rebuilds == rebuilds + 1)
+        // The temporary key rolls over between 65535 and 65536, and the counter's top.
+        for t: UInt32 in [65535, 65536, UInt32.max] {
+            var top = EIDResolver(keys: [EIDKey(name: "k", exponent: 0, key: key)], window: 0, cipher: aes)
+            #expect(top.resolve(try EddystoneEID.identifier(identityKey: key.bytes, exponent: 0, time: t, cipher: aes), at: t)?.timeCounter == t)
+        }
+    }
+
+    @Test("the keyring file: names, keys, exponents; every mistake named at file:line:col")
+    func keyring() throws {
+        let keys = try EIDKeyring.parse(Array("""
+            [[beacon]]
+            name = "shop 7"
+            identity_key = "0102030405060708090A111213141516"
+
+            [[beacon]]
+            name = "shop 8"
+            identity_key_file = "8.key"
+            rotation_exponent = 4
+            """.utf8))
+        #expect(keys.map(\.name) == ["shop 7", "shop 8"] && keys[0].key == key && keys[0].exponent == 10 && keys[1].keyFile == "8.key")
+        #expect("\(keys[0])".contains("0102") == false)  // the key is never printed, not even by reflection
+        let e = thrown(ConfigDiagnostics.self) {
+            _ = try EIDKeyring.parse(Array("[[beacon]]\nname = \"a\"\n\n[[beacon]]\nname = \"a\"\nidentity_key = \"xyz\"\nkey = 1\n".utf8))
+        }?.items.map { "\($0.location!): \($0.message)" }
+        #expect(e == ["1:1: missing key in [[beacon]] #1: give identity_key or identity_key_file",
+                      "4:1: [[beacon]] #2 has the name \"a\" of [[beacon]] #1: each key needs its own name",
+                      "6:16: 'identity_key' in [[beacon]] #2 must be 32 hex digits (128 bits)",
+                      "7:1: unknown key 'key' in [[beacon]] #2 (known keys: name, identity_key, identity_key_file, rotation_exponent)"])
     }
 }

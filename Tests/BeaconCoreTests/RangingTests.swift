@@ -32,7 +32,7 @@ struct FrameTests {
         switch f {
         case .other: #expect(kind == "other")
         case .malformedIBeacon: #expect(kind == "malformed")
-        case .iBeacon, .altBeacon, .eddystoneUID, .eddystoneTLM: Issue.record("\(data) read as \(f.kind)")
+        case .iBeacon, .altBeacon, .eddystoneUID, .eddystoneTLM, .eddystoneEID: Issue.record("\(data) read as \(f.kind)")
         }
     }
 }

@@ -46,14 +46,16 @@ struct ReferenceTests {
             }
             checked += 1
         }
-        #expect(checked == 8, "the README documents eight integer keys with a range")
+        #expect(checked == 9, "the README documents nine integer keys with a range")
     }
 
     private func config(setting table: String, _ key: String, to value: Int) -> String {
         // A beacon of the first format the key belongs to (company_id and reserved are AltBeacon's).
         let format = table == "beacon" ? BeaconFormat.allCases.first { $0.keys.contains(key) } ?? .ibeacon : .ibeacon
+        let identity: [(String, String)] = format == .eddystoneEID ? [("identity_key_file", "\"k.key\"")]
+            : [("uuid", "\"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\""), ("major", "1"), ("minor", "1")]
         var tables: [(String, [(String, String)])] = [
-            ("beacon", [("format", "\"\(format.rawValue)\""), ("uuid", "\"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\""), ("major", "1"), ("minor", "1")]),
+            ("beacon", [("format", "\"\(format.rawValue)\"")] + identity),
             ("advertising", []),
         ]
         if let i = tables.firstIndex(where: { $0.0 == table }) {

@@ -1,0 +1,173 @@
+"""Eddystone-EID on Bumble's controller: the identifier for the wall clock, a new one at every period boundary from a
+new non-resolvable address, the exact bytes for the counter at that moment (computed here with OpenSSL's AES through
+pyca/cryptography, an implementation beacond does not use), and the key handling `run`, check-config and payload
+share: mode 0600 or refused, 32 hex digits or refused, never printed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from conftest import run_cli
+from harness.lab import Lab, wait_for
+
+KEY = '0102030405060708090A111213141516'
+PREFIX = bytes.fromhex('0201060303aafe0d16aafe30')
+
+
+def aes(key: bytes, block: bytes) -> bytes:
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    e = Cipher(algorithms.AES(key), modes.ECB()).encryptor()
+    return e.update(block) + e.finalize()
+
+
+def eid(key_hex: str, k: int, t: int) -> bytes:
+    """The Eddystone EID specification's computation (eid-computation.md)."""
+    key = bytes.fromhex(key_hex)
+    temporary = aes(key, bytes(11) + b'\xff\x00\x00' + ((t >> 16) & 0xFFFF).to_bytes(2, 'big'))
+    return aes(temporary, bytes(11) + bytes([k]) + ((t >> k) << k & 0xFFFFFFFF).to_bytes(4, 'big'))[:8]
+
+
+def test_the_specification_computation_here_matches_the_published_vectors():
+    assert eid(KEY, 10, 0).hex().upper() == 'A9B76A71C5F89290'  # RadiusNetworks/ephemeral_calc
+    assert eid(KEY, 10, 2000).hex().upper() == '4144413E45FEFA58'
+
+
+def write_key(path, text=KEY + '\n', mode=0o600):
+    path.write_text(text)
+    os.chmod(path, mode)
+    return path
+
+
+def eid_config(tmp_path, k=1, power=-20, key_name='shop.key'):
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(f'[beacon]\nformat = "eddystone-eid"\nidentity_key_file = "{key_name}"\nrotation_exponent = {k}\n'
+                    f'measured_power = {power}\n')
+    return conf
+
+
+def test_the_frame_changes_at_each_boundary_from_a_new_address_with_the_exact_bytes(tmp_path, processes):
+    write_key(tmp_path / 'shop.key')
+    conf = eid_config(tmp_path, k=1)  # a new EID every 2 s
+    sock = tmp_path / 'hci.sock'
+    with Lab(f'unix-server:{sock}') as lab:
+        b = processes('run', '-c', str(conf), '-d', f'unix:{sock}')
+        wait_for(lambda: any(r.data.startswith(PREFIX) for r in list(lab.received)), 10, what='an EID frame')
+        lab.clear_received()
+        start = time.time()
+        time.sleep(7)
+        heard = [(r.at, r.data, r.address) for r in list(lab.received) if r.data.startswith(PREFIX)]
+        assert b.proc.poll() is None
+    # Each frame: the identifier for the 2 s period of the wall clock when it was heard (a report may straddle a
+    # boundary by the slot's few ms: the period before is accepted within 0.3 s after it).
+    offset = time.time() - time.monotonic()
+    periods: dict[bytes, set[str]] = {}
+    for at, data, address in heard:
+        wall = at + offset
+        t = int(wall)
+        ok = {eid(KEY, 1, t)} | ({eid(KEY, 1, int(wall - 0.3))} if wall - int(wall) < 0.3 else set())
+        assert data[12] == 0xEC and data[13:] in ok, f'{data.hex()} at {wall:.2f}'
+        periods.setdefault(data[13:], set()).add(address)
+    assert len(periods) >= 3, f'only {len(periods)} EIDs in 7 s at K = 1'
+    # A new non-resolvable private address (top bits 00) with each EID, one per EID, never reused.
+    addresses = [min(a) for a in periods.values()]
+    assert all(len(a) == 1 for a in periods.values()), periods
+    assert len(set(addresses)) == len(addresses)
+    assert all(int(a[:2], 16) >> 6 == 0b00 for a in addresses), addresses
+    assert KEY not in b.log() and KEY.lower() not in b.log()
+    assert time.time() - start < 30
+
+
+@pytest.mark.parametrize('text,mode,error', [
+    (KEY + '\n', 0o644, 'can be read by its group or by others (mode 644): a key must be private to its owner; chmod 600 it'),
+    (KEY[:30] + '\n', 0o600, 'holds 30 hex digits; an Eddystone-EID identity key is 128 bits: 32 hex digits'),
+    ('not a key at all\n', 0o600, 'is not an identity key: expected 32 hex digits'),
+])
+def test_a_bad_key_file_is_a_config_error_at_its_key(tmp_path, processes, text, mode, error):
+    write_key(tmp_path / 'shop.key', text, mode)
+    conf = eid_config(tmp_path)
+    for command in ('check-config', 'payload'):
+        r = run_cli(command, '-c', str(conf))
+        assert r.returncode == 78, r.stderr
+        assert f"{conf}:3:21: error: 'identity_key_file' in [beacon]: {tmp_path}/shop.key {error}" in r.stderr, r.stderr
+        assert KEY not in r.stderr and KEY[:30] not in r.stderr
+    b = processes('run', '-c', str(conf), '-d', 'unix:/nonexistent')
+    assert b.wait(10) == 78
+    (tmp_path / 'shop.key').unlink()
+    r = run_cli('check-config', '-c', str(conf))
+    assert r.returncode == 78 and f"shop.key does not exist (make one with 'beacond gen-key {tmp_path}/shop.key')" in r.stderr
+
+
+def test_a_relative_key_is_looked_up_in_the_credentials_directory(tmp_path):
+    creds = tmp_path / 'creds'
+    creds.mkdir()
+    write_key(creds / 'shop.key')
+    conf = eid_config(tmp_path)
+    r = run_cli('payload', '-c', str(conf), '--time', '0', env={**os.environ, 'CREDENTIALS_DIRECTORY': str(creds)})
+    assert r.returncode == 0, r.stderr
+    # K = 1 here: the EID of the period starting at 0.
+    assert r.stdout.strip() == (PREFIX + b'\xec' + eid(KEY, 1, 0)).hex()
+
+
+def test_payload_time_check_config_and_gen_key(tmp_path):
+    write_key(tmp_path / 'shop.key')
+    conf = eid_config(tmp_path, k=10)
+    r = run_cli('payload', '-c', str(conf), '--time', '2000', '--format', 'json')
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    assert (j['eid'], j['period_start'], j['rotation_exponent'], j['measured_power_0m']) == ('4144413e45fefa58', 1024, 10, -20)
+    assert j['advertising_data'] == (PREFIX + b'\xec').hex() + '4144413e45fefa58'
+    # Near the end of the 32-bit counter: the top period, and a temporary-key rollover between 65535 and 65536.
+    for t in (4294967295, 65535, 65536):
+        r = run_cli('payload', '-c', str(conf), '--time', str(t))
+        assert r.stdout.strip() == (PREFIX + b'\xec' + eid(KEY, 10, t)).hex(), t
+    out = run_cli('check-config', '-c', str(conf)).stdout
+    assert 'identity_key_file shop.key (a 128-bit key, read; never printed)' in out and KEY not in out
+    assert 'rotation_exponent 10 (a new EID every 2^10 s = 1024 s, from the wall clock)' in out
+    key = tmp_path / 'new.key'
+    r = run_cli('gen-key', str(key))
+    assert r.returncode == 0, r.stderr
+    assert oct(os.stat(key).st_mode & 0o777) == '0o600'
+    text = key.read_text()
+    assert len(text) == 33 and all(c in '0123456789abcdef' for c in text.strip()) and text not in r.stdout
+    r = run_cli('gen-key', str(key))
+    assert r.returncode == 1 and 'exists: gen-key never replaces a key' in r.stderr
+    assert key.read_text() == text
+
+
+def test_scan_resolves_the_beacon_by_its_key_and_a_wrong_key_does_not(tmp_path, processes):
+    from conftest import free_port
+    write_key(tmp_path / 'shop.key')
+    conf = eid_config(tmp_path, k=2)
+    port1, port2 = free_port(), free_port()
+    keys = tmp_path / 'keys.toml'
+    keys.write_text(f'[[beacon]]\nname = "shop 7"\nidentity_key_file = "shop.key"\nrotation_exponent = 2\n\n'
+                    f'[[beacon]]\nname = "other"\nidentity_key = "{"00" * 16}"\nrotation_exponent = 2\n')
+    wrong = tmp_path / 'wrong.toml'
+    wrong.write_text(f'[[beacon]]\nname = "shop 7"\nidentity_key = "{KEY[:-1]}7"\nrotation_exponent = 2\n')
+    with Lab(f'tcp-server:127.0.0.1:{port1}', scan=False, second_transport=f'tcp-server:127.0.0.1:{port2}') as lab:
+        processes('run', '-c', str(conf), '-d', f'tcp:127.0.0.1:{port1}')
+        wait_for(lab.advertising, 10, what='beacond run advertising')
+        r = run_cli('scan', '--device', f'tcp:127.0.0.1:{port2}', '--duration', '5', '--json', '--eid-keys', str(keys))
+        assert r.returncode == 0, r.stderr
+        final = [json.loads(l) for l in r.stdout.splitlines() if '"final":true' in l and '"summary"' not in l]
+        # One entry for the beacon, whatever its EIDs and addresses in 5 s (K = 2: two or three of each).
+        assert [(f['kind'], f['name'], f['resolved']) for f in final] == [('eddystone-eid', 'shop 7', True)], final
+        f = final[0]
+        assert bytes.fromhex(f['eid']) == eid(KEY, 2, f['time_counter']) and f['time_counter'] % 4 == 0
+        assert abs(f['time_counter'] - time.time()) < 12
+        r = run_cli('scan', '--device', f'tcp:127.0.0.1:{port2}', '--duration', '3', '--json', '--eid-keys', str(wrong))
+        final = [json.loads(l) for l in r.stdout.splitlines() if '"final":true' in l and '"summary"' not in l]
+        assert final and all(f['kind'] == 'eddystone-eid' and not f['resolved'] and 'name' not in f for f in final), final
+        # Without a keyring: the raw EIDs.
+        r = run_cli('scan', '--device', f'tcp:127.0.0.1:{port2}', '--duration', '2', '--json')
+        assert any(json.loads(l).get('kind') == 'eddystone-eid' for l in r.stdout.splitlines())
+    # A mistake in the keyring: exit 78 naming file:line:col.
+    wrong.write_text('[[beacon]]\nname = "x"\nrotation_exponent = 16\nidentity_key = "00"\n')
+    r = run_cli('scan', '--device', 'unix:/nonexistent', '--eid-keys', str(wrong))
+    assert r.returncode == 78
+    assert f"{wrong}:3:21: error: 'rotation_exponent' in [[beacon]] #1 must be an integer from 0 to 15" in r.stderr, r.stderr
+    assert f"{wrong}:4:16: error: 'identity_key' in [[beacon]] #1 must be 32 hex digits (128 bits)" in r.stderr
