@@ -126,8 +126,16 @@ final class Daemon {
 
     // MARK: Eddystone-EID
 
+    private var clockUnknownSaid = false
+
     private func clockTick() {
-        handle(.clock(unixSeconds: wallClock().seconds, synchronized: systemClockSynchronized() ?? false))
+        let synchronized = systemClockSynchronized()
+        // Unknown (adjtimex refused, no timesyncd) is not called unsynchronized: only what the kernel says is.
+        if synchronized == nil, lifecycle.hasEID, !clockUnknownSaid {
+            clockUnknownSaid = true
+            log.notice("Cannot tell whether the system clock is synchronized (adjtimex refused, no systemd-timesyncd flag): the Eddystone-EID beacons assume it is")
+        }
+        handle(.clock(unixSeconds: wallClock().seconds, synchronized: synchronized ?? true))
     }
 
     /// The time until the wall clock's next multiple of `period` (a few ms past it, so the new period has begun).

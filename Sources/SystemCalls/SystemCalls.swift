@@ -201,12 +201,14 @@ public func wallClock() -> (seconds: UInt64, milliseconds: Int) {
 }
 
 /// Whether the kernel considers the system clock synchronized (adjtimex(2): neither TIME_ERROR nor STA_UNSYNC; what
-/// timedatectl shows as "System clock synchronized"). Nil when adjtimex fails.
+/// timedatectl shows as "System clock synchronized"). Where a seccomp filter refuses adjtimex (systemd's
+/// ProtectClock=), the flag file systemd-timesyncd keeps says it; nil when neither can tell.
 public func systemClockSynchronized() -> Bool? {
     var t = timex()
     let state = adjtimex(&t)
-    if state < 0 { return nil }
-    return state != TIME_ERROR && (t.status & STA_UNSYNC) == 0
+    if state >= 0 { return state != TIME_ERROR && (t.status & STA_UNSYNC) == 0 }
+    if access("/run/systemd/timesync/synchronized", F_OK) == 0 { return true }
+    return nil
 }
 
 /// `count` bytes from the kernel's CSPRNG (getrandom(2), blocking until it is seeded, which it is long before a
