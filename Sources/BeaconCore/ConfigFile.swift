@@ -6,9 +6,9 @@ public enum ConfigFile {
     public static let maximumSize = 64 * 1024
 
     /// The one problem that stops the file from being read as text, or nil when it can be parsed.
-    public static func check(_ bytes: [UInt8]) -> ConfigDiagnostic? {
+    public static func check(_ bytes: [UInt8], maximumSize: Int = maximumSize, what: String = "a config") -> ConfigDiagnostic? {
         if bytes.count > maximumSize {
-            return ConfigDiagnostic("file is \(bytes.count) bytes, more than the 64 KiB a config may have; is this the right file?",
+            return ConfigDiagnostic("file is \(bytes.count) bytes, more than the \(maximumSize / 1024) KiB \(what) may have; is this the right file?",
                                     at: nil)
         }
         var line = 1

@@ -22,10 +22,12 @@ public struct EIDKey: Sendable, Hashable {
 
 public enum EIDKeyring {
     public static let keys = ["name", "identity_key", "identity_key_file", "rotation_exponent"]
+    /// A fleet's keyring: 100,000 keys fit.
+    public static let maximumSize = 16 * 1024 * 1024
 
     /// Every mistake is reported, in file order, as for the config.
     public static func parse(_ bytes: [UInt8]) throws(ConfigDiagnostics) -> [EIDKey] {
-        if let fileProblem = ConfigFile.check(bytes) { throw ConfigDiagnostics([fileProblem]) }
+        if let fileProblem = ConfigFile.check(bytes, maximumSize: maximumSize, what: "a key file") { throw ConfigDiagnostics([fileProblem]) }
         let (document, syntax) = TOMLSubset.parse(bytes)
         var problems = syntax
         func fail(_ m: String, _ at: SourceLocation, _ key: String) { problems.append(ConfigDiagnostic(m, at: at, key: key)) }

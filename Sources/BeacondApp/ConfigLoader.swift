@@ -18,12 +18,12 @@ enum ConfigLoader {
     }
 
     /// The file's bytes, refusing anything over the size limit without reading it all.
-    static func readBytes(_ path: String) throws(ConfigError) -> [UInt8] {
+    static func readBytes(_ path: String, limit: Int = ConfigFile.maximumSize) throws(ConfigError) -> [UInt8] {
         let fd: FileDescriptor
         do { fd = try FileDescriptor.open(path, O_RDONLY) } catch { throw openError(path, error) }
         do {
             if try fd.status().st_mode & S_IFMT == S_IFDIR { throw fail(path, "is a directory, not a config file") }
-            return try fd.readAll(limit: ConfigFile.maximumSize)
+            return try fd.readAll(limit: limit)
         } catch let e as ConfigError { throw e } catch let e as SystemError {
             throw fail(path, "cannot read the file: \(e.errno)")
         } catch { fatalError("\(error)") }

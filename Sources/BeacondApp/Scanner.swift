@@ -135,7 +135,7 @@ final class Scanner {
     /// The keyring file and every key file it names (relative ones beside it, or in $CREDENTIALS_DIRECTORY).
     static func loadResolver(_ path: String, window: Int) throws(ConfigError) -> EIDResolver {
         var keys: [EIDKey]
-        do { keys = try EIDKeyring.parse(try ConfigLoader.readBytes(path)) } catch let e as ConfigError { throw e } catch let e as ConfigDiagnostics {
+        do { keys = try EIDKeyring.parse(try ConfigLoader.readBytes(path, limit: EIDKeyring.maximumSize)) } catch let e as ConfigError { throw e } catch let e as ConfigDiagnostics {
             throw ConfigError(path: path, diagnostics: e.items)
         } catch { throw ConfigError(path: path, diagnostics: [ConfigDiagnostic("\(error)", at: nil)]) }
         var problems: [ConfigDiagnostic] = []
@@ -150,7 +150,10 @@ final class Scanner {
             }
         }
         if !problems.isEmpty { throw ConfigError(path: path, diagnostics: problems) }
-        return EIDResolver(keys: keys, window: window, cipher: { key, block in try AES128.encrypt(block, key: key) })
+        var resolver = EIDResolver(keys: keys, window: window, cipher: { key, block in try AES128.encrypt(block, key: key) })
+        // The table for now, before scanning starts (not at the first EID heard).
+        _ = resolver.resolve([UInt8](repeating: 0, count: 8), at: eidTimeCounter(unixSeconds: wallClock().seconds))
+        return resolver
     }
 
     private func record(_ r: AdvertisingReport) {
