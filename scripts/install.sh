@@ -21,6 +21,8 @@ if [ ! -x "$binary" ]; then
 fi
 
 install -d "$DESTDIR$PREFIX/bin" "$DESTDIR$UNITDIR" "$DESTDIR$DOCDIR" "$DESTDIR$SYSCONFDIR/beacond"
+# Eddystone-EID keys, loaded into the units as credentials (LoadCredential= needs the directory).
+install -d -m 0700 "$DESTDIR$SYSCONFDIR/beacond/keys"
 install -m 0755 "$binary" "$DESTDIR$PREFIX/bin/beacond"
 for unit in beacond.service beacond@.service; do
     # The units name /usr/bin/beacond and /etc/beacond; follow PREFIX and SYSCONFDIR.

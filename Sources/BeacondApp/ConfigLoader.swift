@@ -65,13 +65,21 @@ enum ConfigLoader {
 // MARK: Eddystone-EID identity keys
 
 extension ConfigLoader {
-    /// Where a relative `identity_key_file` is looked up: systemd's credentials directory (LoadCredential=) when
-    /// there is one, else the config file's own directory.
+    /// The credential ID the units load the key directory under (`LoadCredential=eid:/etc/beacond/keys`): systemd
+    /// names each file of a directory credential `eid_FILENAME`.
+    static let keyCredential = "eid"
+
+    /// Where a relative `identity_key_file` is looked up: under systemd, in the credentials directory (the units'
+    /// key directory, each file as `eid_NAME`, or a credential of the name itself); without, in the `keys` directory
+    /// beside the config file (/etc/beacond/keys, the directory the units load).
     static func keyPath(_ name: String, configPath: String) -> String {
         if name.hasPrefix("/") { return name }
-        if let d = environment("CREDENTIALS_DIRECTORY"), !d.isEmpty { return "\(d)/\(name)" }
+        if let d = environment("CREDENTIALS_DIRECTORY"), !d.isEmpty {
+            let loaded = "\(d)/\(keyCredential)_\(name)"
+            return access(loaded, F_OK) == 0 ? loaded : "\(d)/\(name)"
+        }
         let dir = configPath.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
-        return dir.isEmpty ? (configPath.hasPrefix("/") ? "/\(name)" : name) : "\(dir)/\(name)"
+        return (dir.isEmpty ? (configPath.hasPrefix("/") ? "" : ".") : dir) + "/keys/\(name)"
     }
 
     /// Reads every EID beacon's identity key; each problem is a diagnostic at its `identity_key_file`.

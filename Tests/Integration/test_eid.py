@@ -37,6 +37,7 @@ def test_the_specification_computation_here_matches_the_published_vectors():
 
 
 def write_key(path, text=KEY + '\n', mode=0o600):
+    path.parent.mkdir(exist_ok=True)
     path.write_text(text)
     os.chmod(path, mode)
     return path
@@ -50,7 +51,7 @@ def eid_config(tmp_path, k=1, power=-20, key_name='shop.key'):
 
 
 def test_the_frame_changes_at_each_boundary_from_a_new_address_with_the_exact_bytes(tmp_path, processes):
-    write_key(tmp_path / 'shop.key')
+    write_key(tmp_path / 'keys' / 'shop.key')
     conf = eid_config(tmp_path, k=1)  # a new EID every 2 s
     sock = tmp_path / 'hci.sock'
     with Lab(f'unix-server:{sock}') as lab:
@@ -87,33 +88,37 @@ def test_the_frame_changes_at_each_boundary_from_a_new_address_with_the_exact_by
     ('not a key at all\n', 0o600, 'is not an identity key: expected 32 hex digits'),
 ])
 def test_a_bad_key_file_is_a_config_error_at_its_key(tmp_path, processes, text, mode, error):
-    write_key(tmp_path / 'shop.key', text, mode)
+    write_key(tmp_path / 'keys' / 'shop.key', text, mode)
     conf = eid_config(tmp_path)
     for command in ('check-config', 'payload'):
         r = run_cli(command, '-c', str(conf))
         assert r.returncode == 78, r.stderr
-        assert f"{conf}:3:21: error: 'identity_key_file' in [beacon]: {tmp_path}/shop.key {error}" in r.stderr, r.stderr
+        assert f"{conf}:3:21: error: 'identity_key_file' in [beacon]: {tmp_path}/keys/shop.key {error}" in r.stderr, r.stderr
         assert KEY not in r.stderr and KEY[:30] not in r.stderr
     b = processes('run', '-c', str(conf), '-d', 'unix:/nonexistent')
     assert b.wait(10) == 78
-    (tmp_path / 'shop.key').unlink()
+    (tmp_path / 'keys' / 'shop.key').unlink()
     r = run_cli('check-config', '-c', str(conf))
-    assert r.returncode == 78 and f"shop.key does not exist (make one with 'beacond gen-key {tmp_path}/shop.key')" in r.stderr
+    assert r.returncode == 78 and f"keys/shop.key does not exist (make one with 'beacond gen-key {tmp_path}/keys/shop.key')" in r.stderr
 
 
 def test_a_relative_key_is_looked_up_in_the_credentials_directory(tmp_path):
+    """As the units pass /etc/beacond/keys (LoadCredential=eid:…, each file as eid_NAME), or a credential of its own."""
     creds = tmp_path / 'creds'
-    creds.mkdir()
-    write_key(creds / 'shop.key')
+    write_key(creds / 'eid_shop.key')
+    write_key(creds / 'other.key', '00' * 16 + '\n')
     conf = eid_config(tmp_path)
-    r = run_cli('payload', '-c', str(conf), '--time', '0', env={**os.environ, 'CREDENTIALS_DIRECTORY': str(creds)})
+    env = {**os.environ, 'CREDENTIALS_DIRECTORY': str(creds)}
+    r = run_cli('payload', '-c', str(conf), '--time', '0', env=env)
     assert r.returncode == 0, r.stderr
     # K = 1 here: the EID of the period starting at 0.
     assert r.stdout.strip() == (PREFIX + b'\xec' + eid(KEY, 1, 0)).hex()
+    r = run_cli('payload', '-c', str(eid_config(tmp_path, key_name='other.key')), '--time', '0', env=env)
+    assert r.stdout.strip() == (PREFIX + b'\xec' + eid('00' * 16, 1, 0)).hex()
 
 
 def test_payload_time_check_config_and_gen_key(tmp_path):
-    write_key(tmp_path / 'shop.key')
+    write_key(tmp_path / 'keys' / 'shop.key')
     conf = eid_config(tmp_path, k=10)
     r = run_cli('payload', '-c', str(conf), '--time', '2000', '--format', 'json')
     assert r.returncode == 0, r.stderr
@@ -140,7 +145,7 @@ def test_payload_time_check_config_and_gen_key(tmp_path):
 
 def test_scan_resolves_the_beacon_by_its_key_and_a_wrong_key_does_not(tmp_path, processes):
     from conftest import free_port
-    write_key(tmp_path / 'shop.key')
+    write_key(tmp_path / 'keys' / 'shop.key')
     conf = eid_config(tmp_path, k=2)
     port1, port2 = free_port(), free_port()
     keys = tmp_path / 'keys.toml'

@@ -27,8 +27,9 @@ if [ -z "$mirror" ]; then
     exit 1
 fi
 
+# libgcrypt20: the package Depends on it (Eddystone-EID's AES); the guest has no network to fetch it at install.
 debootstrap --variant=minbase --arch="$arch" \
-    --include=systemd,systemd-sysv,udev,kmod,dbus,bluez,bluez-test-tools,libsystemd0,python3,procps,init-system-helpers,initramfs-tools,zstd \
+    --include=systemd,systemd-sysv,udev,kmod,dbus,bluez,bluez-test-tools,libsystemd0,libgcrypt20,python3,procps,init-system-helpers,initramfs-tools,zstd \
     "$suite" "$root" "$mirror"
 
 # A small initramfs: only what finds a virtio disk with ext4 on it.

@@ -843,6 +843,51 @@ def s16_hci_three_beacons_each_from_its_own_static_address():
     return f'{st} | after removing one: {st2} | addresses {sorted(kept.values())}, each beacon\'s the same after a restart with the file reordered'
 
 
+# ---- Eddystone-EID ----------------------------------------------------------------------------------------------------
+
+EID_PREFIX = bytes.fromhex('0201060303aafe0d16aafe30ec')
+
+
+def s21_eid_key_as_a_credential():
+    bluetoothd(False)
+    sh('rm -f /etc/beacond/keys/shop.key', check=True)
+    assert oct(os.stat('/etc/beacond/keys').st_mode & 0o777) == '0o700', 'the package did not make /etc/beacond/keys 0700'
+    sh('beacond gen-key /etc/beacond/keys/shop.key', check=True)
+    key = open('/etc/beacond/keys/shop.key').read().strip()
+    assert oct(os.stat('/etc/beacond/keys/shop.key').st_mode & 0o777) == '0o600'
+    with open(CONF, 'w') as f:
+        f.write('[beacon]\nformat = "eddystone-eid"\nidentity_key_file = "shop.key"\nrotation_exponent = 3\nmeasured_power = -20\n\n'
+                '[controller]\ndevice = "hci0"\nbackend = "auto"\n')
+    t0 = now_us()
+    sh('systemctl restart beacond', check=True)
+    st = wait_advertising('Eddystone-EID')
+    time.sleep(20)  # K = 3: a new EID every 8 s, so two or three boundaries
+    timeline, _ = replay(snoop.update())
+    first_seen = {}
+    for ts, datas in timeline:
+        for d in datas:
+            if ts >= t0 and d.startswith(EID_PREFIX):
+                first_seen.setdefault(d, ts)
+    assert len(first_seen) >= 2, f'{len(first_seen)} EIDs on the air in 20 s at K = 3'
+    # Each is the frame root's CLI computes from the same key file for the moment it went on the air (or the second
+    # before: the controller's clock and the replay's are not the same tick).
+    for d, ts in first_seen.items():
+        t = ts // 1_000_000
+        expected = {sh(f'beacond payload -c {CONF} --time {x}', check=True).strip() for x in (t - 1, t)}
+        assert d.hex() in expected, f'{d.hex()} on the air at {t}; beacond payload says {expected}'
+    addresses = address_of_each(t0, tuple(first_seen))
+    assert all(len(a) == 1 for a in addresses.values()), addresses
+    flat = [min(a) for a in addresses.values()]
+    assert len(set(flat)) == len(flat) and all(int(a[:2], 16) >> 6 == 0 for a in flat), f'not a new non-resolvable address each period: {flat}'
+    pid = show('MainPID')['MainPID']
+    uid = next(l.split()[1] for l in open(f'/proc/{pid}/status') if l.startswith('Uid:'))
+    assert uid != '0', 'beacond runs as root'
+    creds = sh('ls -l /run/credentials/beacond.service/').strip().replace('\n', '; ')
+    journal = sh('journalctl -u beacond --no-pager -o cat --since=-5min')
+    assert key.lower() not in journal.lower(), 'the identity key is in the journal'
+    return f'{st} | {len(first_seen)} EIDs from {flat}, uid {uid}; credentials: {creds}'
+
+
 # ---- ownership: what beacond put on the controller comes off again ----------------------------------------------
 
 def heard_since(since_us):
@@ -1025,6 +1070,7 @@ def main():
         run_('18. mgmt: three beacons, then SIGKILL and a start with one: the killed run\'s other two instances go, and stop leaves nothing', s18_mgmt_kill_then_fewer_beacons)
         run_('19. mgmt: another program\'s instances (one from before the start, one added meanwhile) are neither taken nor removed', s19_mgmt_foreign_instances_survive)
         run_('20. an hciN whose kernel setup failed (mgmt: Invalid Index): beacond says so and backend auto tries raw HCI, not "waiting to appear"', s20_setup_failed_device_goes_to_raw_hci)
+        run_('21. Eddystone-EID with its key in /etc/beacond/keys as a credential of the DynamicUser service: the EIDs on the air for their moments, a new address each period, the key never in the journal', leaving_one_beacon(s21_eid_key_as_a_credential))
         run_('13. apt-get purge: nothing left behind (files, units, enablement, state), nothing on the air', s13_purge_leaves_nothing)
         run_('14. upgrade from the previous package with an edited conffile (and beacond@hci1 running beside it on amd64): edit kept, new default as .dpkg-dist, both restarted, beacons back', s14_upgrade_keeps_the_edited_conffile)
         # The plan first, so that a run cut off by the host's timeout can say which scenarios never ran.
