@@ -1,7 +1,7 @@
 // libFuzzer targets for every decoder of outside input. fuzz/run.sh builds them as one module with the pure sources
 // (BluetoothHCI, BeaconCore, the device spec, the HCI and mgmt command flows and the mgmt codec) and picks the target
 // with BEACOND_FUZZ_TARGET:
-//   config  the config parser, schema and the gen-uuid --set editor
+//   config  the config parser, schema and the gen-uuid --set editor, and the EID resolver's key file
 //   hci     the H4 framer, every HCI event decoder, the probe replies, and CommandFlow fed what a controller sends
 //   adv     LE (extended) advertising reports into AD parsing, frame recognition, ranging, the scan table and the
 //           JSON line (which must never hold NaN or Infinity)
@@ -38,7 +38,10 @@ private func fuzzConfig(_ bytes: [UInt8]) {
             _ = b.beacon.summary
             _ = config.interval(of: b)
         }
+        _ = config.addressesWanted
     }
+    // The resolver's key file shares the grammar.
+    _ = try? EIDKeyring.parse(bytes)
     _ = try? ConfigEditor.settingUUID(BeaconUUID.version4(random: [UInt8](repeating: 7, count: 16)), in: bytes, replacing: bytes.count % 2 == 0)
 }
 
