@@ -176,3 +176,30 @@ def test_scan_resolves_the_beacon_by_its_key_and_a_wrong_key_does_not(tmp_path, 
     assert r.returncode == 78
     assert f"{wrong}:3:21: error: 'rotation_exponent' in [[beacon]] #1 must be an integer from 0 to 15" in r.stderr, r.stderr
     assert f"{wrong}:4:16: error: 'identity_key' in [[beacon]] #1 must be 32 hex digits (128 bits)" in r.stderr
+
+
+def test_a_reload_with_a_new_key_is_a_data_update_of_that_beacon(tmp_path, processes):
+    """Only the key changed: the same period, so the same address, and the set's data is replaced in place (no
+    disable); the other beacon is not touched."""
+    write_key(tmp_path / 'keys' / 'shop.key')
+    conf = tmp_path / 'beacond.conf'
+    ib = '[[beacon]]\nuuid = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"\nmajor = 1\nminor = 2\n\n'
+    conf.write_text(ib + '[[beacon]]\nformat = "eddystone-eid"\nidentity_key_file = "shop.key"\nrotation_exponent = 15\n')
+    sock = tmp_path / 'hci.sock'
+    with Lab(f'unix-server:{sock}') as lab:
+        b = processes('run', '-c', str(conf), '-d', f'unix:{sock}')
+
+        def eid_set():
+            return next(((h, s) for h, s in lab.state()['sets'].items() if s['enabled'] and s['data'].startswith(PREFIX[:12])), None)
+        handle, before = wait_for(eid_set, 10, what='the EID set')
+        t = int(time.time())
+        assert before['data'][13:] in {eid(KEY, 15, t), eid(KEY, 15, t - 1)}
+        seen = len(lab.state()['commands'])
+        write_key(tmp_path / 'keys' / 'shop.key', '00' * 15 + '01\n')
+        b.signal(1)
+        wait_for(lambda: (s := eid_set()) and s[1]['data'] != before['data'], 10, what='the new EID')
+        after = eid_set()[1]
+        assert after['data'][13:] == eid('00' * 15 + '01', 15, int(time.time()))
+        assert after['random_address'] == before['random_address']
+        ops = [(op, p[0]) for _, op, p in lab.state()['commands'][seen:]]
+        assert ops == [(0x2037, handle)], ops  # LE Set Extended Advertising Data on that set, nothing else
