@@ -48,12 +48,17 @@ struct EIDResolverTests {
         var r = EIDResolver(keys: [EIDKey(name: "shop 7", exponent: 10, key: key), EIDKey(name: "other", exponent: 4, key: other)],
                             window: 2, cipher: aes)
         let now: UInt32 = 10 * 1024 + 5
-        let at = { (t: UInt32) in try EddystoneEID.identifier(identityKey: self.key.bytes, exponent: 10, time: t, cipher: aes) }
-        #expect(r.resolve(try at(now), at: now) == .init(index: 0, name: "shop 7", timeCounter: 10 * 1024))
-        #expect(r.resolve(try at(now - 2 * 1024), at: now)?.timeCounter == 8 * 1024)  // a slow clock, 2 periods back
-        #expect(r.resolve(try at(now + 2 * 1024), at: now)?.timeCounter == 12 * 1024)
-        #expect(r.resolve(try at(now + 3 * 1024), at: now) == nil)  // outside the window
-        #expect(r.resolve(hex("A9B76A71C5F89290"), at: now) == nil)  // t = 0
+        func at(_ t: UInt32) throws -> [UInt8] { try EddystoneEID.identifier(identityKey: key.bytes, exponent: 10, time: t, cipher: aes) }
+        let current = r.resolve(try at(now), at: now)
+        #expect(current == EIDResolver.Match(index: 0, name: "shop 7", timeCounter: 10 * 1024))
+        let slow = r.resolve(try at(now - 2 * 1024), at: now)  // a slow clock, 2 periods back
+        let fast = r.resolve(try at(now + 2 * 1024), at: now)
+        let outside = r.resolve(try at(now + 3 * 1024), at: now)
+        let zero = r.resolve(hex("A9B76A71C5F89290"), at: now)  // t = 0
+        let slowCounter = slow?.timeCounter ?? 0, fastCounter = fast?.timeCounter ?? 0
+        #expect(slowCounter == 8 * 1024)
+        #expect(fastCounter == 12 * 1024)
+        #expect(outside == nil && zero == nil)
         let rebuilds = r.rebuilds
         _ = r.resolve([0, 0, 0, 0, 0, 0, 0, 0], at: now + 1)
         #expect(r.rebuilds == rebuilds)  // the same periods: no AES
@@ -62,7 +67,9 @@ struct EIDResolverTests {
         // The temporary key rolls over between 65535 and 65536, and the counter's top.
         for t: UInt32 in [65535, 65536, UInt32.max] {
             var top = EIDResolver(keys: [EIDKey(name: "k", exponent: 0, key: key)], window: 0, cipher: aes)
-            #expect(top.resolve(try EddystoneEID.identifier(identityKey: key.bytes, exponent: 0, time: t, cipher: aes), at: t)?.timeCounter == t)
+            let e = try EddystoneEID.identifier(identityKey: key.bytes, exponent: 0, time: t, cipher: aes)
+            let counter = top.resolve(e, at: t)?.timeCounter ?? 0
+            #expect(counter == t)
         }
     }
 
