@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'Tests' / 'Integration'))
 sys.path.insert(0, str(ROOT / 'bench'))
 from harness.lab import Lab, wait_for  # noqa: E402
-from scan_throughput import ad_for, cpu_seconds, free_port  # noqa: E402
+from scan_throughput import ad_for, cpu_seconds, free_port, inject_until_idle  # noqa: E402
 from test_eid import eid  # noqa: E402
 
 from bumble import hci  # noqa: E402
@@ -61,18 +61,11 @@ def run(beacond: str, events: list[bytes], keyring: str | None) -> tuple[float, 
         wait_for(lambda: hci.HCI_LE_SET_SCAN_ENABLE_COMMAND in lab.opcodes(), timeout=60, what='scanning enabled')
         time.sleep(0.3)
         start = cpu_seconds(p.pid)
-        for k in range(0, len(events), 2000):
-            lab.inject(*events[k:k + 2000])
-        last, still = cpu_seconds(p.pid), 0
-        while still < 5:
-            time.sleep(0.2)
-            now = cpu_seconds(p.pid)
-            still = still + 1 if now == last else 0
-            last = now
+        used = inject_until_idle(lab, p.pid, events)
         p.send_signal(signal.SIGINT)
         out, _ = p.communicate(timeout=30)
     resolved = sum('"resolved":true' in line and '"final":true' in line for line in out.splitlines())
-    return start, last - start, resolved
+    return start, used, resolved
 
 
 def main() -> int:

@@ -76,6 +76,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def inject_until_idle(lab: Lab, pid: int, events: list[bytes]) -> float:
+    """Injects the events as the controller's and returns the CPU seconds the process used for them: done when it
+    stops using CPU for a second (it has read and handled everything that was sent)."""
+    start = cpu_seconds(pid)
+    for k in range(0, len(events), 2000):
+        lab.inject(*events[k:k + 2000])
+    last, still = cpu_seconds(pid), 0
+    while still < 5:
+        time.sleep(0.2)
+        now = cpu_seconds(pid)
+        still = still + 1 if now == last else 0
+        last = now
+    return last - start
+
+
 def run_beacond(beacond: str, events: list[bytes]) -> tuple[float, int]:
     port = free_port()
     with Lab(f'tcp-server:127.0.0.1:{port}', scan=False, extended=False) as lab:
@@ -83,17 +98,7 @@ def run_beacond(beacond: str, events: list[bytes]) -> tuple[float, int]:
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         wait_for(lambda: hci.HCI_LE_SET_SCAN_ENABLE_COMMAND in lab.opcodes(), timeout=10, what='scanning enabled')
         time.sleep(0.3)
-        start = cpu_seconds(p.pid)
-        for k in range(0, len(events), 2000):
-            lab.inject(*events[k:k + 2000])
-        # Done when beacond stops using CPU for a while (it has read and handled everything that was sent).
-        last, still = cpu_seconds(p.pid), 0
-        while still < 5:
-            time.sleep(0.2)
-            now = cpu_seconds(p.pid)
-            still = still + 1 if now == last else 0
-            last = now
-        used = last - start
+        used = inject_until_idle(lab, p.pid, events)
         p.send_signal(signal.SIGINT)
         p.wait(timeout=10)
     return used, p.returncode

@@ -96,19 +96,10 @@ extension IdentityKey {
         guard d.count == 32 else { return nil }
         var bytes: [UInt8] = []
         for i in stride(from: 0, to: 32, by: 2) {
-            guard let hi = hexValue(d[i]), let lo = hexValue(d[i + 1]) else { return nil }
+            guard let hi = ASCII.hexValue(d[i]), let lo = ASCII.hexValue(d[i + 1]) else { return nil }
             bytes.append(hi << 4 | lo)
         }
         self.init(bytes)
-    }
-}
-
-private func hexValue(_ c: UInt8) -> UInt8? {
-    switch c {
-    case 0x30...0x39: c - 0x30
-    case 0x41...0x46: c - 0x41 + 10
-    case 0x61...0x66: c - 0x61 + 10
-    default: nil
     }
 }
 

@@ -74,7 +74,7 @@ public enum TOMLSubset {
     }
 }
 
-private enum ASCII {
+enum ASCII {
     static let tab: UInt8 = 0x09, lf: UInt8 = 0x0A, cr: UInt8 = 0x0D, space: UInt8 = 0x20
     static let quote: UInt8 = 0x22, hash: UInt8 = 0x23, apostrophe: UInt8 = 0x27, plus: UInt8 = 0x2B
     static let minus: UInt8 = 0x2D, dot: UInt8 = 0x2E, equals: UInt8 = 0x3D, backslash: UInt8 = 0x5C

@@ -127,11 +127,8 @@ extension ConfigLoader {
         }
         var text = bytes
         while let last = text.last, last == 0x0A || last == 0x0D || last == 0x20 || last == 0x09 { text.removeLast() }
+        if let key = IdentityKey(hex: String(decoding: text, as: UTF8.self)) { return .success(key) }
         let isHex = { (b: UInt8) in (0x30...0x39).contains(b) || (0x41...0x46).contains(b) || (0x61...0x66).contains(b) }
-        if text.count == 32, text.allSatisfy(isHex) {
-            let digits = text.map { b -> UInt8 in b <= 0x39 ? b - 0x30 : (b | 0x20) - 0x61 + 10 }
-            return .success(IdentityKey(stride(from: 0, to: 32, by: 2).map { digits[$0] << 4 | digits[$0 + 1] })!)
-        }
         if !text.isEmpty, text.allSatisfy(isHex) {
             return .failure(KeyProblem(text: "holds \(text.count) hex digits; an Eddystone-EID identity key is 128 bits: 32 hex digits"))
         }
