@@ -228,7 +228,7 @@ enum CLI {
             }),
         Command(
             name: "scan", abstract: "Show the beacons around, with distance and proximity as iOS ranges them.",
-            usage: "beacond scan [--device SPEC] [--duration SECONDS | --calibrate SECONDS] [--uuid UUID] [--major N] [--minor N] [--eid-keys FILE [--eid-window N]] [--json] [--all]",
+            usage: "beacond scan [--device SPEC] [--duration SECONDS | --calibrate SECONDS] [--uuid UUID] [--major N] [--minor N] [--eid-keys FILE [--eid-window N]] [--json] [--all]\n       beacond scan [--device SPEC] --expect FILE... [--timeout SECONDS] [--metrics FILE] [--json]",
             description: """
                 Passive LE scanning (legacy or extended, whichever the controller supports) on
                 the same devices as 'run', for iBeacon, AltBeacon and Eddystone UID and TLM
@@ -238,6 +238,11 @@ enum CLI {
                 unknown), packets, address. A live table on a terminal; JSON lines (one per
                 beacon each second it was seen, and a final line per beacon) with --json or when
                 stdout is not a terminal.
+
+                With --expect, checks beacond configs against the air: it listens until every
+                beacon in the files was heard (or --timeout passes) and prints each one as
+                heard, missing or mismatch (its identity with another measured power, format
+                or address), with the RSSI, address and fields heard.
                 """,
             options: """
                 OPTIONS:
@@ -260,7 +265,19 @@ enum CLI {
                                           drift (default: 2).
                   --json                  JSON lines even on a terminal.
                   --all                   Also show other advertisements and malformed iBeacons.
+                  --expect FILE...        beacond config files (or directories: every *.conf in
+                                          them) whose beacons must be on the air.
+                  --timeout SECONDS       With --expect: give up after this long (default: 30).
+                  --metrics FILE          With --expect: write the result to FILE, replaced
+                                          atomically, in Prometheus' text format (for
+                                          node_exporter's textfile collector).
                 \(helpOption)
+                EXIT STATUS:
+                  0 success (with --expect: every beacon heard as configured), 2 a beacon was
+                  not heard (--expect), 3 a beacon was heard with other content than its
+                  config's (--expect), 64 usage error, 69 controller unusable, 77 missing
+                  privilege, 78 config error.
+
                 """,
             parse: { p throws(UsageError) in
                 var o = ScanOptions()
@@ -291,8 +308,28 @@ enum CLI {
                         o.eidWindow = n
                     case "--json": o.json = true
                     case "--all": o.all = true
+                    case "--expect":
+                        o.expect.append(try p.value(for: opt))
+                        // FILE...: every argument up to the next option.
+                        while let next = p.args.first, !next.hasPrefix("-") || next == "-" { o.expect.append(p.args.removeFirst()) }
+                    case "--timeout":
+                        let v = try p.value(for: opt)
+                        guard let d = Double(v), d > 0, d <= 86400 else { throw p.invalid(opt, v, expected: "seconds, e.g. 30 or 2.5") }
+                        o.timeout = d
+                    case "--metrics": o.metrics = try p.value(for: opt)
                     case "-h", "--help": return .help("scan")
                     default: throw p.unknown(opt)
+                    }
+                }
+                if o.expect.isEmpty {
+                    for (given, name) in [(o.timeout != nil, "--timeout"), (o.metrics != nil, "--metrics")] where given {
+                        throw UsageError(message: "'\(name)' belongs to '--expect FILE...'", command: "scan")
+                    }
+                } else {
+                    let clash = [(o.duration != nil, o.calibrate ? "--calibrate" : "--duration"), (o.uuid != nil, "--uuid"),
+                                 (o.major != nil, "--major"), (o.minor != nil, "--minor"), (o.all, "--all"), (o.eidKeys != nil, "--eid-keys")]
+                    if let (_, name) = clash.first(where: { $0.0 }) {
+                        throw UsageError(message: "'\(name)' cannot be combined with '--expect': the configs say what to listen for (and for how long: '--timeout')", command: "scan")
                     }
                 }
                 return .scan(o)

@@ -23,6 +23,11 @@ struct ScanOptions: Equatable {
     /// `--eid-keys`: the keyring to resolve Eddystone-EID frames with, and the periods either side of now to accept.
     var eidKeys: String?
     var eidWindow = 2
+    /// `--expect`: config files (or directories of them) whose beacons must be heard; `timeout` bounds the wait and
+    /// `metrics` is where the result goes for node_exporter.
+    var expect: [String] = []
+    var timeout: Double?
+    var metrics: String?
 }
 
 final class Scanner {
@@ -38,11 +43,15 @@ final class Scanner {
     private var stopping = false
     /// `--eid-keys`: every key's EIDs around now, precomputed.
     private var resolver: EIDResolver?
+    /// `--expect`: the beacons the configs put on the air, what was heard of them, and since when.
+    private var check: AirCheck?
+    private var startedAt: (wall: UInt64, monotonic: UInt64) = (0, 0)
 
     private init(options: ScanOptions, loop: EventLoop) {
         self.options = options
         self.loop = loop
-        json = options.json || !isTerminal(1)
+        // A check's report is for people (the journal, a terminal) unless JSON is asked for.
+        json = options.json || (options.expect.isEmpty && !isTerminal(1))
     }
 
     static func run(_ options: ScanOptions) -> ExitCode {
@@ -54,6 +63,14 @@ final class Scanner {
         let s = Scanner(options: options, loop: loop)
         if let path = options.eidKeys {
             do { s.resolver = try loadResolver(path, window: options.eidWindow) } catch { return Tools.report(error) }
+        }
+        if !options.expect.isEmpty {
+            let check: AirCheck
+            do { check = AirCheck(try ScanExpect.load(options.expect)) } catch { return Tools.report(error) }
+            s.check = check
+            s.resolver = ScanExpect.resolver(for: check)
+            // The table for now, before scanning starts (not at the first EID heard).
+            _ = s.resolver?.resolve([UInt8](repeating: 0, count: 8), at: eidTimeCounter(unixSeconds: wallClock().seconds))
         }
         do {
             try s.start()
@@ -68,10 +85,19 @@ final class Scanner {
     private func start() throws(SystemError) {
         _ = try loop.addSignal(SIGINT) { [unowned self] in self.stop() }
         _ = try loop.addSignal(SIGTERM) { [unowned self] in self.stop() }
-        if let d = options.duration {
+        if let d = check != nil ? options.timeout ?? Self.defaultTimeout : options.duration {
             _ = try loop.addTimer(after: .milliseconds(Int64(d * 1000))) { [unowned self] in self.stop() }
         }
-        scheduleRefresh()
+        let now = wallClock()
+        startedAt = (now.seconds * 1_000_000 + UInt64(now.milliseconds) * 1000, loop.nowMicroseconds)
+        if let check {
+            if !json {
+                let files = Set(check.entries.map(\.expected.configPath)).count
+                Output.out("Listening on \(options.device) for \(check.entries.count) beacon\(check.entries.count == 1 ? "" : "s") from \(files) config file\(files == 1 ? "" : "s") (at most \(decimal(options.timeout ?? Self.defaultTimeout, 1)) s)\n")
+            }
+        } else {
+            scheduleRefresh()
+        }
         let transport: Transport
         do { transport = try Transport.open(options.device, mayBringUp: true) } catch {
             let f = HCIBackend.failure(opening: options.device, error, mayBringUp: true)
@@ -126,7 +152,7 @@ final class Scanner {
                     return self.startScanning(allowSwitch: false)
                 }
                 self.fail("Failed to start scanning on \(self.options.device): \(f.error)", .unavailable)
-            } else if !self.json {
+            } else if !self.json && self.check == nil {
                 self.render()
             }
         }
@@ -156,9 +182,22 @@ final class Scanner {
         return resolver
     }
 
+    /// How long `--expect` listens without `--timeout`.
+    static let defaultTimeout = 30.0
+
     private func record(_ r: AdvertisingReport) {
         guard !r.isScanResponse else { return }
         let frame = BeaconFrame(advertisingData: r.data)
+        if check != nil {
+            var match: Int?
+            if case .eddystoneEID(let e) = frame, let k = resolver?.resolve(e.eid, at: eidTimeCounter(unixSeconds: wallClock().seconds))?.index {
+                match = check!.eidExpectations[k]
+            }
+            let now = wallClock()
+            check!.record(frame, r, at: now.seconds * 1_000_000 + UInt64(now.milliseconds) * 1000, eidMatch: match)
+            if check!.complete { stop() }
+            return
+        }
         let filtered = options.uuid != nil || options.major != nil || options.minor != nil
         if case .eddystoneEID(let e) = frame, resolver != nil {
             guard !filtered else { return }  // no uuid, major or minor to match
@@ -209,6 +248,16 @@ final class Scanner {
     private func finish() {
         connection?.close()
         connection = nil
+        if let check {
+            let seconds = Double(loop.nowMicroseconds - startedAt.monotonic) / 1e6
+            let device = options.device.description
+            let code = ScanExpect.report(check, device: device, seconds: seconds, timeout: options.timeout ?? Self.defaultTimeout, json: json)
+            let written = options.metrics.map {
+                ScanExpect.writeMetrics(check.prometheusText(device: device, startedAt: startedAt.wall, duration: seconds), to: $0)
+            } ?? true
+            exitCode = written ? code : .failure
+            return loop.exit(code: exitCode.rawValue)
+        }
         if json { emitJSON(final: true) } else { render(final: true) }
         if options.calibrate && !json { Output.out(calibrationTable()) }
         loop.exit(code: exitCode.rawValue)

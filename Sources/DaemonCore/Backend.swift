@@ -151,6 +151,10 @@ public struct BackendFailure: Error, Sendable, Hashable {
 public enum ExitCode: Int32, Sendable, Hashable {
     case success = 0
     case failure = 1
+    /// `scan --expect`: a beacon of the configs was not heard before the timeout.
+    case beaconMissing = 2
+    /// `scan --expect`: a frame with a beacon's identity but other content than its config's was heard.
+    case beaconMismatch = 3
     case usage = 64
     /// No controller reachable.
     case unavailable = 69

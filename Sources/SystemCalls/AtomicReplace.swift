@@ -116,9 +116,10 @@ public final class EditableFile {
 /// it is either there whole or not there at all: written to a temporary name, synced, put in place, and the
 /// directory synced so that the new name itself is on the disk. Without `replacing`, an existing `name` is never
 /// replaced: that is an error (EEXIST), since a caller that keeps an identity must not make a second one. With it,
-/// the new file is renamed over the old one (a reader sees the old contents or the new, never a mix).
+/// the new file is renamed over the old one (a reader sees the old contents or the new, never a mix). The file gets
+/// `mode` less the process's umask, or exactly `mode` when `exactMode` (a file another user's program reads).
 public func createFileDurably(named name: String, in directory: String, contents bytes: [UInt8], mode: mode_t = 0o644,
-                              replacing: Bool = false) throws(SystemError) {
+                              exactMode: Bool = false, replacing: Bool = false) throws(SystemError) {
     if mkdir(directory, 0o755) != 0 && Glibc.errno != EEXIST { throw SystemError("mkdir(\(directory))", errno: .current) }
     let dir = try FileDescriptor.open(directory, O_RDONLY | O_DIRECTORY)
     let temporary = "\(name).new"
@@ -126,6 +127,7 @@ public func createFileDurably(named name: String, in directory: String, contents
     var committed = false
     defer { if !committed { _ = unlinkat(dir.rawValue, temporary, 0) } }
     let file = try dir.openAt(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, mode: mode)
+    if exactMode, fchmod(file.rawValue, mode) != 0 { throw SystemError("fchmod(\(temporary))", errno: .current) }
     try file.writeAll(bytes)
     try file.sync()
     file.close()

@@ -268,3 +268,22 @@ public func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
 
 /// getpid(2).
 public func processID() -> Int32 { getpid() }
+
+/// The names in a directory (without `.` and `..`), sorted bytewise.
+public func directoryEntries(_ path: String) throws(SystemError) -> [String] {
+    guard let dir = opendir(path) else { throw SystemError("opendir(\(path))", errno: .current) }
+    defer { closedir(dir) }
+    var names: [String] = []
+    while true {
+        Glibc.errno = 0
+        guard let entry = readdir(dir) else {
+            if Glibc.errno != 0 { throw SystemError("readdir(\(path))", errno: .current) }
+            break
+        }
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        if name != "." && name != ".." { names.append(name) }
+    }
+    return names.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+}

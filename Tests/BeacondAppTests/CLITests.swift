@@ -22,6 +22,9 @@ struct CLITests {
         (["gen-uuid", "--count", "5", "--lower"], .genUUID(count: 5, lowercase: true, setPath: nil, replace: false)),
         (["gen-uuid", "--set", "/etc/beacond/beacond.conf"], .genUUID(count: 1, lowercase: false, setPath: "/etc/beacond/beacond.conf", replace: false)),
         (["gen-uuid", "--set", "c.conf", "--replace"], .genUUID(count: 1, lowercase: false, setPath: "c.conf", replace: true)),
+        // FILE...: the arguments up to the next option; --expect again adds more.
+        (["scan", "--expect", "a.conf", "dir/", "--timeout", "5", "--metrics", "m.prom", "--expect", "c.conf", "--json"],
+         .scan({ var o = ScanOptions(); o.expect = ["a.conf", "dir/", "c.conf"]; o.timeout = 5; o.metrics = "m.prom"; o.json = true; return o }())),
     ])
     func parses(args: [String], expected: Invocation) throws {
         #expect(try CLI.parse(args) == expected)
@@ -42,6 +45,12 @@ struct CLITests {
         (["gen-uuid", "--replace"], "'--replace' replaces the uuid '--set' writes; it needs '--set PATH'"),
         (["gen-uuid", "--lower=yes"], "unexpected value 'yes'"),
         (["help", "nothing"], "unknown command 'nothing'"),
+        (["scan", "--expect"], "missing value for '--expect'"),
+        (["scan", "--timeout", "5"], "'--timeout' belongs to '--expect FILE...'"),
+        (["scan", "--metrics", "m.prom"], "'--metrics' belongs to '--expect FILE...'"),
+        (["scan", "--expect", "a.conf", "--duration", "5"], "'--duration' cannot be combined with '--expect'"),
+        (["scan", "--expect", "a.conf", "--minor", "5"], "'--minor' cannot be combined with '--expect'"),
+        (["scan", "--expect", "a.conf", "--timeout", "0"], "invalid value for '--timeout'"),
     ])
     func usageErrors(args: [String], message: String) {
         let e = thrown(UsageError.self) { _ = try CLI.parse(args) }

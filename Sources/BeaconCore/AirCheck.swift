@@ -1,0 +1,416 @@
+// `scan --expect`: what beacond configs say should be on the air, checked against what a scanner hears. Pure:
+// the beacons of the configs in, reports in, a verdict per beacon out (heard, missing, or heard with other content).
+import BluetoothHCI
+
+/// One beacon a config puts on the air, as a receiver can recognize it.
+public struct ExpectedBeacon: Sendable, Hashable {
+    public var configPath: String
+    /// 1-based, in file order, and how many the file has.
+    public var index: Int
+    public var count: Int
+    /// Where its table starts.
+    public var location: SourceLocation
+    public var beacon: Beacon
+    /// The random static address the config chooses for it (as `C6:…`), which the frame must come from.
+    public var chosenAddress: String?
+    /// An Eddystone-TLM beacon: the expectation (an index into the check's list) of the Eddystone-UID beacon whose
+    /// address it goes out from; nil when it has its own.
+    public var follows: Int?
+    /// An Eddystone-TLM beacon whose address nobody can predict (the kernel's own through mgmt, or an address
+    /// policy of its own): any telemetry frame counts.
+    public var anyTelemetry = false
+
+    /// `PATH:LINE`, and "beacon K of N" when the file has several.
+    public var source: String { "\(configPath):\(location.line)" }
+    public var label: String { count > 1 ? "beacon \(index) of \(count) in \(source)" : "the beacon in \(source)" }
+}
+
+extension ExpectedBeacon {
+    /// Every beacon of one config, in file order. `base` is the index the first one gets in the check's list (for
+    /// the telemetry beacons' `follows`).
+    public static func all(in config: BeaconConfiguration, path: String, base: Int = 0) -> [ExpectedBeacon] {
+        let wanted = config.addressesWanted
+        return config.beacons.enumerated().map { k, b in
+            var e = ExpectedBeacon(configPath: path, index: k + 1, count: config.beacons.count, location: b.location, beacon: b.beacon)
+            if case .chosen(let a)? = wanted[k].setting { e.chosenAddress = RandomAddress.format(a) }
+            if b.beacon.isTelemetry, e.chosenAddress == nil {
+                // Through mgmt the kernel gives each instance an address of its own: telemetry cannot be paired.
+                let uid = config.beacondChoosesAddresses && b.address == nil
+                    ? config.beacons.indices.first { wanted[$0].key == wanted[k].key && config.beacons[$0].beacon.format == .eddystoneUID } : nil
+                if let uid { e.follows = base + uid } else { e.anyTelemetry = true }
+            }
+            return e
+        }
+    }
+}
+
+/// The state of a fleet's beacons as heard from the air.
+public struct AirCheck: Sendable {
+    public enum Verdict: String, Sendable, Hashable {
+        /// A frame with the beacon's identity and exactly the config's content.
+        case heard
+        /// Nothing with its identity.
+        case missing
+        /// A frame with its identity but other content (another measured power, another format, another address).
+        case mismatch
+    }
+
+    /// A sender as heard: its last report.
+    public struct Sighting: Sendable, Hashable {
+        public var frame: BeaconFrame
+        public var address: String
+        public var addressType: String
+        /// dBm; 127: not available.
+        public var rssi: Int8
+        public var packets: Int
+        /// Wall clock, microseconds since the Unix epoch.
+        public var lastSeen: UInt64
+
+        init(_ frame: BeaconFrame, _ r: AdvertisingReport, at now: UInt64) {
+            self.frame = frame
+            address = r.addressString
+            addressType = r.addressTypeName
+            rssi = r.rssi
+            packets = 0
+            lastSeen = now
+            heard(frame, r, at: now)
+        }
+
+        mutating func heard(_ f: BeaconFrame, _ r: AdvertisingReport, at now: UInt64) {
+            frame = f
+            address = r.addressString
+            addressType = r.addressTypeName
+            rssi = r.rssi
+            packets += 1
+            lastSeen = now
+        }
+    }
+
+    /// Something with a beacon's identity whose content differs from its config, and what differs.
+    public struct Mismatch: Sendable, Hashable {
+        public var differences: [String]
+        public var sighting: Sighting
+    }
+
+    public struct Entry: Sendable, Hashable {
+        public var expected: ExpectedBeacon
+        /// The latest frame that matched the config exactly.
+        public var heard: Sighting?
+        /// The frames with its identity but other content, one per sender and content (at most `mismatchLimit`).
+        public var mismatches: [Mismatch] = []
+        /// Where the matching frames came from (a telemetry beacon that follows this one is paired by them).
+        public var addresses: [String] = []
+        /// Another expectation with the same identity: receivers cannot tell the two apart.
+        public var sameIdentityAs: Int?
+
+        public var verdict: Verdict { !mismatches.isEmpty ? .mismatch : heard != nil ? .heard : .missing }
+    }
+
+    public private(set) var entries: [Entry]
+    /// Beacons of an expected UUID or namespace that no config names, by identity (at most `unexpectedLimit`).
+    public private(set) var unexpected: [String: Sighting] = [:]
+    /// Telemetry frames by sender (at most `telemetryLimit` senders), for the telemetry beacons' pairing.
+    private var telemetry: [String: Sighting] = [:]
+    private var byIdentity: [String: [Int]] = [:]
+    private var uuids: Set<BeaconUUID> = []
+    private var namespaces: Set<[UInt8]> = []
+
+    public static let mismatchLimit = 4
+    public static let unexpectedLimit = 256
+    public static let telemetryLimit = 256
+    static let addressLimit = 16
+
+    public init(_ expected: [ExpectedBeacon]) {
+        entries = expected.map { Entry(expected: $0) }
+        for (i, e) in expected.enumerated() {
+            guard let id = Self.identity(of: e.beacon) else { continue }
+            if let first = byIdentity[id]?.first { entries[i].sameIdentityAs = first }
+            byIdentity[id, default: []].append(i)
+            switch e.beacon {
+            case .iBeacon(let b): uuids.insert(b.uuid)
+            case .altBeacon(let b): uuids.insert(b.uuid)
+            case .eddystoneUID(let b): namespaces.insert(b.namespace)
+            default: break
+            }
+        }
+    }
+
+    /// What a receiver tells beacons apart by: uuid/major/minor (an iBeacon and an AltBeacon with the same three are
+    /// the same beacon to it, so one in place of the other is a mismatch), namespace/instance. Nil for telemetry and
+    /// EID, which are recognized by address and key.
+    static func identity(of b: Beacon) -> String? {
+        switch b {
+        case .iBeacon(let x): "\(x.uuid) \(x.major) \(x.minor)"
+        case .altBeacon(let x): "\(x.uuid) \(x.major) \(x.minor)"
+        case .eddystoneUID(let x): "\(hexString(x.namespace)) \(hexString(x.instance))"
+        case .eddystoneTLM, .eddystoneEID: nil
+        }
+    }
+
+    static func identity(of f: BeaconFrame) -> String? {
+        switch f {
+        case .iBeacon(let x): "\(x.uuid) \(x.major) \(x.minor)"
+        case .altBeacon(let x): "\(x.uuid) \(x.major) \(x.minor)"
+        case .eddystoneUID(let x): "\(hexString(x.namespace)) \(hexString(x.instance))"
+        default: nil
+        }
+    }
+
+    /// The expectations an EID resolver should hold keys for, in the order of `eidKeyIndex`.
+    public var eidExpectations: [Int] { entries.indices.filter { entries[$0].expected.beacon.format == .eddystoneEID } }
+
+    /// One report. `eidMatch`: for an EID frame, the expectation whose key resolved it (from `eidExpectations`).
+    public mutating func record(_ frame: BeaconFrame, _ r: AdvertisingReport, at now: UInt64, eidMatch: Int? = nil) {
+        switch frame {
+        case .eddystoneTLM:
+            let address = r.addressString
+            if telemetry[address] != nil { telemetry[address]!.heard(frame, r, at: now) }
+            else if telemetry.count < Self.telemetryLimit { telemetry[address] = Sighting(frame, r, at: now) }
+        case .eddystoneEID:
+            guard let i = eidMatch, entries.indices.contains(i) else { return }
+            compare(i, frame, r, at: now)
+        default:
+            guard let id = Self.identity(of: frame) else { return }
+            guard let matching = byIdentity[id] else {
+                let known: Bool
+                switch frame {
+                case .iBeacon(let b): known = uuids.contains(b.uuid)
+                case .altBeacon(let b): known = uuids.contains(b.uuid)
+                case .eddystoneUID(let b): known = namespaces.contains(b.namespace)
+                default: known = false
+                }
+                guard known else { return }
+                let key = "\(frame.kind) \(id)"
+                if unexpected[key] != nil { unexpected[key]!.heard(frame, r, at: now) }
+                else if unexpected.count < Self.unexpectedLimit { unexpected[key] = Sighting(frame, r, at: now) }
+                return
+            }
+            for i in matching { compare(i, frame, r, at: now) }
+        }
+    }
+
+    private mutating func compare(_ i: Int, _ frame: BeaconFrame, _ r: AdvertisingReport, at now: UInt64) {
+        let e = entries[i].expected
+        var d = Self.differences(expected: e.beacon, heard: frame)
+        if let chosen = e.chosenAddress, r.addressString != chosen || r.addressType != 1 {
+            d.append("from \(r.addressString) (\(r.addressTypeName)); the config chooses \(chosen)")
+        }
+        if d.isEmpty {
+            if entries[i].heard == nil { entries[i].heard = Sighting(frame, r, at: now) } else { entries[i].heard!.heard(frame, r, at: now) }
+            if !entries[i].addresses.contains(r.addressString), entries[i].addresses.count < Self.addressLimit {
+                entries[i].addresses.append(r.addressString)
+            }
+            return
+        }
+        if let k = entries[i].mismatches.firstIndex(where: { $0.differences == d && $0.sighting.address == r.addressString }) {
+            entries[i].mismatches[k].sighting.heard(frame, r, at: now)
+        } else if entries[i].mismatches.count < Self.mismatchLimit {
+            entries[i].mismatches.append(Mismatch(differences: d, sighting: Sighting(frame, r, at: now)))
+        }
+    }
+
+    /// What differs between a config's beacon and a frame with its identity, in the config's words.
+    static func differences(expected: Beacon, heard: BeaconFrame) -> [String] {
+        func power(_ name: String, _ air: Int8, _ config: Int8) -> [String] {
+            air == config ? [] : ["\(name) \(air) on the air; the config says \(config)"]
+        }
+        switch (expected, heard) {
+        case (.iBeacon(let c), .iBeacon(let a)):
+            return power("measured_power", a.measuredPower, c.measuredPower)
+        case (.altBeacon(let c), .altBeacon(let a)):
+            return power("measured_power", a.referenceRSSI, c.referenceRSSI)
+                + (a.companyID == c.companyID ? [] : ["company_id \(a.companyID) on the air; the config says \(c.companyID)"])
+                + (a.reserved == c.reserved ? [] : ["reserved \(a.reserved) on the air; the config says \(c.reserved)"])
+        case (.eddystoneUID(let c), .eddystoneUID(let a)):
+            return power("measured_power (at 0 m)", a.txPowerAt0m, c.txPowerAt0m)
+        case (.eddystoneEID(let c), .eddystoneEID(let a)):
+            return power("measured_power (at 0 m)", a.txPowerAt0m, c.txPowerAt0m)
+        default:
+            return ["heard as \(displayName(heard)); the config says \(expected.format.displayName)"]
+        }
+    }
+
+    static func displayName(_ f: BeaconFrame) -> String {
+        switch f {
+        case .iBeacon: "an iBeacon"
+        case .altBeacon: "an AltBeacon"
+        case .eddystoneUID: "an Eddystone-UID"
+        case .eddystoneTLM: "an Eddystone-TLM"
+        case .eddystoneEID: "an Eddystone-EID"
+        case .malformedIBeacon, .other: "something else"
+        }
+    }
+
+    /// An entry with telemetry beacons paired: a telemetry frame from the address its Eddystone-UID was heard from
+    /// (or its own chosen address, or any telemetry frame when no address can pair them).
+    public func resolved(_ i: Int) -> Entry {
+        var entry = entries[i]
+        let e = entry.expected
+        guard e.beacon.isTelemetry else { return entry }
+        let from: [String]
+        if let chosen = e.chosenAddress { from = [chosen] }
+        else if let uid = e.follows, entries.indices.contains(uid) { from = entries[uid].addresses }
+        else { from = e.anyTelemetry ? Array(telemetry.keys) : [] }
+        entry.heard = from.compactMap { telemetry[$0] }.max { $0.lastSeen < $1.lastSeen }
+        if let h = entry.heard { entry.addresses = [h.address] }
+        return entry
+    }
+
+    /// Every entry, telemetry paired.
+    public var results: [Entry] { entries.indices.map(resolved) }
+
+    /// True once every beacon was heard, as configured or not: listening longer cannot change the verdict's
+    /// success. (A beacon heard as configured may still be heard with other content later; that is a later check's.)
+    public var complete: Bool { results.allSatisfy { $0.verdict != .missing } }
+
+    public var succeeded: Bool { results.allSatisfy { $0.verdict == .heard } }
+
+    public func count(_ v: Verdict) -> Int { results.filter { $0.verdict == v }.count }
+}
+
+// MARK: output
+
+extension AirCheck {
+    /// The frame's fields as the scan's JSON names them (no ranging): `"uuid":…,"major":…`.
+    static func frameFields(_ f: BeaconFrame) -> [String] {
+        switch f {
+        case .iBeacon(let b):
+            ["\"uuid\":\(jsonString(b.uuid.description))", "\"major\":\(b.major)", "\"minor\":\(b.minor)", "\"measured_power\":\(b.measuredPower)"]
+        case .altBeacon(let b):
+            ["\"uuid\":\(jsonString(b.uuid.description))", "\"major\":\(b.major)", "\"minor\":\(b.minor)", "\"measured_power\":\(b.referenceRSSI)",
+             "\"company_id\":\(b.companyID)", "\"reserved\":\(b.reserved)"]
+        case .eddystoneUID(let b):
+            ["\"namespace\":\"\(hexString(b.namespace))\"", "\"instance\":\"\(hexString(b.instance))\"", "\"measured_power_0m\":\(b.txPowerAt0m)",
+             "\"measured_power\":\(b.measuredPowerAt1m)"]
+        case .eddystoneTLM(let t):
+            ["\"battery_mv\":\(t.batteryMillivolts)", "\"temperature_c\":\(t.celsius.map { decimal($0, 2) } ?? "null")",
+             "\"adv_count\":\(t.advertisingCount)", "\"uptime_s\":\(decimal(Double(t.uptimeTenths) / 10, 1))"]
+        case .eddystoneEID(let e):
+            ["\"eid\":\"\(hexString(e.eid))\"", "\"measured_power_0m\":\(e.txPowerAt0m)"]
+        case .malformedIBeacon, .other: []
+        }
+    }
+
+    /// The config's fields for the beacon, as `payload --format json` names them.
+    static func configFields(_ b: Beacon) -> [String] {
+        switch b {
+        case .iBeacon(let x):
+            ["\"uuid\":\(jsonString(x.uuid.description))", "\"major\":\(x.major)", "\"minor\":\(x.minor)", "\"measured_power\":\(x.measuredPower)"]
+        case .altBeacon(let x):
+            ["\"uuid\":\(jsonString(x.uuid.description))", "\"major\":\(x.major)", "\"minor\":\(x.minor)", "\"measured_power\":\(x.referenceRSSI)",
+             "\"company_id\":\(x.companyID)", "\"reserved\":\(x.reserved)"]
+        case .eddystoneUID(let x):
+            ["\"namespace\":\"\(hexString(x.namespace))\"", "\"instance\":\"\(hexString(x.instance))\"", "\"measured_power_0m\":\(x.txPowerAt0m)"]
+        case .eddystoneEID(let x):
+            ["\"identity_key_file\":\(jsonString(x.keyFile))", "\"rotation_exponent\":\(x.exponent)", "\"measured_power_0m\":\(x.txPowerAt0m)"]
+        case .eddystoneTLM: []
+        }
+    }
+
+    static func seconds(_ microseconds: UInt64) -> String {
+        "\(microseconds / 1_000_000).\(String(microseconds % 1_000_000 / 1000 + 1000).dropFirst())"
+    }
+
+    static func sightingFields(_ s: Sighting) -> [String] {
+        ["\"rssi\":\(s.rssi == 127 ? "null" : "\(s.rssi)")", "\"address\":\"\(s.address)\"", "\"address_type\":\"\(s.addressType)\"",
+         "\"packets\":\(s.packets)", "\"last_seen\":\(seconds(s.lastSeen))"]
+    }
+
+    /// One JSON line for an entry: the config's side, the verdict, and what was heard.
+    public static func jsonLine(_ e: Entry) -> String {
+        let x = e.expected
+        var f = ["\"kind\":\"expect\"", "\"status\":\"\(e.verdict.rawValue)\"", "\"config\":\(jsonString(x.configPath))",
+                 "\"line\":\(x.location.line)", "\"beacon\":\(x.index)", "\"format\":\"\(x.beacon.format.rawValue)\""]
+        f += configFields(x.beacon)
+        if let a = x.chosenAddress { f.append("\"chosen_address\":\"\(a)\"") }
+        if let h = e.heard { f += sightingFields(h) }
+        if !e.mismatches.isEmpty {
+            f.append("\"mismatches\":[" + e.mismatches.map { m in
+                "{\"differences\":[" + m.differences.map(jsonString).joined(separator: ",") + "],\"kind\":\"\(m.sighting.frame.kind)\","
+                    + (frameFields(m.sighting.frame) + sightingFields(m.sighting)).joined(separator: ",") + "}"
+            }.joined(separator: ",") + "]")
+        }
+        return "{" + f.joined(separator: ",") + "}"
+    }
+
+    public static func jsonLine(unexpected s: Sighting) -> String {
+        "{" + (["\"kind\":\"unexpected\"", "\"format\":\"\(s.frame.kind)\""] + frameFields(s.frame) + sightingFields(s)).joined(separator: ",") + "}"
+    }
+
+    /// A frame heard, in one line with its power.
+    public static func summary(of f: BeaconFrame) -> String {
+        switch f {
+        case .iBeacon(let b): "iBeacon \(b.uuid) major \(b.major) minor \(b.minor), measured_power \(b.measuredPower)"
+        case .altBeacon(let b): "AltBeacon \(b.uuid) major \(b.major) minor \(b.minor), measured_power \(b.referenceRSSI)"
+        case .eddystoneUID(let b): "Eddystone-UID namespace \(hexString(b.namespace)) instance \(hexString(b.instance)), measured_power \(b.txPowerAt0m) at 0 m"
+        default: f.kind
+        }
+    }
+
+    /// One line per beacon: the verdict, the beacon, where it came from, and what was heard.
+    public static func textLine(_ e: Entry) -> String {
+        let x = e.expected
+        var s = e.verdict.rawValue.uppercased().padding(8) + " " + x.beacon.summary
+        if let a = x.chosenAddress { s += " from \(a)" }
+        s += "  (\(x.label))"
+        if let h = e.heard {
+            s += "\n         heard from \(h.address) (\(h.addressType)), rssi \(h.rssi == 127 ? "n/a" : "\(h.rssi) dBm"), \(h.packets) packet\(h.packets == 1 ? "" : "s")"
+            if case .eddystoneTLM(let t) = h.frame {
+                s += ": battery \(t.batteryMillivolts) mV, \(t.celsius.map { decimal($0, 1) + " °C" } ?? "no temperature"), \(t.advertisingCount) advertisements, up \(decimal(Double(t.uptimeTenths) / 10, 1)) s"
+            }
+        }
+        for m in e.mismatches {
+            s += "\n         heard from \(m.sighting.address) (\(m.sighting.addressType)), rssi \(m.sighting.rssi == 127 ? "n/a" : "\(m.sighting.rssi) dBm"): "
+                + m.differences.joined(separator: "; ")
+        }
+        if let other = e.sameIdentityAs { s += "\n         (the same identity as expectation \(other + 1): receivers cannot tell the two apart)" }
+        return s + "\n"
+    }
+
+    /// The check in Prometheus' text exposition format, for node_exporter's textfile collector.
+    public func prometheusText(device: String, startedAt: UInt64, duration: Double) -> String {
+        func label(_ s: String) -> String {
+            var out = ""
+            for c in s.unicodeScalars {
+                switch c {
+                case "\\": out += "\\\\"
+                case "\"": out += "\\\""
+                case "\n": out += "\\n"
+                default: out.unicodeScalars.append(c)
+                }
+            }
+            return "\"" + out + "\""
+        }
+        let all = results
+        func labels(_ e: Entry) -> String {
+            "{config=\(label(e.expected.configPath)),beacon=\"\(e.expected.index)\",format=\"\(e.expected.beacon.format.rawValue)\",id=\(label(e.expected.beacon.summary)),device=\(label(device))}"
+        }
+        var t = ""
+        func family(_ name: String, _ help: String, _ samples: [(String, String)]) {
+            guard !samples.isEmpty else { return }
+            t += "# HELP \(name) \(help)\n# TYPE \(name) gauge\n"
+            for (l, v) in samples { t += "\(name)\(l) \(v)\n" }
+        }
+        family("beacond_verify_beacon_heard", "1 when the beacon was heard exactly as its config says in the last check, else 0.",
+               all.map { (labels($0), $0.verdict == .heard ? "1" : "0") })
+        family("beacond_verify_beacon_mismatch", "1 when a frame with the beacon's identity but other content was heard in the last check.",
+               all.map { (labels($0), $0.verdict == .mismatch ? "1" : "0") })
+        family("beacond_verify_beacon_rssi_dbm", "The last RSSI the beacon was heard with (beacons heard in the last check only).",
+               all.compactMap { e in (e.heard ?? e.mismatches.first?.sighting).flatMap { $0.rssi == 127 ? nil : (labels(e), "\($0.rssi)") } })
+        family("beacond_verify_beacon_last_seen_timestamp_seconds", "When the beacon was last heard, in seconds since the Unix epoch (beacons heard in the last check only).",
+               all.compactMap { e in (e.heard ?? e.mismatches.first?.sighting).map { (labels(e), Self.seconds($0.lastSeen)) } })
+        family("beacond_verify_beacons", "Beacons in the last check, by verdict.",
+               [Verdict.heard, .missing, .mismatch].map { v in ("{state=\"\(v.rawValue)\",device=\(label(device))}", "\(all.filter { $0.verdict == v }.count)") })
+        family("beacond_verify_success", "1 when every expected beacon was heard as configured in the last check.",
+               [("{device=\(label(device))}", succeeded ? "1" : "0")])
+        family("beacond_verify_last_run_timestamp_seconds", "When the last check started, in seconds since the Unix epoch.",
+               [("{device=\(label(device))}", Self.seconds(startedAt))])
+        family("beacond_verify_last_run_duration_seconds", "How long the last check listened.",
+               [("{device=\(label(device))}", decimal(duration, 3))])
+        return t
+    }
+}
+
+extension String {
+    fileprivate func padding(_ width: Int) -> String { count >= width ? self : self + String(repeating: " ", count: width - count) }
+}

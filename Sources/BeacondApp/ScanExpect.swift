@@ -1,0 +1,97 @@
+// `scan --expect`: reading the configs to check, and saying what the air showed (stdout, stderr, the metrics file).
+import AESCipher
+import BeaconCore
+import DaemonCore
+import Glibc
+import SystemCalls
+
+enum ScanExpect {
+    /// The config files named: a directory stands for every `*.conf` in it, in name order.
+    static func files(_ paths: [String]) throws(ConfigError) -> [String] {
+        var out: [String] = []
+        for p in paths {
+            var st = stat()
+            guard stat(p, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { out.append(p); continue }
+            let names: [String]
+            do { names = try directoryEntries(p) } catch {
+                throw ConfigError(path: p, diagnostics: [ConfigDiagnostic("cannot list the directory: \(error.errno)", at: nil)])
+            }
+            let confs = names.filter { $0.hasSuffix(".conf") && !$0.hasPrefix(".") }
+            if confs.isEmpty { throw ConfigError(path: p, diagnostics: [ConfigDiagnostic("no *.conf file in this directory: nothing to expect", at: nil)]) }
+            out += confs.map { (p.hasSuffix("/") ? p : p + "/") + $0 }
+        }
+        return out
+    }
+
+    /// Every beacon of every file, each loaded as `run` loads it (EID keys included); a file without a beacon is an
+    /// error, since nothing of it could be heard.
+    static func load(_ paths: [String]) throws(ConfigError) -> [ExpectedBeacon] {
+        var expected: [ExpectedBeacon] = []
+        for path in try files(paths) {
+            let config = try ConfigLoader.load(path)
+            if let at = config.unprovisioned {
+                throw ConfigError(path: path, diagnostics: [ConfigDiagnostic("[beacon] has no uuid yet: this config puts nothing on the air to expect", at: at, key: "beacon.uuid")])
+            }
+            expected += ExpectedBeacon.all(in: config, path: path, base: expected.count)
+        }
+        return expected
+    }
+
+    /// A resolver holding the keys of the EID beacons expected, the i-th key for `check.eidExpectations[i]`.
+    static func resolver(for check: AirCheck) -> EIDResolver? {
+        let indices = check.eidExpectations
+        guard !indices.isEmpty else { return nil }
+        let keys = indices.map { i -> EIDKey in
+            let e = check.entries[i].expected
+            return EIDKey(name: e.label, exponent: e.beacon.eid!.exponent, key: e.beacon.eid!.key)
+        }
+        return EIDResolver(keys: keys, window: 2, cipher: { key, block in try AES128.encrypt(block, key: key) })
+    }
+
+    /// The verdicts on stdout (text or JSON lines), the missing and mismatched beacons named on stderr, and the
+    /// exit code: 0 all heard as configured, 3 any heard with other content, else 2 any missing.
+    static func report(_ check: AirCheck, device: String, seconds: Double, timeout: Double, json: Bool) -> ExitCode {
+        let results = check.results
+        let missing = results.filter { $0.verdict == .missing }
+        let mismatched = results.filter { $0.verdict == .mismatch }
+        let code: ExitCode = !mismatched.isEmpty ? .beaconMismatch : !missing.isEmpty ? .beaconMissing : .success
+        var out = ""
+        if json {
+            for e in results { out += AirCheck.jsonLine(e) + "\n" }
+            for s in check.unexpected.values.sorted(by: { $0.lastSeen < $1.lastSeen }) { out += AirCheck.jsonLine(unexpected: s) + "\n" }
+            out += "{\"kind\":\"expect_summary\",\"device\":\(jsonString(device)),\"expected\":\(results.count),\"heard\":\(results.count - missing.count - mismatched.count),"
+                + "\"missing\":\(missing.count),\"mismatched\":\(mismatched.count),\"unexpected\":\(check.unexpected.count),"
+                + "\"seconds\":\(decimal(seconds, 1)),\"exit\":\(code.rawValue),\"final\":true}\n"
+        } else {
+            for e in results { out += AirCheck.textLine(e) }
+            for s in check.unexpected.values.sorted(by: { $0.lastSeen < $1.lastSeen }) {
+                out += "OTHER    \(AirCheck.summary(of: s.frame)) from \(s.address), rssi \(s.rssi == 127 ? "n/a" : "\(s.rssi) dBm"): in none of the configs\n"
+            }
+            out += "\(results.count - missing.count - mismatched.count) of \(results.count) heard as configured on \(device) in \(decimal(seconds, 1)) s"
+                + (missing.isEmpty ? "" : ", \(missing.count) missing") + (mismatched.isEmpty ? "" : ", \(mismatched.count) mismatched") + "\n"
+        }
+        Output.out(out)
+        if !missing.isEmpty {
+            Output.err("Error: \(missing.count) of \(results.count) beacon\(results.count == 1 ? "" : "s") not heard on \(device) within \(decimal(timeout, 1)) s: "
+                + missing.map { "\($0.expected.beacon.summary) (\($0.expected.label))" }.joined(separator: ", ") + "\n")
+        }
+        for e in mismatched {
+            Output.err("Error: \(e.expected.beacon.summary) (\(e.expected.label)) is on the air with other content: "
+                + e.mismatches.map { $0.differences.joined(separator: "; ") + " (from \($0.sighting.address))" }.joined(separator: ", ") + "\n")
+        }
+        return code
+    }
+
+    /// The result for node_exporter's textfile collector, replacing FILE atomically (mode 0644, whatever the umask,
+    /// so that node_exporter's own user can read it).
+    static func writeMetrics(_ text: String, to path: String) -> Bool {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        let name = String(parts.last ?? "")
+        let dir = parts.count > 1 ? (parts.dropLast().joined(separator: "/").isEmpty ? "/" : parts.dropLast().joined(separator: "/")) : "."
+        do { try createFileDurably(named: name, in: dir, contents: Array(text.utf8), mode: 0o644, exactMode: true, replacing: true) } catch {
+            Output.err("Error: cannot write the metrics to \(path): \(error)\n")
+            return false
+        }
+        return true
+    }
+}
