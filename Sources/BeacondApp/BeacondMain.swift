@@ -15,7 +15,7 @@ public enum BeacondMain {
             case .version:
                 Output.out("beacond \(beacondVersion)\n")
                 code = .success
-            case .checkConfig(let path): code = Tools.checkConfig(path: path)
+            case .checkConfig(let path, let keys): code = Tools.checkConfig(path: path, keys: keys)
             case .payload(let path, let format, let time): code = Tools.payload(path: path, format: format, time: time)
             case .genKey(let path): code = Tools.genKey(path: path)
             case .genUUID(let count, let lower, let set, let replace):

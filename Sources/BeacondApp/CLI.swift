@@ -10,7 +10,7 @@ enum Invocation: Equatable {
     case help(String?)  // nil = top level
     case version
     case run(RunOptions)
-    case checkConfig(configPath: String)
+    case checkConfig(configPath: String, keys: String?)
     case payload(configPath: String, format: PayloadFormat, time: UInt32?)
     case genKey(path: String)
     case genUUID(count: Int, lowercase: Bool, setPath: String?, replace: Bool)
@@ -98,25 +98,30 @@ enum CLI {
             }),
         Command(
             name: "check-config", abstract: "Validate the config file and print the beacons it describes.",
-            usage: "beacond check-config [--config PATH]",
+            usage: "beacond check-config [--config PATH] [--keys DIR]",
             description: "Every mistake is reported at once as PATH:LINE:COL: error: MESSAGE.",
             options: """
                 OPTIONS:
-                \(configOption)\(helpOption)
+                \(configOption)  --keys DIR              Where a relative identity_key_file is (default: the
+                                          keys directory beside the config): for a file checked
+                                          before it is put in place.
+                \(helpOption)
                 EXIT STATUS:
                   0 the file is valid, 78 it has errors.
 
                 """,
             parse: { p throws(UsageError) in
                 var path = defaultConfigPath
+                var keys: String?
                 while let opt = try p.nextOption() {
                     switch opt {
                     case "-c", "--config": path = try p.value(for: opt)
+                    case "--keys": keys = try p.value(for: opt)
                     case "-h", "--help": return .help("check-config")
                     default: throw p.unknown(opt)
                     }
                 }
-                return .checkConfig(configPath: path)
+                return .checkConfig(configPath: path, keys: keys)
             }),
         Command(
             name: "payload", abstract: "Print the advertising bytes as hex, hcitool commands or JSON.",

@@ -29,13 +29,14 @@ enum ConfigLoader {
         } catch { fatalError("\(error)") }
     }
 
-    static func load(_ path: String) throws(ConfigError) -> BeaconConfiguration {
+    /// `keys`: where a relative identity_key_file is (check-config --keys), instead of the usual places.
+    static func load(_ path: String, keys: String? = nil) throws(ConfigError) -> BeaconConfiguration {
         let bytes = try readBytes(path)
         var config: BeaconConfiguration
         do { config = try BeaconConfiguration.parse(bytes) } catch {
             throw ConfigError(path: path, diagnostics: error.items)
         }
-        try loadKeys(&config, configPath: path)
+        try loadKeys(&config, configPath: path, keys: keys)
         return config
     }
 
@@ -71,9 +72,11 @@ extension ConfigLoader {
 
     /// Where a relative `identity_key_file` is looked up: under systemd, in the credentials directory (the units'
     /// key directory, each file as `eid_NAME`, or a credential of the name itself); without, in the `keys` directory
-    /// beside the config file (/etc/beacond/keys, the directory the units load).
-    static func keyPath(_ name: String, configPath: String) -> String {
+    /// beside the config file (/etc/beacond/keys, the directory the units load). An explicit `keys` directory wins
+    /// (a config checked before it is put in place, from wherever it was written).
+    static func keyPath(_ name: String, configPath: String, keys: String? = nil) -> String {
         if name.hasPrefix("/") { return name }
+        if let keys { return (keys.hasSuffix("/") ? keys : keys + "/") + name }
         if let d = environment("CREDENTIALS_DIRECTORY"), !d.isEmpty {
             let loaded = "\(d)/\(keyCredential)_\(name)"
             return access(loaded, F_OK) == 0 ? loaded : "\(d)/\(name)"
@@ -83,12 +86,12 @@ extension ConfigLoader {
     }
 
     /// Reads every EID beacon's identity key; each problem is a diagnostic at its `identity_key_file`.
-    static func loadKeys(_ config: inout BeaconConfiguration, configPath: String) throws(ConfigError) {
+    static func loadKeys(_ config: inout BeaconConfiguration, configPath: String, keys: String? = nil) throws(ConfigError) {
         var problems: [ConfigDiagnostic] = []
         for k in config.beacons.indices {
             guard case .eddystoneEID(var e) = config.beacons[k].beacon else { continue }
             let what = "'identity_key_file' in \(config.beacons[k].label)"
-            let path = keyPath(e.keyFile, configPath: configPath)
+            let path = keyPath(e.keyFile, configPath: configPath, keys: keys)
             switch readKey(path) {
             case .success(let key):
                 e.key = key

@@ -17,9 +17,9 @@ enum Tools {
         return .config
     }
 
-    static func checkConfig(path: String) -> ExitCode {
+    static func checkConfig(path: String, keys: String? = nil) -> ExitCode {
         let config: BeaconConfiguration
-        do { config = try ConfigLoader.load(path) } catch { return report(error) }
+        do { config = try ConfigLoader.load(path, keys: keys) } catch { return report(error) }
         guard let b = config.beacon else {
             let line = config.unprovisioned.map { ":\($0.line)" } ?? ""
             Output.out("""

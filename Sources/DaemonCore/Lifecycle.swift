@@ -263,7 +263,7 @@ public struct Lifecycle: Sendable {
             }
             out.append(.notifyReloading)
             reloading = true
-            out.append(.log(.info, "Reloading configuration from \(configPath)", ["CONFIG_FILE=\(configPath)"]))
+            out.append(.log(.notice, "Reloading configuration from \(configPath)", ["CONFIG_FILE=\(configPath)"]))
             out.append(.loadConfig)
         case .configLoaded(let new):
             reload(new, &out)

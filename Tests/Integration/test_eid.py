@@ -201,3 +201,18 @@ def test_a_reload_with_a_new_key_is_a_data_update_of_that_beacon(tmp_path, proce
         assert after['random_address'] == before['random_address']
         ops = [(op, p[0]) for _, op, p in lab.state()['commands'][seen:]]
         assert ops == [(0x2037, handle)], ops  # LE Set Extended Advertising Data on that set, nothing else
+
+
+def test_check_config_keys_names_where_relative_keys_are_for_a_file_checked_elsewhere(tmp_path):
+    """Ansible's `validate:` checks the new file at a temporary path before it replaces the config: without --keys a
+    relative identity_key_file is looked up beside that temporary file, and is not there."""
+    (tmp_path / 'etc').mkdir()
+    write_key(tmp_path / 'etc' / 'keys' / 'shop.key')
+    elsewhere = tmp_path / 'tmp'
+    elsewhere.mkdir()
+    conf = eid_config(elsewhere)
+    r = run_cli('check-config', '--config', str(conf))
+    assert r.returncode == 78 and f"{conf}:3:21: error: 'identity_key_file' in [beacon]: {elsewhere}/keys/shop.key does not exist" in r.stderr, r.stderr
+    r = run_cli('check-config', '--config', str(conf), '--keys', str(tmp_path / 'etc' / 'keys'))
+    assert r.returncode == 0, r.stderr
+    assert 'a 128-bit key, read; never printed' in r.stdout and KEY not in r.stdout

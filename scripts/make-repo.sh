@@ -1,0 +1,101 @@
+#!/bin/sh
+# Makes (or adds to) a signed apt repository of beacond's packages, with Debian's own tools: apt-ftparchive (apt-utils)
+# for the indexes and the Release file, gpg for the signatures.
+#   sh scripts/make-repo.sh REPO_DIR DEB...            REPO_KEY=<key id or fingerprint> signs with your key
+#
+# REPO_DIR afterwards, ready for any static web server or a file: URI:
+#   pool/main/b/beacond/beacond_<version>_<arch>.deb   every version ever added (so a host can go back to one)
+#   dists/stable/{InRelease,Release,Release.gpg}      signed; Architectures: amd64 arm64, Components: main
+#   dists/stable/main/binary-{amd64,arm64}/Packages[.gz]
+#   beacond-archive-keyring.gpg, .asc                  the public key hosts install (Signed-By=)
+#   beacond.sources                                    the deb822 source for /etc/apt/sources.list.d/ (edit URIs:)
+#
+# REPO_KEY is looked up in GNUPGHOME (default ~/.gnupg); it must be able to sign without a prompt (gpg-agent or no
+# passphrase). Without REPO_KEY the repository is signed with a throw-away key made once beside it
+# (REPO_DIR-throwaway-gnupg), and this script says so loudly every time: fine for a test, not for a fleet.
+set -eu
+repo=${1:?usage: make-repo.sh REPO_DIR DEB...}
+shift
+[ $# -gt 0 ] || { echo "repo: no packages given (make deb first)" >&2; exit 2; }
+for tool in apt-ftparchive gpg gpgv dpkg-deb; do
+    command -v "$tool" >/dev/null 2>&1 || { echo "repo: $tool is missing (apt-get install apt-utils gnupg gpgv dpkg-dev)" >&2; exit 2; }
+done
+suite=stable
+mkdir -p "$repo/pool/main/b/beacond"
+repo=$(cd "$repo" && pwd)
+
+for deb in "$@"; do
+    [ "$(dpkg-deb -f "$deb" Package)" = beacond ] || { echo "repo: $deb is not a beacond package" >&2; exit 2; }
+    name="beacond_$(dpkg-deb -f "$deb" Version)_$(dpkg-deb -f "$deb" Architecture).deb"
+    if [ -f "$repo/pool/main/b/beacond/$name" ] && ! cmp -s "$deb" "$repo/pool/main/b/beacond/$name"; then
+        # Another build with the same version: apt caches by version, so hosts would get one or the other.
+        echo "repo: replacing pool/main/b/beacond/$name with a different build of the same version: hosts that have it keep theirs (bump the version for a release)" >&2
+    fi
+    cp "$deb" "$repo/pool/main/b/beacond/$name"
+done
+
+# The signing key: the user's, or the throw-away one.
+if [ -n "${REPO_KEY:-}" ]; then
+    key=$REPO_KEY
+    gpg --batch --list-secret-keys "$key" >/dev/null 2>&1 || { echo "repo: no secret key '$key' in ${GNUPGHOME:-~/.gnupg}" >&2; exit 2; }
+else
+    GNUPGHOME="$repo-throwaway-gnupg"
+    export GNUPGHOME
+    if [ ! -f "$GNUPGHOME/beacond-key-id" ]; then
+        mkdir -p "$GNUPGHOME"
+        chmod 0700 "$GNUPGHOME"
+        gpg --batch --quiet --passphrase '' --quick-gen-key "beacond throw-away repository key (not for production)" ed25519 sign never \
+            2>"$GNUPGHOME/gen.log" || { cat "$GNUPGHOME/gen.log" >&2; exit 1; }
+        gpg --batch --with-colons --list-secret-keys | awk -F: '$1 == "fpr" { print $10; exit }' > "$GNUPGHOME/beacond-key-id"
+    fi
+    key=$(cat "$GNUPGHOME/beacond-key-id")
+    cat >&2 <<WARN
+repo: ****************************************************************************************************
+repo: WARNING: REPO_KEY is not set: this repository is signed with a THROW-AWAY key made on this machine
+repo: ($GNUPGHOME, fingerprint $key).
+repo: Whoever can read that directory can sign packages your hosts will install, and a new checkout makes a
+repo: new key that your hosts will refuse. For a fleet: REPO_KEY=<your signing key's fingerprint> make repo
+repo: ****************************************************************************************************
+WARN
+fi
+
+# Indexes: one per architecture, from every package in the pool.
+cd "$repo"
+for arch in amd64 arm64; do
+    mkdir -p "dists/$suite/main/binary-$arch"
+    apt-ftparchive --arch "$arch" packages pool > "dists/$suite/main/binary-$arch/Packages"
+    # apt-ftparchive reports an unreadable package and goes on: every one of this architecture must be listed.
+    want=$(ls pool/main/b/beacond | grep -c "_$arch\.deb\$" || true)
+    got=$(grep -c '^Package: ' "dists/$suite/main/binary-$arch/Packages" || true)
+    [ "$want" = "$got" ] || { echo "repo: $got of $want $arch packages made it into the index" >&2; exit 1; }
+    gzip -9nc "dists/$suite/main/binary-$arch/Packages" > "dists/$suite/main/binary-$arch/Packages.gz"
+done
+rm -f "dists/$suite/Release" "dists/$suite/InRelease" "dists/$suite/Release.gpg"
+apt-ftparchive \
+    -o APT::FTPArchive::Release::Origin=beacond -o APT::FTPArchive::Release::Label=beacond \
+    -o APT::FTPArchive::Release::Suite="$suite" -o APT::FTPArchive::Release::Codename="$suite" \
+    -o APT::FTPArchive::Release::Architectures="amd64 arm64" -o APT::FTPArchive::Release::Components=main \
+    -o APT::FTPArchive::Release::Description="beacond: Bluetooth LE beacon daemon" \
+    release "dists/$suite" > "$repo/Release.tmp"
+mv "$repo/Release.tmp" "dists/$suite/Release"
+gpg --batch --quiet --yes --trust-model always --local-user "$key" --digest-algo SHA512 --clearsign -o "dists/$suite/InRelease" "dists/$suite/Release"
+gpg --batch --quiet --yes --trust-model always --local-user "$key" --digest-algo SHA512 --armor --detach-sign -o "dists/$suite/Release.gpg" "dists/$suite/Release"
+
+# The public key, as apt reads it (binary) and as a person reads it (armored), and the source to install.
+gpg --batch --yes --export "$key" > beacond-archive-keyring.gpg
+gpg --batch --yes --armor --export "$key" > beacond-archive-keyring.asc
+cat > beacond.sources <<SOURCES
+# /etc/apt/sources.list.d/beacond.sources (deb822). URIs: where this directory is served (https://…, or file:/path).
+Types: deb
+URIs: file:$repo
+Suites: $suite
+Components: main
+Signed-By: /usr/share/keyrings/beacond-archive-keyring.gpg
+SOURCES
+
+# The signatures must check with the public key alone, as apt will check them.
+gpgv --quiet --keyring "$repo/beacond-archive-keyring.gpg" "dists/$suite/InRelease" 2>/dev/null \
+    || { echo "repo: InRelease does not verify with beacond-archive-keyring.gpg" >&2; exit 1; }
+gpgv --quiet --keyring "$repo/beacond-archive-keyring.gpg" "dists/$suite/Release.gpg" "dists/$suite/Release" 2>/dev/null \
+    || { echo "repo: Release.gpg does not verify with beacond-archive-keyring.gpg" >&2; exit 1; }
+echo "repo: $repo: $(ls pool/main/b/beacond | wc -l) package(s) ($(ls pool/main/b/beacond | sed 's/^beacond_//; s/\.deb$//' | tr '\n' ' ')), signed by $key" >&2
