@@ -114,6 +114,8 @@ man_date=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%d)
 install -D -m 0755 "$work/beacond" "$stage/usr/bin/beacond"
 install -D -m 0644 "$top/systemd/beacond.service" "$stage/usr/lib/systemd/system/beacond.service"
 install -D -m 0644 "$top/systemd/beacond@.service" "$stage/usr/lib/systemd/system/beacond@.service"
+install -D -m 0644 "$top/systemd/beacond-verify@.service" "$stage/usr/lib/systemd/system/beacond-verify@.service"
+install -D -m 0644 "$top/systemd/beacond-verify@.timer" "$stage/usr/lib/systemd/system/beacond-verify@.timer"
 install -D -m 0644 "$top/config/beacond.conf" "$stage/etc/beacond/beacond.conf"
 # Eddystone-EID keys: root's, loaded into the units as credentials (LoadCredential=, which needs the directory).
 install -d -m 0700 "$stage/etc/beacond/keys"

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Checks the shipped units without a running systemd: `systemd-analyze verify` must print nothing, and
-# `systemd-analyze security --offline=true` must rate the exposure at most 1.5. Prints both.
+# `systemd-analyze security --offline=true` must rate the exposure at most 1.5 (beacond-verify@, which runs as root
+# to write into node_exporter's directory, at most 2.0). Prints both.
 #   sh scripts/check-units.sh [BINARY]     BINARY: an executable to stand in for /usr/bin/beacond (verify checks it)
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -8,7 +9,7 @@ binary=$(cd "$(dirname "${1:-$here/.build/debug/beacond}")" && pwd)/$(basename "
 limit=1.5
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for unit in beacond.service beacond@.service; do
+for unit in beacond.service beacond@.service beacond-verify@.service beacond-verify@.timer; do
     sed "s|/usr/bin/beacond|$binary|g" "$here/systemd/$unit" > "$work/$unit"
 done
 # verify runs man for every Documentation=man:… entry: give it the pages scripts/man.py makes for the package.
@@ -19,7 +20,8 @@ mv "$work/pages/beacond.conf.5" "$work/man/man5/"
 export MANPATH="$work/man"
 cd "$work"
 status=0
-for unit in beacond.service beacond@hci1.service; do
+for unit in beacond.service beacond@hci1.service beacond-verify@hci1.service beacond-verify@hci1.timer; do
+    [ "${unit%@*}" = beacond-verify ] && limit=2.0
     out=$(systemd-analyze verify "./$unit" 2>&1) || status=1
     if [ -n "$out" ]; then
         echo "$out"
@@ -28,6 +30,7 @@ for unit in beacond.service beacond@hci1.service; do
     else
         echo "check-units: $unit: systemd-analyze verify clean"
     fi
+    case $unit in *.timer) continue ;; esac
     line=$(systemd-analyze security --offline=true "./$unit" 2>&1 | grep 'Overall exposure level') || true
     echo "check-units: $unit: ${line#→ }"
     level=$(echo "$line" | sed -n 's/.*: \([0-9][0-9]*\.[0-9]\).*/\1/p')

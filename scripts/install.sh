@@ -24,7 +24,7 @@ install -d "$DESTDIR$PREFIX/bin" "$DESTDIR$UNITDIR" "$DESTDIR$DOCDIR" "$DESTDIR$
 # Eddystone-EID keys, loaded into the units as credentials (LoadCredential= needs the directory).
 install -d -m 0700 "$DESTDIR$SYSCONFDIR/beacond/keys"
 install -m 0755 "$binary" "$DESTDIR$PREFIX/bin/beacond"
-for unit in beacond.service beacond@.service; do
+for unit in beacond.service beacond@.service beacond-verify@.service beacond-verify@.timer; do
     # The units name /usr/bin/beacond and /etc/beacond; follow PREFIX and SYSCONFDIR.
     sed -e "s|/usr/bin/beacond|$PREFIX/bin/beacond|g" -e "s|/etc/beacond|$SYSCONFDIR/beacond|g" \
         -e "s|/usr/share/doc/beacond|$DOCDIR|g" "$here/systemd/$unit" > "$DESTDIR$UNITDIR/$unit"
@@ -42,7 +42,7 @@ fi
 if [ -z "$DESTDIR" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
     systemctl daemon-reload
 fi
-echo "installed $PREFIX/bin/beacond and $UNITDIR/beacond.service, beacond@.service"
+echo "installed $PREFIX/bin/beacond and $UNITDIR/beacond.service, beacond@.service, beacond-verify@.service and .timer"
 if [ -z "$DESTDIR" ]; then
     echo "next: beacond gen-uuid --set $SYSCONFDIR/beacond/beacond.conf && systemctl enable --now beacond"
 fi

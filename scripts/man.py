@@ -153,9 +153,12 @@ def beacond_8(beacond, version, readme, date):
     out = [f'.TH BEACOND 8 "{date}" "beacond {version}" "System Administration"',
            '.SH NAME', 'beacond \\- keep Bluetooth LE beacons (iBeacon, AltBeacon, Eddystone) on the air',
            '.SH SYNOPSIS']
+    def usages(c):
+        """Every USAGE line of a command (scan has two: scanning, and --expect)."""
+        return [l.strip() for l in helps[c].get('USAGE', []) if l.strip()]
     for c in commands:
-        usage = helps[c].get('USAGE', [''])[0].strip()
-        out += ['.PP', '.B ' + esc(usage).split(' ', 1)[0], esc(usage.split(' ', 1)[1]) if ' ' in usage else '']
+        for usage in usages(c):
+            out += ['.PP', '.B ' + esc(usage).split(' ', 1)[0], esc(usage.split(' ', 1)[1]) if ' ' in usage else '']
     out += ['.PP', '.B beacond', '\\-\\-help | \\-\\-version']
     out += ['.SH DESCRIPTION']
     intro = []
@@ -173,7 +176,9 @@ def beacond_8(beacond, version, readme, date):
         text = ' '.join(l for l in desc if l)
         if text:
             out += ['.PP', line_safe(esc(text))]
-        out += ['.PP', 'Usage:', '.B ' + esc(s['USAGE'][0].strip())]
+        out += ['.PP', 'Usage:']
+        for k, usage in enumerate(usages(c)):
+            out += (['.br'] if k else []) + ['.B ' + esc(usage)]
         for flags, text in options(s.get('OPTIONS', [])):
             out += ['.TP', '.B ' + esc(flags), line_safe(esc(text.strip()))]
         if 'EXIT STATUS' in s:
@@ -189,6 +194,10 @@ def beacond_8(beacond, version, readme, date):
             '.TP', '.I /etc/beacond/hciN.conf', 'The configuration of the \\fBbeacond@hciN.service\\fR instance.',
             '.TP', '.I /usr/lib/systemd/system/beacond.service', 'The service, \\fBType=notify\\fR with the watchdog.',
             '.TP', '.I /usr/lib/systemd/system/beacond@.service', 'One instance per adapter.',
+            '.TP', '.I /usr/lib/systemd/system/beacond-verify@.service, beacond-verify@.timer',
+            'Checks from the air, with adapter hciN, that the beacons of \\fI/etc/beacond/verify/*.conf\\fR are on the air '
+            '(\\fBbeacond scan \\-\\-expect\\fR), every 15 minutes; the result also goes to '
+            '\\fI/var/lib/prometheus/node\\-exporter/beacond\\-verify\\-hciN.prom\\fR.',
             '.TP', '.I /usr/share/doc/beacond/README.md', 'The full documentation.']
     out += ['.SH SEE ALSO', '\\fBbeacond.conf\\fR(5), \\fBsystemctl\\fR(1), \\fBjournalctl\\fR(1), '
             '\\fBsystemd.service\\fR(5), \\fBbtmgmt\\fR(1)']
