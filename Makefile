@@ -10,6 +10,10 @@
 #                   root; root), checked with lintian; BEACOND_ARM64_BUILD=native builds arm64 under qemu-user
 #   make vm-test    the VM end-to-end test of the amd64 package in Debian 12 (Tests/VM/run.sh)
 #   make vm-test-arm64  the same for the arm64 package in Debian 13 under qemu-system-aarch64 (cortex-a53)
+#   make vm-test-fleet  both VM suites at once, with the fleet scenario: the Ansible role (deploy/ansible) run from
+#                   this machine against both guests over SSH, and an upgrade through the signed repository
+#   make repo       a signed apt repository of both packages in REPO_DIR (default build/repo), signed with REPO_KEY
+#                   (a gpg key id; without it a throw-away key, with a loud warning): scripts/make-repo.sh
 #   make fuzz-long  every fuzz target for 10 million executions
 #   make swift60    build and unit-test with Debian 13's Swift 6.0 in a cached trixie build root (root)
 #   make bench      the full benchmark (docs/benchmarks.md)
@@ -32,8 +36,13 @@ PY := $(VENV)/bin/python
 VERSION := $(shell sed -n 's/^public let beacondVersion = "\(.*\)"$$/\1/p' Sources/DaemonCore/Lifecycle.swift)
 DEB_AMD64 := build/beacond_$(VERSION)_amd64.deb
 DEB_ARM64 := build/beacond_$(VERSION)_arm64.deb
+REPO_DIR ?= build/repo
+# FLEET=1: the VM suites run the fleet scenario together (they meet in FLEET_DIR; make test and vm-test-fleet set it).
+FLEET ?=
+FLEET_DIR := $(CURDIR)/build/fleet
+VM_ENV := $(if $(FLEET),env BEACOND_VM_FLEET=$(FLEET_DIR))
 
-.PHONY: deps deps-all build release deb deb-amd64 deb-arm64 vm-test-arm64 test test-stages test-fast unit-test integration-test fuzz fuzz-long swift60 vm-test bench bench-smoke check-units demo install venv clean buildroot vm-image-amd64 vm-image-arm64
+.PHONY: deps deps-all build release deb deb-amd64 deb-arm64 repo vm-test-fleet vm-test-arm64 test test-stages test-fast unit-test integration-test fuzz fuzz-long swift60 vm-test bench bench-smoke check-units demo install venv clean buildroot vm-image-amd64 vm-image-arm64
 
 # The Debian packages (installed when missing and run as root; otherwise the command to run is printed).
 deps:
@@ -100,11 +109,18 @@ deb-arm64: $(DEB_ARM64)
 deb: $(DEB_AMD64) $(DEB_ARM64)
 	$(STAGE) lintian sh scripts/lint-deb.sh $(DEB_AMD64) $(DEB_ARM64)
 
-vm-test: $(DEB_AMD64) vm-image-amd64
-	$(STAGE) vm-amd64 sh Tests/VM/run.sh --arch amd64 $(DEB_AMD64)
+vm-test: $(DEB_AMD64) vm-image-amd64 venv
+	$(STAGE) vm-amd64 $(VM_ENV) sh Tests/VM/run.sh --arch amd64 $(DEB_AMD64)
 
 vm-test-arm64: $(DEB_ARM64) vm-image-arm64 venv
-	$(STAGE) vm-arm64 sh Tests/VM/run.sh --arch arm64 $(DEB_ARM64)
+	$(STAGE) vm-arm64 $(VM_ENV) sh Tests/VM/run.sh --arch arm64 $(DEB_ARM64)
+
+vm-test-fleet: deps-all
+	rm -rf $(FLEET_DIR)
+	$(MAKE) --no-print-directory -j2 --output-sync=target STAGE_DEPS=deps-all FLEET=1 vm-test vm-test-arm64
+
+repo: $(DEB_AMD64) $(DEB_ARM64)
+	sh scripts/make-repo.sh $(REPO_DIR) $(DEB_AMD64) $(DEB_ARM64)
 
 bench: release venv
 	$(PY) bench/run.py --beacond build/beacond
@@ -118,8 +134,8 @@ check-units: build
 
 # The longest chains first (build root → arm64 image → arm64 VM), so make starts them before the rest.
 test: deps-all
-	rm -f build/stages.tsv
-	status=0; $(MAKE) --no-print-directory -k -j$(TEST_JOBS) --output-sync=target STAGE_DEPS=deps-all test-stages || status=$$?; \
+	rm -rf build/stages.tsv $(FLEET_DIR)
+	status=0; $(MAKE) --no-print-directory -k -j$(TEST_JOBS) --output-sync=target STAGE_DEPS=deps-all FLEET=1 test-stages || status=$$?; \
 	  echo "Stages:"; sh scripts/stage-report.sh; exit $$status
 
 test-stages: buildroot vm-image-arm64 vm-image-amd64 swift60 deb vm-test-arm64 vm-test unit-test fuzz check-units bench-smoke integration-test

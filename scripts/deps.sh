@@ -2,13 +2,14 @@
 # Installs the Debian packages beacond builds and tests with, when they are missing (as root, through apt-get and the
 # machine's own apt configuration); without root, names the command to run and fails.
 #   sh scripts/deps.sh          build, unit and integration tests, demo
-#   sh scripts/deps.sh --all    also the packages and VM tests (debootstrap, qemu for x86 and arm, e2fsprogs,
-#                               dpkg-dev) and the benchmark (strace, file)
+#   sh scripts/deps.sh --all    also the packages, the repository and the VM tests (debootstrap, qemu for x86 and
+#                               arm, e2fsprogs, dpkg-dev, apt-utils and gnupg for make repo, openssh-client for the
+#                               fleet test's Ansible) and the benchmark (strace, file)
 set -eu
 # libgcrypt20-dev: AES-128 for Eddystone-EID (the library itself, libgcrypt20, is already there through libsystemd0).
 packages="libbluetooth-dev libsystemd-dev libgcrypt20-dev pkg-config python3-venv make gcc systemd procps strace"
 if [ "${1:-}" = "--all" ]; then
-    packages="$packages debootstrap qemu-system-x86 qemu-system-arm e2fsprogs dpkg-dev file"
+    packages="$packages debootstrap qemu-system-x86 qemu-system-arm e2fsprogs dpkg-dev file apt-utils gnupg gpgv openssh-client"
 fi
 missing=""
 for p in $packages; do

@@ -325,12 +325,15 @@ extension AirCheck {
         if let a = x.chosenAddress { f.append("\"chosen_address\":\"\(a)\"") }
         if let h = e.heard { f += sightingFields(h) }
         if !e.mismatches.isEmpty {
-            f.append("\"mismatches\":[" + e.mismatches.map { m in
-                "{\"differences\":[" + m.differences.map(jsonString).joined(separator: ",") + "],\"kind\":\"\(m.sighting.frame.kind)\","
-                    + (frameFields(m.sighting.frame) + sightingFields(m.sighting)).joined(separator: ",") + "}"
-            }.joined(separator: ",") + "]")
+            f.append("\"mismatches\":[" + e.mismatches.map(jsonObject).joined(separator: ",") + "]")
         }
         return "{" + f.joined(separator: ",") + "}"
+    }
+
+    static func jsonObject(_ m: Mismatch) -> String {
+        let differences = m.differences.map(jsonString).joined(separator: ",")
+        let fields: [String] = frameFields(m.sighting.frame) + sightingFields(m.sighting)
+        return "{\"differences\":[\(differences)],\"kind\":\"\(m.sighting.frame.kind)\"," + fields.joined(separator: ",") + "}"
     }
 
     public static func jsonLine(unexpected s: Sighting) -> String {
@@ -395,10 +398,12 @@ extension AirCheck {
                all.map { (labels($0), $0.verdict == .heard ? "1" : "0") })
         family("beacond_verify_beacon_mismatch", "1 when a frame with the beacon's identity but other content was heard in the last check.",
                all.map { (labels($0), $0.verdict == .mismatch ? "1" : "0") })
+        // The beacons heard (as configured, or with other content): their last report.
+        let heard: [(Entry, Sighting)] = all.compactMap { e in (e.heard ?? e.mismatches.first?.sighting).map { (e, $0) } }
         family("beacond_verify_beacon_rssi_dbm", "The last RSSI the beacon was heard with (beacons heard in the last check only).",
-               all.compactMap { e in (e.heard ?? e.mismatches.first?.sighting).flatMap { $0.rssi == 127 ? nil : (labels(e), "\($0.rssi)") } })
+               heard.filter { $0.1.rssi != 127 }.map { (labels($0.0), "\($0.1.rssi)") })
         family("beacond_verify_beacon_last_seen_timestamp_seconds", "When the beacon was last heard, in seconds since the Unix epoch (beacons heard in the last check only).",
-               all.compactMap { e in (e.heard ?? e.mismatches.first?.sighting).map { (labels(e), Self.seconds($0.lastSeen)) } })
+               heard.map { (labels($0.0), Self.seconds($0.1.lastSeen)) })
         family("beacond_verify_beacons", "Beacons in the last check, by verdict.",
                [Verdict.heard, .missing, .mismatch].map { v in ("{state=\"\(v.rawValue)\",device=\(label(device))}", "\(all.filter { $0.verdict == v }.count)") })
         family("beacond_verify_success", "1 when every expected beacon was heard as configured in the last check.",

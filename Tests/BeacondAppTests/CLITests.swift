@@ -4,6 +4,17 @@ import BeaconCore
 import TestSupport
 import Testing
 
+/// `scan --expect a.conf dir/ c.conf --timeout 5 --metrics m.prom --json` (a global: Swift 6.0 crashes on a closure
+/// in @Test's arguments).
+private let expectOptions: ScanOptions = {
+    var o = ScanOptions()
+    o.expect = ["a.conf", "dir/", "c.conf"]
+    o.timeout = 5
+    o.metrics = "m.prom"
+    o.json = true
+    return o
+}()
+
 @Suite("command line")
 struct CLITests {
     @Test("commands and options parse", arguments: [
@@ -25,7 +36,7 @@ struct CLITests {
         (["gen-uuid", "--set", "c.conf", "--replace"], .genUUID(count: 1, lowercase: false, setPath: "c.conf", replace: true)),
         // FILE...: the arguments up to the next option; --expect again adds more.
         (["scan", "--expect", "a.conf", "dir/", "--timeout", "5", "--metrics", "m.prom", "--expect", "c.conf", "--json"],
-         .scan({ var o = ScanOptions(); o.expect = ["a.conf", "dir/", "c.conf"]; o.timeout = 5; o.metrics = "m.prom"; o.json = true; return o }())),
+         .scan(expectOptions)),
     ])
     func parses(args: [String], expected: Invocation) throws {
         #expect(try CLI.parse(args) == expected)

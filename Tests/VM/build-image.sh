@@ -1,7 +1,8 @@
 #!/bin/sh
 # Builds the minimal Debian guest for the VM test: systemd, udev, kmod, dbus, bluez (bluetoothd, btmon,
 # hciconfig), bluez-test-tools (btvirt), python3, apt and init-system-helpers (the package is installed with
-# apt-get), the Debian kernel and a small initramfs.
+# apt-get), the Debian kernel and a small initramfs; for the fleet scenario, an Ansible-managed host as a Pi is one:
+# openssh-server (not started at boot) and python3-apt (Ansible's apt module).
 #   sh Tests/VM/build-image.sh OUTDIR [ARCH]   writes OUTDIR/rootfs.ext4, OUTDIR/vmlinuz, OUTDIR/initrd.img
 # ARCH amd64 (the default): Debian 12 bookworm. ARCH arm64: Debian 13 trixie (kernel 6.12, BlueZ 5.82, what
 # Raspberry Pi OS is based on), debootstrapped through trixie's qemu-aarch64 (scripts/arm64-emulator.sh).
@@ -29,7 +30,7 @@ fi
 
 # libgcrypt20: the package Depends on it (Eddystone-EID's AES); the guest has no network to fetch it at install.
 debootstrap --variant=minbase --arch="$arch" \
-    --include=systemd,systemd-sysv,udev,kmod,dbus,bluez,bluez-test-tools,libsystemd0,libgcrypt20,python3,procps,init-system-helpers,initramfs-tools,zstd \
+    --include=systemd,systemd-sysv,udev,kmod,dbus,bluez,bluez-test-tools,libsystemd0,libgcrypt20,python3,procps,init-system-helpers,initramfs-tools,zstd,openssh-server,python3-apt \
     "$suite" "$root" "$mirror"
 
 # A small initramfs: only what finds a virtio disk with ext4 on it.
@@ -50,6 +51,8 @@ for unit in apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.tim
             systemd-tmpfiles-clean.timer getty@tty1.service; do
     ln -sf /dev/null "$root/etc/systemd/system/$unit"
 done
+# sshd only for the fleet scenario, which starts it (with the network) when it begins.
+chroot "$root" systemctl disable ssh.service ssh.socket >/dev/null 2>&1 || true
 mkdir -p "$root/mnt/src" "$root/mnt/out" "$root/etc/systemd/system/multi-user.target.wants"
 # The test entry: mount the payload and results shares, run the payload's own entry script, power off.
 cat > "$root/usr/local/sbin/vmtest-entry" <<'SH'

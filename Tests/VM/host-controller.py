@@ -7,7 +7,9 @@ controller (the integration tests' radio lab), with a second Bumble radio on the
     python3 host-controller.py SOCKET OUTFILE
 
 Connects to qemu's chardev socket SOCKET (retrying until qemu is up), serves until SIGTERM, then writes what the
-second radio heard (distinct advertising data, hex, with counts) to OUTFILE as independent evidence.
+second radio heard (distinct advertising data, hex, with counts) to OUTFILE as independent evidence. Meanwhile each
+newly heard distinct advertising data goes on a line of heard-live.txt beside OUTFILE as it is heard (the fleet test
+reads it while the guest runs).
 """
 import collections
 import os
@@ -29,10 +31,17 @@ def main():
         time.sleep(0.2)
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
-    with Lab(f'unix:{sock}') as lab:
+    seen, read = set(), 0
+    with Lab(f'unix:{sock}') as lab, open(os.path.join(os.path.dirname(out), 'heard-live.txt'), 'w', buffering=1) as live:
         print(f'host-controller: Bumble controller attached to {sock}', flush=True)
         while not stop:
             time.sleep(0.2)
+            fresh = lab.received[read:]  # only what arrived since the last look
+            read += len(fresh)
+            for r in fresh:
+                if r.data not in seen:
+                    seen.add(r.data)
+                    live.write(r.data.hex() + '\n')
         heard = collections.Counter(r.data.hex() for r in list(lab.received))
     with open(out, 'w') as f:
         for data, n in heard.most_common():

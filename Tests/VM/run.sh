@@ -6,6 +6,8 @@
 #   sh Tests/VM/run.sh [--arch amd64|arm64] DEB
 #   sh Tests/VM/run.sh --image-only [--arch amd64|arm64]     only make sure the cached guest image exists
 #   BEACOND_VM_ONLY="17 18" sh Tests/VM/run.sh DEB              scenario 0 and those only (says so loudly)
+#   BEACOND_VM_FLEET=DIR sh Tests/VM/run.sh --arch A DEB         with the fleet scenario (22): both suites at once, each
+#                                                                with the same DIR (make vm-test-fleet, make test)
 #
 # amd64: a Debian 12 guest under qemu-system-x86_64. arm64: a Debian 13 guest under qemu-system-aarch64
 # (-M virt -cpu cortex-a53: the oldest 64-bit Pi's core, so an ARMv8.1 instruction in the binary would trap).
@@ -13,6 +15,11 @@
 # /var/cache/beacond-vm), keyed by build-image.sh's content and the architecture; boots it (KVM only for amd64
 # where kvm_intel or kvm_amd is loaded, else TCG), runs the scenarios as a unit after boot, reads the results from
 # a 9p share, and prints "N passed, N failed". Exits non-zero on any failure, a missing result or a timeout.
+#
+# The fleet scenario: each suite's guest gets a network (qemu's user networking, its sshd forwarded to a loopback
+# port of this machine) and registers in DIR; the second suite to register starts Tests/VM/fleet.py, the control
+# node, which waits until both guests are ready, runs the Ansible role against both over SSH, checks the results
+# from each controller's side, and tells both guests it is done. That suite prints the fleet test's lines.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -73,6 +80,31 @@ if [ -n "${BEACOND_VM_ONLY:-}" ]; then
 fi
 sh "$here/make-previous.sh" "$deb" "$work/src/packages/previous.deb"
 
+fleet=${BEACOND_VM_FLEET:-}
+fleet_pid=""
+netdev=""
+if [ -n "$fleet" ]; then
+    mkdir -p "$fleet" "$work/src/fleet"
+    # How long the guest waits for the control node's key: the other suite may still be building its image.
+    echo "${BEACOND_VM_FLEET_WAIT:-1500}" > "$work/src/fleet-enabled"
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    netdev="-netdev user,id=net0,hostfwd=tcp:127.0.0.1:$port-:22 -device virtio-net-pci,netdev=net0"
+    exec 7>"$fleet/lock"
+    flock 7
+    printf 'port=%s\nsrc=%s\nout=%s\ndeb=%s\n' "$port" "$work/src/fleet" "$work/out" "$(cd "$(dirname "$deb")" && pwd)/$(basename "$deb")" > "$fleet/$arch.host"
+    trap 'touch "$fleet/$arch.gone"; rm -rf "$work"' EXIT
+    if [ -f "$fleet/amd64.host" ] && [ -f "$fleet/arm64.host" ] && [ ! -e "$fleet/started" ]; then
+        touch "$fleet/started"
+        python=${BEACOND_VM_PYTHON:-"$top/.venv/bin/python"}
+        [ -x "$python" ] || { echo "vm: the fleet test needs Ansible on this machine: no $python (make venv)" >&2; exit 2; }
+        "$python" "$here/fleet.py" "$fleet" > "$fleet/fleet.log" 2>&1 &
+        fleet_pid=$!
+        echo "vm: started the fleet test's control node (Tests/VM/fleet.py, pid $fleet_pid); its log: $fleet/fleet.log"
+    fi
+    flock -u 7
+    echo "vm: fleet scenario on: this guest's sshd is 127.0.0.1:$port"
+fi
+
 accel=tcg
 if [ "$arch" = amd64 ] && grep -qE '^(kvm_intel|kvm_amd) ' /proc/modules 2>/dev/null && [ -w /dev/kvm ]; then accel=kvm; fi
 echo "vm: booting $arch under qemu ($accel); timeout ${timeout_s} s"
@@ -88,13 +120,14 @@ else
     (cd "$work" && exec "$python" "$here/host-controller.py" "$work/bt.sock" "$work/out/heard-by-second-radio.txt") \
         > "$work/out/host-controller.log" 2>&1 &
     controller_pid=$!
-    trap 'kill "$controller_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+    trap 'kill "$controller_pid" 2>/dev/null || true; [ -z "$fleet" ] || touch "$fleet/$arch.gone"; rm -rf "$work"' EXIT
     set -- "$qemu" -M virt -accel tcg,thread=multi -cpu cortex-a53 \
         -append "root=/dev/vda rw console=ttyAMA0 panic=-1 loglevel=4 systemd.show_status=false" \
         -device virtio-serial-pci -chardev "socket,id=bt,path=$work/bt.sock,server=on,wait=off" \
         -device virtconsole,chardev=bt,name=bt
 fi
-timeout "$timeout_s" "$@" -m 1536 -smp 2 -no-reboot \
+# shellcheck disable=SC2086
+timeout "$timeout_s" "$@" $netdev -m 1536 -smp 2 -no-reboot \
     -display none -monitor none -serial "file:$work/out/console.log" \
     -kernel "$image/vmlinuz" -initrd "$image/initrd.img" \
     -drive "file=$image/rootfs.ext4,if=none,id=disk,format=raw,snapshot=on" -device virtio-blk-pci,drive=disk \
@@ -105,6 +138,7 @@ if [ "$arch" = arm64 ]; then
     kill -TERM "$controller_pid" 2>/dev/null || true
     wait "$controller_pid" 2>/dev/null || true
 fi
+[ -z "$fleet" ] || touch "$fleet/$arch.gone"
 
 # Results: TAP lines from the guest, evidence files next to them.
 results="$work/out/results.tap"
@@ -139,6 +173,23 @@ if [ "$arch" = arm64 ]; then
         passed=$((passed + 1))
     else
         echo "not ok - the host's second radio heard none of the scenarios' iBeacon frames ($keep/host-controller.log)"
+        failed=$((failed + 1))
+    fi
+fi
+if [ -n "$fleet_pid" ]; then
+    # The control node this suite started: its lines join this suite's.
+    fleet_status=0
+    wait "$fleet_pid" || fleet_status=$?
+    cp "$fleet/fleet.log" "$keep/fleet.log" 2>/dev/null || true
+    cp -r "$fleet/ansible" "$keep/fleet-ansible" 2>/dev/null || true
+    if [ -s "$fleet/results.tap" ]; then
+        cat "$fleet/results.tap"
+        passed=$((passed + $(grep -c '^ok ' "$fleet/results.tap" || true)))
+        failed=$((failed + $(grep -c '^not ok ' "$fleet/results.tap" || true)))
+    fi
+    if [ "$fleet_status" -ne 0 ] && ! grep -q '^not ok ' "$fleet/results.tap" 2>/dev/null; then
+        echo "not ok - the fleet test's control node exited $fleet_status ($keep/fleet.log):"
+        tail -n 30 "$fleet/fleet.log" | sed 's/^/#   /'
         failed=$((failed + 1))
     fi
 fi

@@ -9,10 +9,12 @@ Writes TAP lines to OUT/results.tap and evidence files next to it.
 import json
 import os
 import re
-import struct
 import subprocess
 import sys
 import time
+
+import btsnoop
+from btsnoop import Snoop, replay
 
 OUT = sys.argv[1]
 PACKAGES = sys.argv[2]
@@ -20,7 +22,6 @@ ARM64 = os.uname().machine == 'aarch64'
 SNOOP = '/var/tmp/hci.snoop'
 CONF = '/etc/beacond/beacond.conf'
 UUID = 'E2C56DB5-DFFB-48D2-B060-D0F5A71096E0'
-BTSNOOP_UNIX_EPOCH_US = 0x00DCDDB30F2F8000  # btsnoop counts µs from year 0
 
 tap = open(os.path.join(OUT, 'results.tap'), 'w', buffering=1)
 counter = 0
@@ -70,99 +71,9 @@ def status():
     return show('StatusText')['StatusText']
 
 
-# ---- the controller's side: replay the btmon capture ---------------------------------------------------------------
-
-class Snoop:
-    """Reads the btsnoop (monitor format) file btmon writes, incrementally."""
-
-    def __init__(self, path):
-        self.path = path
-        self.offset = 16
-        self.records = []
-
-    def update(self):
-        with open(self.path, 'rb') as f:
-            f.seek(self.offset)
-            data = f.read()
-        i = 0
-        while i + 24 <= len(data):
-            _orig, incl, flags, _drops, ts = struct.unpack('>IIIIq', data[i:i + 24])
-            if i + 24 + incl > len(data):
-                break
-            self.records.append((ts - BTSNOOP_UNIX_EPOCH_US, flags >> 16, flags & 0xFFFF, data[i + 24:i + 24 + incl]))
-            i += 24 + incl
-        self.offset += i
-        return self.records
-
+# ---- the controller's side: replay the btmon capture (btsnoop.py) ---------------------------------------------------
 
 snoop = Snoop(SNOOP)
-
-
-def replay(records, index=0):
-    """The advertising state of controller hciINDEX after each command it accepted, as a timeline of (unix µs,
-    on-air datas)."""
-    pending = {}
-    legacy = {'data': b'', 'enabled': False}
-    sets = {}
-    timeline = []
-    commands = []  # (ts, opcode, params, status)
-
-    def on_air():
-        datas = set()
-        if legacy['enabled']:
-            datas.add(legacy['data'])
-        for s in sets.values():
-            if s.get('enabled'):
-                datas.add(s.get('data', b''))
-        return datas
-
-    for ts, idx, op, pkt in records:
-        if idx != index:
-            continue
-        if op in (0, 1, 9):  # new index, deleted index, closed index (down): nothing of the old state is on air
-            legacy = {'data': b'', 'enabled': False}
-            sets = {}
-            timeline.append((ts, on_air()))
-            continue
-        if op == 2 and len(pkt) >= 3:
-            pending[pkt[0] | pkt[1] << 8] = (ts, pkt[3:])
-            continue
-        if op != 3 or len(pkt) < 3:
-            continue
-        if pkt[0] == 0x0E and len(pkt) >= 6:
-            opcode, status = pkt[3] | pkt[4] << 8, pkt[5]
-        elif pkt[0] == 0x0F and len(pkt) >= 6:
-            status, opcode = pkt[2], pkt[4] | pkt[5] << 8
-        else:
-            continue
-        if opcode not in pending:
-            continue
-        cts, p = pending.pop(opcode)
-        commands.append((cts, opcode, p, status))
-        if status != 0:
-            continue
-        if opcode == 0x0C03:
-            legacy = {'data': b'', 'enabled': False}
-            sets = {}
-        elif opcode == 0x2008 and p:
-            legacy['data'] = bytes(p[1:1 + p[0]])
-        elif opcode == 0x200A and p:
-            legacy['enabled'] = p[0] == 1
-        elif opcode == 0x2037 and len(p) >= 4:
-            sets.setdefault(p[0], {})['data'] = bytes(p[4:4 + p[3]])
-        elif opcode == 0x2039 and len(p) >= 2:
-            if p[1] == 0 and p[0] == 0:
-                for s in sets.values():
-                    s['enabled'] = False
-            for k in range(p[1]):
-                if 2 + 4 * k < len(p):
-                    sets.setdefault(p[2 + 4 * k], {})['enabled'] = p[0] == 1
-        elif opcode == 0x203C and p:
-            sets.pop(p[0], None)
-        elif opcode == 0x203D:
-            sets = {}
-        timeline.append((ts, on_air()))
-    return timeline, commands
 
 
 def on_air(expected, index=0):
@@ -176,14 +87,7 @@ def wait_on_air(expected, timeout=30, index=0):
 
 def transitions(expected, since_us):
     """[(ts, True|False)] each time `expected` went on or off the air after since_us."""
-    timeline, _ = replay(snoop.update())
-    out, last = [], None
-    for ts, datas in timeline:
-        now = expected in datas
-        if now != last and ts >= since_us:
-            out.append((ts, now))
-        last = now
-    return out
+    return btsnoop.transitions(snoop.update(), expected, since_us)
 
 
 def now_us():
@@ -985,6 +889,45 @@ def s19_mgmt_foreign_instances_survive():
     return f'{st} | both foreign instances on the air before, beside and after beacond'
 
 
+# ---- the fleet: this guest as one host of an Ansible-managed fleet ---------------------------------------------------
+
+FLEET = os.path.join(PACKAGES, '..', 'fleet')
+
+
+def s22_fleet_host():
+    """The host side of the fleet test (Tests/VM/fleet.py on the VM host drives it, for both guests at once): this
+    guest becomes a fresh host (no beacond; sshd on the network, the control node's key), says so, and waits while
+    the control node runs the Ansible role against it and checks the results from the controller's side. The
+    verdicts are the fleet test's own lines; this line says whether this host took part to the end."""
+    sh('systemctl stop beacond; apt-get purge -y -q beacond 2>&1; rm -rf /etc/beacond /var/lib/beacond* /var/lib/private/beacond*',
+       timeout=300)
+    assert not os.path.exists('/usr/bin/beacond'), 'beacond still installed after purge'
+    bluetoothd(True)  # as on a Pi
+    if not ARM64:
+        # A second radio on the same virtual air for the verifier (beacond-verify@hci1): one btvirt with two controllers.
+        sh('systemctl stop btvirt')
+        wait(lambda: not os.path.exists('/sys/class/bluetooth/hci0'), 20, 'hci0 to go')
+        sh('systemctl reset-failed btvirt 2>/dev/null; systemd-run --unit=btvirt /usr/bin/btvirt -l2 -L', check=True)
+        wait(lambda: all(os.path.exists(f'/sys/class/bluetooth/hci{i}') for i in (0, 1)), 20, 'hci0 and hci1')
+    with open('/etc/systemd/network/20-fleet.network', 'w') as f:
+        f.write('[Match]\nName=en* eth*\n\n[Network]\nDHCP=ipv4\n')
+    sh('systemctl start systemd-networkd', check=True)
+    wait(lambda: '10.0.2.' in sh('networkctl status 2>/dev/null; cat /proc/net/fib_trie'), 60, 'an address from qemu')
+    key = wait(lambda: os.path.exists(f'{FLEET}/authorized_keys') and open(f'{FLEET}/authorized_keys').read(),
+               int(open(f'{FLEET}/../fleet-enabled').read().strip() or 1500), "the control node's key (fleet.py on the VM host)")
+    os.makedirs('/root/.ssh', mode=0o700, exist_ok=True)
+    with open('/root/.ssh/authorized_keys', 'w') as f:
+        f.write(key)
+    os.chmod('/root/.ssh/authorized_keys', 0o600)
+    sh('systemctl start ssh', check=True)
+    with open(os.path.join(OUT, 'fleet-ready'), 'w') as f:
+        f.write(sh('hostname').strip() + '\n')
+    verdict = wait(lambda: os.path.exists(f'{FLEET}/done') and open(f'{FLEET}/done').read().strip(), 3000,
+                   'the fleet test to finish')
+    assert verdict.startswith('ok'), f'the fleet test: {verdict}'
+    return verdict
+
+
 MUTE_CONTROLLER = r"""
 import os, sys, time
 # A controller that registers and then answers nothing: the kernel's setup (HCI Reset first) times out, as on a
@@ -1032,7 +975,7 @@ def main():
     wait(lambda: os.path.exists(SNOOP) and os.path.getsize(SNOOP) >= 16, 10, 'btmon to start')
     btvirt_start()
     # The arm64 guest (Debian 13 under TCG, several times slower) runs the issue's list; amd64 runs everything.
-    only = {'0', '1a', '1c', '1e', '2a', '3', '5', '7', '8', '9', '13', '14', '15', '16', '17', '18'} if ARM64 else None
+    only = {'0', '1a', '1c', '1e', '2a', '3', '5', '7', '8', '9', '13', '14', '15', '16', '17', '18', '22'} if ARM64 else None
     chosen = os.path.join(PACKAGES, '..', 'only')
     if os.path.exists(chosen):
         # A quick look at a few (run.sh's BEACOND_VM_ONLY); 0 installs the package, so it always runs.
@@ -1073,6 +1016,10 @@ def main():
         run_('21. Eddystone-EID with its key in /etc/beacond/keys as a credential of the DynamicUser service: the EIDs on the air for their moments, a new address each period, the key never in the journal', leaving_one_beacon(s21_eid_key_as_a_credential))
         run_('13. apt-get purge: nothing left behind (files, units, enablement, state), nothing on the air', s13_purge_leaves_nothing)
         run_('14. upgrade from the previous package with an edited conffile (and beacond@hci1 running beside it on amd64): edit kept, new default as .dpkg-dist, both restarted, beacons back', s14_upgrade_keeps_the_edited_conffile)
+        if os.path.exists(os.path.join(PACKAGES, '..', 'fleet-enabled')):
+            run_('22. a fresh host of an Ansible-managed fleet, driven by the control node on the VM host (Tests/VM/fleet.py): sshd, the network, the role, the checks', s22_fleet_host)
+        else:
+            tap.write('# the fleet scenario (22) needs both VM suites at once: make vm-test-fleet, or make test\n')
         # The plan first, so that a run cut off by the host's timeout can say which scenarios never ran.
         for title, _ in planned:
             tap.write(f'# plan: {title}\n')

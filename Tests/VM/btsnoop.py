@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""The controller's side of the VM tests: reads the btsnoop file `btmon -w` writes (monitor format) and replays the
+HCI commands each controller accepted into its advertising state, so a test sees what is on the air without asking
+beacond. Imported by scenarios.py; run by the fleet test over SSH:
+
+    python3 btsnoop.py SNOOP [--index N] [--since UNIX_US] HEX...
+
+prints what hciN advertises now (one hex line per frame) and exits 0 when every HEX frame is among them, 1 when one
+is not, and with --since, 2 when one of them was off the air at any moment after UNIX_US.
+"""
+import struct
+import sys
+
+BTSNOOP_UNIX_EPOCH_US = 0x00DCDDB30F2F8000  # btsnoop counts µs from year 0
+
+
+class Snoop:
+    """Reads the btsnoop (monitor format) file btmon writes, incrementally."""
+
+    def __init__(self, path):
+        self.path = path
+        self.offset = 16
+        self.records = []
+
+    def update(self):
+        with open(self.path, 'rb') as f:
+            f.seek(self.offset)
+            data = f.read()
+        i = 0
+        while i + 24 <= len(data):
+            _orig, incl, flags, _drops, ts = struct.unpack('>IIIIq', data[i:i + 24])
+            if i + 24 + incl > len(data):
+                break
+            self.records.append((ts - BTSNOOP_UNIX_EPOCH_US, flags >> 16, flags & 0xFFFF, data[i + 24:i + 24 + incl]))
+            i += 24 + incl
+        self.offset += i
+        return self.records
+
+
+def replay(records, index=0):
+    """The advertising state of controller hciINDEX after each command it accepted, as a timeline of (unix µs,
+    on-air datas)."""
+    pending = {}
+    legacy = {'data': b'', 'enabled': False}
+    sets = {}
+    timeline = []
+    commands = []  # (ts, opcode, params, status)
+
+    def on_air():
+        datas = set()
+        if legacy['enabled']:
+            datas.add(legacy['data'])
+        for s in sets.values():
+            if s.get('enabled'):
+                datas.add(s.get('data', b''))
+        return datas
+
+    for ts, idx, op, pkt in records:
+        if idx != index:
+            continue
+        if op in (0, 1, 9):  # new index, deleted index, closed index (down): nothing of the old state is on air
+            legacy = {'data': b'', 'enabled': False}
+            sets = {}
+            timeline.append((ts, on_air()))
+            continue
+        if op == 2 and len(pkt) >= 3:
+            pending[pkt[0] | pkt[1] << 8] = (ts, pkt[3:])
+            continue
+        if op != 3 or len(pkt) < 3:
+            continue
+        if pkt[0] == 0x0E and len(pkt) >= 6:
+            opcode, status = pkt[3] | pkt[4] << 8, pkt[5]
+        elif pkt[0] == 0x0F and len(pkt) >= 6:
+            status, opcode = pkt[2], pkt[4] | pkt[5] << 8
+        else:
+            continue
+        if opcode not in pending:
+            continue
+        cts, p = pending.pop(opcode)
+        commands.append((cts, opcode, p, status))
+        if status != 0:
+            continue
+        if opcode == 0x0C03:
+            legacy = {'data': b'', 'enabled': False}
+            sets = {}
+        elif opcode == 0x2008 and p:
+            legacy['data'] = bytes(p[1:1 + p[0]])
+        elif opcode == 0x200A and p:
+            legacy['enabled'] = p[0] == 1
+        elif opcode == 0x2037 and len(p) >= 4:
+            sets.setdefault(p[0], {})['data'] = bytes(p[4:4 + p[3]])
+        elif opcode == 0x2039 and len(p) >= 2:
+            if p[1] == 0 and p[0] == 0:
+                for s in sets.values():
+                    s['enabled'] = False
+            for k in range(p[1]):
+                if 2 + 4 * k < len(p):
+                    sets.setdefault(p[2 + 4 * k], {})['enabled'] = p[0] == 1
+        elif opcode == 0x203C and p:
+            sets.pop(p[0], None)
+        elif opcode == 0x203D:
+            sets = {}
+        timeline.append((ts, on_air()))
+    return timeline, commands
+
+
+def transitions(records, expected, since_us, index=0):
+    """[(ts, True|False)] each time `expected` went on or off the air of hciINDEX after since_us."""
+    timeline, _ = replay(records, index)
+    out, last = [], None
+    for ts, datas in timeline:
+        now = expected in datas
+        if now != last and ts >= since_us:
+            out.append((ts, now))
+        last = now
+    return out
+
+
+def main(argv):
+    import argparse
+    p = argparse.ArgumentParser(description='What a controller advertises, from a btmon capture.')
+    p.add_argument('snoop')
+    p.add_argument('--index', type=int, default=0)
+    p.add_argument('--since', type=int, help='also fail (2) when a frame went off the air after this Unix time in µs')
+    p.add_argument('frames', nargs='*')
+    a = p.parse_args(argv)
+    records = Snoop(a.snoop).update()
+    timeline, _ = replay(records, a.index)
+    now = timeline[-1][1] if timeline else set()
+    for d in sorted(now):
+        print(d.hex())
+    wanted = [bytes.fromhex(f) for f in a.frames]
+    if not all(w in now for w in wanted):
+        return 1
+    if a.since is not None and any(not on for w in wanted for _, on in transitions(records, w, a.since, a.index)):
+        return 2
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,338 @@
+#!/usr/bin/env python3
+"""The fleet test's control node: the example playbook (deploy/ansible) with ansible-core, over SSH, against the two
+VM suites' guests at once (amd64 Debian 12 with btvirt, arm64 Debian 13 with Bumble's controller on a UART), each
+with its own minor from the inventory. Run by Tests/VM/run.sh (the second suite to start), with this machine's venv.
+
+    python fleet.py DIR          DIR holds each suite's registration (amd64.host, arm64.host)
+
+What it checks, each from the controllers' side (the btmon capture in each guest, replayed by btsnoop.py over SSH;
+for arm64 also the second Bumble radio on this machine), never from beacond's own word:
+  1. the first run installs the package picked by architecture, renders each host's config, and both hosts put
+     their exact frames on the air; the amd64 host, also a verifier, checks its beacon from the air with its second
+     btvirt radio (beacond-verify@hci1: exit 0, and its metrics file says so);
+  2. a second run changes nothing;
+  3. an inventory mistake (major 70000) fails at validate with beacond's own message, the running config stays as it
+     was, and both hosts keep advertising the old frame throughout;
+  4. a new package version in the signed repository (make-repo.sh) reaches both hosts through apt (beacond_version:
+     latest): the new version installed, the conffile kept, a new main process, the frame back on the air.
+Writes TAP lines to DIR/results.tap and tells each guest it is done (its src/fleet/done).
+"""
+import hashlib
+import http.server
+import json
+import os
+import re
+import shutil
+import socketserver
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+FLEET = os.path.abspath(sys.argv[1])
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.abspath(os.path.join(HERE, '..', '..'))
+ANSIBLE_DIR = os.path.join(TOP, 'deploy', 'ansible')
+BIN = os.path.dirname(sys.executable)
+ARCHES = ('amd64', 'arm64')
+NAMES = {'amd64': 'pi-amd64', 'arm64': 'pi-arm64'}
+MINOR = {'amd64': 1, 'arm64': 2}
+MAJOR = 7
+SNOOP = '/var/tmp/hci.snoop'
+
+results = open(os.path.join(FLEET, 'results.tap'), 'w', buffering=1)
+work = tempfile.mkdtemp(prefix='beacond-fleet-')
+logs = os.path.join(FLEET, 'ansible')
+os.makedirs(logs, exist_ok=True)
+hosts = {}
+failures = 0
+counter = 0
+
+
+def log(msg):
+    print(f'[{time.strftime("%H:%M:%S")}] {msg}', flush=True)
+
+
+def read_host(arch):
+    with open(os.path.join(FLEET, f'{arch}.host')) as f:
+        return dict(line.strip().split('=', 1) for line in f if '=' in line)
+
+
+def wait(pred, timeout, what, interval=1.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError(f'timed out after {timeout} s waiting for {what}')
+        time.sleep(interval)
+
+
+def ssh(arch, command, timeout=300, check=True):
+    h = hosts[arch]
+    r = subprocess.run(['ssh', '-i', os.path.join(work, 'id'), '-p', h['port'], '-o', 'StrictHostKeyChecking=no',
+                        '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR', '-o', 'ConnectTimeout=30',
+                        '-o', 'BatchMode=yes', 'root@127.0.0.1', command], capture_output=True, text=True, timeout=timeout)
+    if check and r.returncode:
+        raise AssertionError(f'{NAMES[arch]}: {command!r} exited {r.returncode}: {r.stderr.strip()[-400:]} {r.stdout.strip()[-400:]}')
+    return r
+
+
+def ibeacon(uuid, major, minor, power=-59):
+    """The frame, written out from Apple's layout, independently of beacond's code."""
+    return (bytes.fromhex('0201061aff4c000215') + bytes.fromhex(uuid.replace('-', '')) + major.to_bytes(2, 'big')
+            + minor.to_bytes(2, 'big') + power.to_bytes(1, 'big', signed=True))
+
+
+def on_air(arch, frame, since_us=None):
+    """The guest's controller (hci0) advertises `frame` now, by its btmon capture; with since_us, it also never went
+    off the air after that moment."""
+    since = f' --since {since_us}' if since_us else ''
+    r = ssh(arch, f'python3 /mnt/src/tests/vm/btsnoop.py {SNOOP}{since} {frame.hex()}', check=False)
+    return r.returncode == 0, r.returncode, r.stdout.strip()
+
+
+def guest_now_us(arch):
+    return int(ssh(arch, 'date +%s%6N').stdout.strip())
+
+
+def playbook(name, *extra, expect_ok=True):
+    """Runs the example playbook; returns (exit code, output). Its output is kept in DIR/ansible/NAME.log."""
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ANSIBLE_DIR, 'ansible.cfg'), ANSIBLE_FORCE_COLOR='0',
+               ANSIBLE_NOCOLOR='1', ANSIBLE_LOCAL_TEMP=os.path.join(work, 'ansible-tmp'), ANSIBLE_STDOUT_CALLBACK='default',
+               PATH=BIN + os.pathsep + os.environ.get('PATH', ''))
+    t0 = time.monotonic()
+    r = subprocess.run([os.path.join(BIN, 'ansible-playbook'), '-i', os.path.join(work, 'inventory.yml'),
+                        os.path.join(ANSIBLE_DIR, 'playbook.yml'), *extra], capture_output=True, text=True, env=env,
+                       timeout=1800, cwd=ANSIBLE_DIR)
+    took = time.monotonic() - t0
+    with open(os.path.join(logs, f'{name}.log'), 'w') as f:
+        f.write(r.stdout + r.stderr)
+    log(f'ansible-playbook {name}: exit {r.returncode} in {took:.0f} s')
+    if expect_ok and r.returncode:
+        raise AssertionError(f'ansible-playbook exited {r.returncode}: ' + (r.stdout + r.stderr)[-1500:])
+    return r.returncode, r.stdout + r.stderr, took
+
+
+def recap(output):
+    """PLAY RECAP: host → {ok, changed, failed, …}."""
+    out = {}
+    for line in output.splitlines():
+        m = re.match(r'^(\S+)\s+:\s+(.*)$', line)
+        if m and 'ok=' in m.group(2):
+            out[m.group(1)] = {k: int(v) for k, v in re.findall(r'(\w+)=(\d+)', m.group(2))}
+    return out
+
+
+def tap(ok, title, note=''):
+    global failures, counter
+    counter += 1
+    if not ok:
+        failures += 1
+    results.write(f'{"ok" if ok else "not ok"} {counter} - fleet: {title}{" # " + note if note and ok else ""}\n')
+    if not ok and note:
+        for line in note.splitlines()[-25:]:
+            results.write(f'#   {line}\n')
+
+
+def step(title, fn):
+    log(f'step: {title}')
+    try:
+        note = fn() or ''
+        tap(True, title, note)
+        return True
+    except Exception as e:  # a failed check, a timeout, a tool that failed
+        tap(False, title, f'{type(e).__name__}: {e}')
+        log(f'FAILED: {e}')
+        return False
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def serve(directory):
+    """A static web server for the repository on a loopback port (the guests reach it as qemu's 10.0.2.2)."""
+    handler = lambda *a, **kw: QuietHandler(*a, directory=directory, **kw)
+    server = socketserver.ThreadingTCPServer(('127.0.0.1', 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server.server_address[1]
+
+
+def next_version(deb, version, out):
+    """A stand-in for the next release: the same package with a higher version (the repository and apt's upgrade are
+    what is under test, not a change of behaviour)."""
+    d = tempfile.mkdtemp(dir=work)
+    subprocess.run(['dpkg-deb', '-R', deb, d], check=True)
+    control = os.path.join(d, 'DEBIAN', 'control')
+    text = re.sub(r'^Version: .*$', f'Version: {version}', open(control).read(), flags=re.M)
+    open(control, 'w').write(text)
+    subprocess.run(['dpkg-deb', '--root-owner-group', '-Zxz', '--build', d, out], check=True, capture_output=True)
+    return out
+
+
+def main():
+    global hosts
+    try:
+        hosts = {a: read_host(a) for a in ARCHES}
+        subprocess.run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', 'beacond fleet test', '-f',
+                        os.path.join(work, 'id')], check=True)
+        pub = open(os.path.join(work, 'id.pub')).read()
+        for a in ARCHES:
+            with open(os.path.join(hosts[a]['src'], 'authorized_keys'), 'w') as f:
+                f.write(pub)
+        log('waiting for both guests to finish their suites and be ready')
+        for a in ARCHES:
+            def ready(a=a):
+                if os.path.exists(os.path.join(FLEET, f'{a}.gone')):
+                    raise AssertionError(f'the {a} suite ended before its guest was ready for the fleet test')
+                return os.path.exists(os.path.join(hosts[a]['out'], 'fleet-ready'))
+            wait(ready, 3600, f'the {a} guest to be ready', interval=2)
+            wait(lambda a=a: ssh(a, 'true', check=False).returncode == 0, 180, f'sshd on the {a} guest')
+            log(f'{a} guest ready, sshd on 127.0.0.1:{hosts[a]["port"]}')
+        run_fleet()
+    except Exception as e:
+        tap(False, 'the fleet test could not run', f'{type(e).__name__}: {e}')
+    finally:
+        verdict = 'ok' if failures == 0 and counter > 0 else f'failed: {failures} of {counter} fleet checks'
+        for a in ARCHES:
+            try:
+                with open(os.path.join(hosts[a]['src'], 'done'), 'w') as f:
+                    f.write(verdict + '\n')
+            except (KeyError, OSError):
+                pass
+        results.close()
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if failures else 0
+
+
+def run_fleet():
+    debs = {a: hosts[a]['deb'] for a in ARCHES}
+    # The control node's own beacond (the amd64 package's binary runs here) makes the fleet's one UUID.
+    x = os.path.join(work, 'control-node')
+    subprocess.run(['dpkg-deb', '-x', debs['amd64'], x], check=True)
+    uuid = subprocess.run([os.path.join(x, 'usr', 'bin', 'beacond'), 'gen-uuid'], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    version = subprocess.run(['dpkg-deb', '-f', debs['amd64'], 'Version'], check=True, capture_output=True,
+                             text=True).stdout.strip()
+    log(f'fleet UUID {uuid}, package {version}')
+    frames = {a: ibeacon(uuid, MAJOR, MINOR[a]) for a in ARCHES}
+    inventory = os.path.join(work, 'inventory.yml')
+    with open(inventory, 'w') as f:
+        json.dump({'all': {
+            'vars': {'ansible_user': 'root', 'ansible_ssh_private_key_file': os.path.join(work, 'id'),
+                     'ansible_ssh_common_args': '-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR',
+                     'ansible_python_interpreter': '/usr/bin/python3',
+                     'beacond_package': debs, 'beacond_uuid': uuid,
+                     'beacond_beacons': [{'uuid': '{{ beacond_uuid }}', 'major': '{{ shop_major }}', 'minor': '{{ shelf_minor }}'}]},
+            'children': {'beacons': {'children': {'shop7': {
+                'vars': {'shop_major': MAJOR},
+                'hosts': {NAMES[a]: {'ansible_host': '127.0.0.1', 'ansible_port': int(hosts[a]['port']), 'shelf_minor': MINOR[a],
+                                     **({'beacond_verify': True, 'beacond_verify_device': 'hci1',
+                                         'beacond_verify_hosts': [NAMES['amd64']]} if a == 'amd64' else {})}
+                          for a in ARCHES}}}}}}}, f, indent=1)
+
+    state = {}
+
+    def first_run():
+        _, out, took = playbook('1-first-run')
+        notes = []
+        for a in ARCHES:
+            ok = wait(lambda a=a: on_air(a, frames[a])[0], 60, f'{NAMES[a]} advertising {frames[a].hex()} (btmon)')
+            conf = ssh(a, 'cat /etc/beacond/beacond.conf').stdout
+            assert f'minor = {MINOR[a]}' in conf and f'uuid = "{uuid}"' in conf, conf
+            state[a] = {'sha': ssh(a, 'sha256sum /etc/beacond/beacond.conf').stdout.split()[0],
+                        'pid': ssh(a, 'systemctl show beacond -p MainPID --value').stdout.strip(),
+                        'version': ssh(a, "dpkg-query -W -f '${Version}' beacond").stdout.strip()}
+            assert state[a]['version'] == version, state[a]
+            notes.append(f'{NAMES[a]} ({ssh(a, "dpkg --print-architecture").stdout.strip()}) minor {MINOR[a]} on the air')
+        # The arm64 guest's controller is Bumble's on this machine: its second radio heard the frame too.
+        live = os.path.join(hosts['arm64']['out'], 'heard-live.txt')
+        wait(lambda: os.path.exists(live) and frames['arm64'].hex() in open(live).read(), 60,
+             "the arm64 host's frame at the second radio on this machine")
+        notes.append("arm64's frame also heard by the second radio")
+        return '; '.join(notes) + f'; {took:.0f} s'
+
+    def verifier():
+        # The role enabled the timer; run the check now instead of waiting for it.
+        r = ssh('amd64', 'systemctl start beacond-verify@hci1.service; echo "exit $?"; '
+                         'systemctl show beacond-verify@hci1.service -p Result --value; '
+                         'cat /var/lib/prometheus/node-exporter/beacond-verify-hci1.prom', check=False, timeout=180)
+        journal = ssh('amd64', 'journalctl -u beacond-verify@hci1.service -o cat --no-pager | tail -n 12', check=False).stdout
+        assert r.stdout.startswith('exit 0\nsuccess\n'), r.stdout[:300] + journal
+        from prometheus_client.parser import text_string_to_metric_families
+        metrics = {(s.name, tuple(sorted(s.labels.items()))): s.value
+                   for fam in text_string_to_metric_families(r.stdout.split('\n', 2)[2]) for s in fam.samples}
+        assert metrics[('beacond_verify_success', (('device', 'hci1'),))] == 1.0, metrics
+        heard = [v for (n, l), v in metrics.items() if n == 'beacond_verify_beacon_heard']
+        assert heard == [1.0], metrics
+        timer = ssh('amd64', 'systemctl is-enabled beacond-verify@hci1.timer; systemctl is-active beacond-verify@hci1.timer').stdout.split()
+        assert timer == ['enabled', 'active'], timer
+        return 'beacond-verify@hci1 heard pi-amd64\'s beacon from the second btvirt radio: exit 0, beacond_verify_success 1; the timer enabled'
+
+    def second_run():
+        _, out, took = playbook('2-second-run')
+        r = recap(out)
+        assert set(r) >= set(NAMES.values()) and all(r[n]['changed'] == 0 and r[n]['failed'] == 0 for n in NAMES.values()), r
+        return f'changed=0 on both ({took:.0f} s)'
+
+    def mistake():
+        since = {a: guest_now_us(a) for a in ARCHES}
+        bad = os.path.join(work, 'mistake.yml')
+        with open(bad, 'w') as f:
+            json.dump({'shop_major': 70000}, f)
+        code, out, took = playbook('3-mistake', '-e', f'@{bad}', expect_ok=False)
+        assert code != 0, 'the play did not fail'
+        message = "error: 'major' in [[beacon]] #1 must be from 0 to 65535, found 70000"
+        assert message in out, out[-1500:]
+        notes = []
+        for a in ARCHES:
+            assert ssh(a, 'sha256sum /etc/beacond/beacond.conf').stdout.split()[0] == state[a]['sha'], 'the config changed'
+            ok, rc, now = on_air(a, frames[a], since[a])
+            assert ok, f'{NAMES[a]}: the old frame is not on the air throughout (btsnoop exit {rc}: {now})'
+            notes.append(f'{NAMES[a]} unchanged and on the air throughout')
+        r = recap(out)
+        return f'beacond\'s message in the play ("{message}"); {"; ".join(notes)}; recap {r}'
+
+    def upgrade():
+        repo = os.path.join(work, 'repo')
+        make_repo = ['sh', os.path.join(TOP, 'scripts', 'make-repo.sh'), repo]
+        subprocess.run(make_repo + [debs['amd64'], debs['arm64']], check=True, capture_output=True)
+        new = f'{version}+fleet1'
+        nexts = [next_version(debs[a], new, os.path.join(work, f'beacond_{new}_{a}.deb')) for a in ARCHES]
+        r = subprocess.run(make_repo + nexts, check=True, capture_output=True, text=True)
+        assert 'THROW-AWAY key' in r.stderr, 'make-repo.sh did not warn about its throw-away key'
+        port = serve(repo)
+        before = {a: ssh(a, 'systemctl show beacond -p MainPID --value').stdout.strip() for a in ARCHES}
+        since = {a: guest_now_us(a) for a in ARCHES}
+        repo_vars = os.path.join(work, 'repository.yml')
+        with open(repo_vars, 'w') as f:
+            json.dump({'beacond_package': '', 'beacond_version': 'latest',
+                       'beacond_apt_repository': {'url': f'http://10.0.2.2:{port}/', 'key': os.path.join(repo, 'beacond-archive-keyring.gpg')}}, f)
+        _, out, took = playbook('4-upgrade', '-e', f'@{repo_vars}')
+        notes = []
+        for a in ARCHES:
+            got = ssh(a, "dpkg-query -W -f '${Version}' beacond").stdout.strip()
+            assert got == new, f'{NAMES[a]} has {got}, not {new}'
+            assert ssh(a, 'sha256sum /etc/beacond/beacond.conf').stdout.split()[0] == state[a]['sha'], 'the conffile was not kept'
+            pid = ssh(a, 'systemctl show beacond -p MainPID --value').stdout.strip()
+            assert pid not in ('0', before[a]), f'{NAMES[a]}: no new main process ({before[a]} → {pid})'
+            wait(lambda a=a: on_air(a, frames[a])[0], 60, f'{NAMES[a]} advertising again')
+            policy = ssh(a, 'apt-cache policy beacond').stdout
+            assert '10.0.2.2' in policy, policy
+            notes.append(f'{NAMES[a]} {version} → {got}, pid {before[a]} → {pid}')
+        return '; '.join(notes) + f'; conffiles kept; frames back ({took:.0f} s)'
+
+    for title, fn in (('the first run installs the package for each architecture and puts each host\'s own frame on the air', first_run),
+                      ('the verifier (pi-amd64, second radio hci1) hears the beacon from the air', verifier),
+                      ('a second run changes nothing', second_run),
+                      ('major 70000 in the inventory fails at validate with beacond\'s message; both hosts keep the old config and frame', mistake),
+                      ('a new version in the signed repository reaches both hosts through apt, conffile kept, restarted, back on the air', upgrade)):
+        step(title, fn)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
