@@ -3,7 +3,7 @@
 // with BEACOND_FUZZ_TARGET:
 //   config  the config parser, schema and the gen-uuid --set editor, and the EID resolver's key file
 //   hci     the H4 framer, every HCI event decoder, the probe replies, and CommandFlow fed what a controller sends
-//   adv     LE (extended) advertising reports into AD parsing, frame recognition, ranging, the scan table and the
+//   adv     LE (extended) advertising reports into AD parsing, frame recognition, ranging, scan --expect's check, the scan table and the
 //           JSON line (which must never hold NaN or Infinity)
 //   mgmt    mgmt event frames, command replies (controller information, advertising features) and MgmtCommandFlow
 //   device  the kernel's device events as a watching socket reads them
@@ -85,8 +85,35 @@ private func fuzzAdvertisingReports(_ bytes: [UInt8]) {
     _ = BeaconFrame(advertisingData: Array(bytes.dropFirst()))
 }
 
+/// What `scan --expect` checks the reports against: an iBeacon, an AltBeacon with the same identity (a mismatch when
+/// heard as the other), an Eddystone-UID and its telemetry, and a beacon with a chosen address.
+private let expected: [ExpectedBeacon] = {
+    let text = """
+        [[beacon]]
+        uuid = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"
+        major = 1
+        minor = 1
+        [[beacon]]
+        format = "altbeacon"
+        uuid = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"
+        major = 1
+        minor = 2
+        address = "C6:12:34:56:78:9A"
+        [[beacon]]
+        format = "eddystone-uid"
+        namespace = "00112233445566778899"
+        instance = "A1B2C3D4E5F6"
+        [[beacon]]
+        format = "eddystone-tlm"
+        [controller]
+        backend = "hci"
+        """
+    return ExpectedBeacon.all(in: try! BeaconConfiguration.parse(Array(text.utf8)), path: "/fuzz.conf")
+}()
+
 private func scanReports(_ sub: UInt8, _ p: [UInt8]) {
     guard let reports = try? AdvertisingReport.parse(subevent: sub, parameters: p) else { return }
+    var check = AirCheck(expected)
     // A small table per input, so an input with more senders than it holds exercises the eviction.
     var table = ScanTable<ScanEntry>(capacity: 4)
     var clock: UInt64 = 0
@@ -94,6 +121,7 @@ private func scanReports(_ sub: UInt8, _ p: [UInt8]) {
         let frame = BeaconFrame(advertisingData: r.data)
         clock &+= 100_000
         table.record(ScanEntry.key(for: frame, r), make: { ScanEntry(frame: frame, report: r) }) { $0.heard(r, at: clock) }
+        check.record(frame, r, at: clock, eidMatch: r.data.first.map { Int($0) - 128 })
         if case .iBeacon(let b) = frame {
             let d = Ranging.distance(rssi: Double(r.rssi), measuredPower: b.measuredPower)
             precondition(d.map { $0.isFinite && $0 >= 0 } ?? true, "distance \(String(describing: d))")
@@ -101,6 +129,14 @@ private func scanReports(_ sub: UInt8, _ p: [UInt8]) {
         }
     }
     precondition(table.count <= table.capacity)
+    // Every verdict and every output of the check is total, whatever the reports.
+    for e in check.results {
+        precondition(e.mismatches.count <= AirCheck.mismatchLimit)
+        _ = AirCheck.jsonLine(e)
+        _ = AirCheck.textLine(e)
+    }
+    precondition(check.unexpected.count <= AirCheck.unexpectedLimit)
+    _ = check.prometheusText(device: "hci1", startedAt: clock, duration: 1)
     for e in table.entries {
         let line = e.jsonLine(final: true)
         precondition(!line.contains("nan") && !line.contains("inf"), "JSON line with a non-number: \(line)")

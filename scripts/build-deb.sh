@@ -119,6 +119,8 @@ install -D -m 0644 "$top/systemd/beacond-verify@.timer" "$stage/usr/lib/systemd/
 install -D -m 0644 "$top/config/beacond.conf" "$stage/etc/beacond/beacond.conf"
 # Eddystone-EID keys: root's, loaded into the units as credentials (LoadCredential=, which needs the directory).
 install -d -m 0700 "$stage/etc/beacond/keys"
+# The configs beacond-verify@ checks from the air (scan --expect /etc/beacond/verify).
+install -d -m 0755 "$stage/etc/beacond/verify"
 python3 "$top/scripts/man.py" --beacond "$help_binary" --version "$version" --date "$man_date" --out "$work/man"
 install -D -m 0644 "$work/man/beacond.8" "$stage/usr/share/man/man8/beacond.8"
 install -D -m 0644 "$work/man/beacond.conf.5" "$stage/usr/share/man/man5/beacond.conf.5"

@@ -6,7 +6,8 @@ beacond. Imported by scenarios.py; run by the fleet test over SSH:
     python3 btsnoop.py SNOOP [--index N] [--since UNIX_US] HEX...
 
 prints what hciN advertises now (one hex line per frame) and exits 0 when every HEX frame is among them, 1 when one
-is not, and with --since, 2 when one of them was off the air at any moment after UNIX_US.
+is not, and with --since, 3 when anything else went on the air after UNIX_US (only these frames, or nothing while
+the kernel restarts advertising, were on the air since).
 """
 import struct
 import sys
@@ -121,9 +122,9 @@ def main(argv):
     p = argparse.ArgumentParser(description='What a controller advertises, from a btmon capture.')
     p.add_argument('snoop')
     p.add_argument('--index', type=int, default=0)
-    p.add_argument('--since', type=int, help='also fail (2) when a frame went off the air after this Unix time in µs')
+    p.add_argument('--since', type=int, help='also fail (3) when other frames were on the air after this Unix time in µs')
     p.add_argument('frames', nargs='*')
-    a = p.parse_args(argv)
+    a = p.parse_intermixed_args(argv)
     records = Snoop(a.snoop).update()
     timeline, _ = replay(records, a.index)
     now = timeline[-1][1] if timeline else set()
@@ -132,8 +133,11 @@ def main(argv):
     wanted = [bytes.fromhex(f) for f in a.frames]
     if not all(w in now for w in wanted):
         return 1
-    if a.since is not None and any(not on for w in wanted for _, on in transitions(records, w, a.since, a.index)):
-        return 2
+    if a.since is not None:
+        others = {d for ts, datas in timeline if ts >= a.since for d in datas if d not in wanted}
+        if others:
+            print('also on the air since then: ' + ' '.join(sorted(d.hex() for d in others)))
+            return 3
     return 0
 
 
