@@ -3,11 +3,12 @@
 HCI commands each controller accepted into its advertising state, so a test sees what is on the air without asking
 beacond. Imported by scenarios.py; run by the fleet test over SSH:
 
-    python3 btsnoop.py SNOOP [--index N] [--since UNIX_US] HEX...
+    python3 btsnoop.py SNOOP [--index N] [--since UNIX_US [--gaps]] HEX...
 
 prints what hciN advertises now (one hex line per frame) and exits 0 when every HEX frame is among them, 1 when one
 is not, and with --since, 3 when anything else went on the air after UNIX_US (only these frames, or nothing while
-the kernel restarts advertising, were on the air since).
+the kernel restarts advertising, were on the air since). --gaps also prints, for the first HEX, each time it was off
+the air after UNIX_US and for how long ("gap 23.4 ms").
 """
 import struct
 import sys
@@ -123,6 +124,7 @@ def main(argv):
     p.add_argument('snoop')
     p.add_argument('--index', type=int, default=0)
     p.add_argument('--since', type=int, help='also fail (3) when other frames were on the air after this Unix time in µs')
+    p.add_argument('--gaps', action='store_true', help='print how long the first frame was off the air each time')
     p.add_argument('frames', nargs='*')
     a = p.parse_intermixed_args(argv)
     records = Snoop(a.snoop).update()
@@ -133,6 +135,14 @@ def main(argv):
     wanted = [bytes.fromhex(f) for f in a.frames]
     if not all(w in now for w in wanted):
         return 1
+    if a.since is not None and a.gaps and wanted:
+        off = None
+        for ts, on in transitions(records, wanted[0], a.since, a.index):
+            if not on:
+                off = ts
+            elif off is not None:
+                print(f'gap {(ts - off) / 1000:.1f} ms')
+                off = None
     if a.since is not None:
         others = {d for ts, datas in timeline if ts >= a.since for d in datas if d not in wanted}
         if others:

@@ -39,7 +39,7 @@ ARCHES = ('amd64', 'arm64')
 NAMES = {'amd64': 'pi-amd64', 'arm64': 'pi-arm64'}
 MINOR = {'amd64': 1, 'arm64': 2}
 MAJOR = 7
-SNOOP = '/var/tmp/hci.snoop'
+SNOOP = '/var/tmp/fleet.snoop'  # the guest's capture since its fleet scenario began
 
 results = open(os.path.join(FLEET, 'results.tap'), 'w', buffering=1)
 work = tempfile.mkdtemp(prefix='beacond-fleet-')
@@ -109,13 +109,16 @@ def playbook(name, *extra, expect_ok=True):
                ANSIBLE_CALLBACKS_ENABLED='junit', JUNIT_OUTPUT_DIR=os.path.join(logs, f'{name}-junit'), JUNIT_TASK_CLASS='yes',
                PATH=BIN + os.pathsep + os.environ.get('PATH', ''))
     t0 = time.monotonic()
+    cpu0 = os.times()
     r = subprocess.run([os.path.join(BIN, 'ansible-playbook'), '-i', os.path.join(work, 'inventory.yml'),
                         os.path.join(ANSIBLE_DIR, 'playbook.yml'), *extra], capture_output=True, text=True, env=env,
                        timeout=1800, cwd=ANSIBLE_DIR)
     took = time.monotonic() - t0
+    cpu1 = os.times()
+    cpu = (cpu1.children_user - cpu0.children_user) + (cpu1.children_system - cpu0.children_system)
     with open(os.path.join(logs, f'{name}.log'), 'w') as f:
         f.write(r.stdout + r.stderr)
-    log(f'ansible-playbook {name}: exit {r.returncode} in {took:.0f} s; per host: {per_host(name)}')
+    log(f'ansible-playbook {name}: exit {r.returncode} in {took:.0f} s, control node CPU {cpu:.1f} s; task time per host: {per_host(name)}')
     if expect_ok and r.returncode:
         raise AssertionError(f'ansible-playbook exited {r.returncode}: ' + (r.stdout + r.stderr)[-1500:])
     return r.returncode, r.stdout + r.stderr, took
@@ -351,9 +354,12 @@ def run_fleet():
             pid = ssh(a, 'systemctl show beacond -p MainPID --value').stdout.strip()
             assert pid not in ('0', before[a]), f'{NAMES[a]}: no new main process ({before[a]} → {pid})'
             wait(lambda a=a: on_air(a, frames[a])[0], 60, f'{NAMES[a]} advertising again')
+            # For docs/fleet.md: how long the upgrade's restart kept the beacon off the air (the controller's side).
+            gaps = ssh(a, f'python3 /mnt/src/tests/vm/btsnoop.py {SNOOP} --since {since[a]} --gaps {frames[a].hex()}', check=False).stdout
+            gaps = re.findall(r'^gap (\S+ ms)$', gaps, flags=re.M)
             policy = ssh(a, 'apt-cache policy beacond').stdout
             assert '10.0.2.2' in policy, policy
-            notes.append(f'{NAMES[a]} {version} → {got}, pid {before[a]} → {pid}')
+            notes.append(f'{NAMES[a]} {version} → {got}, pid {before[a]} → {pid}, off the air {" + ".join(gaps) or "never"}')
         return '; '.join(notes) + f'; the edited conffiles kept, the new defaults beside them as .dpkg-dist; frames back ({took:.0f} s)'
 
     for title, fn in (('the first run installs the package for each architecture and puts each host\'s own frame on the air', first_run),

@@ -909,6 +909,11 @@ def s22_fleet_host():
         wait(lambda: not os.path.exists('/sys/class/bluetooth/hci0'), 20, 'hci0 to go')
         sh('systemctl reset-failed btvirt 2>/dev/null; systemd-run --unit=btvirt /usr/bin/btvirt -l2 -L', check=True)
         wait(lambda: all(os.path.exists(f'/sys/class/bluetooth/hci{i}') for i in (0, 1)), 20, 'hci0 and hci1')
+    # The fleet test's own capture (btsnoop.py reads it over SSH, whole, for every check: the suite's capture is large
+    # by now). Everything the role makes the controllers do comes after it starts.
+    sh('rm -f /var/tmp/fleet.snoop; systemctl reset-failed btmon-fleet 2>/dev/null; '
+       'systemd-run --unit=btmon-fleet /usr/bin/btmon -w /var/tmp/fleet.snoop', check=True)
+    wait(lambda: os.path.exists('/var/tmp/fleet.snoop') and os.path.getsize('/var/tmp/fleet.snoop') >= 16, 10, 'btmon to start')
     with open('/etc/systemd/network/20-fleet.network', 'w') as f:
         f.write('[Match]\nName=en* eth*\n\n[Network]\nDHCP=ipv4\n')
     sh('systemctl start systemd-networkd', check=True)
@@ -1037,6 +1042,7 @@ def main():
     finally:
         tap.write(f'1..{counter}\n')
         sh(f'cp {SNOOP} {OUT}/hci.snoop; btmon -r {SNOOP} > {OUT}/btmon.txt 2>&1; '
+           f'[ ! -f /var/tmp/fleet.snoop ] || cp /var/tmp/fleet.snoop {OUT}/fleet.snoop; '
            f'journalctl -b --no-pager -o short-monotonic > {OUT}/journal.txt')
         tap.write('# done\n')
     return 1 if failures else 0
