@@ -3,6 +3,7 @@ the watchdog, the shipped units and the install script."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -117,11 +118,15 @@ def test_config_error_at_start_reports_exit_status(tmp_path, processes, notify):
     assert msg == f"STATUS=Invalid configuration: {conf}:1:1: error: missing required key 'minor' in [beacon]\nEXIT_STATUS=78"
 
 
-def test_shipped_units_verify_clean_and_exposure_at_most_1_5(beacond):
+def test_shipped_units_verify_clean_and_exposure_at_most_1_5_and_2_0_for_the_verifier(beacond):
     r = subprocess.run(['sh', str(ROOT / 'scripts' / 'check-units.sh'), str(beacond)], capture_output=True, text=True)
     print(r.stdout, r.stderr)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.count('verify clean') == 2
+    for unit in ('beacond.service', 'beacond@hci1.service', 'beacond-verify@hci1.service', 'beacond-verify@hci1.timer'):
+        assert f'check-units: {unit}: systemd-analyze verify clean' in r.stdout
+    levels = dict(re.findall(r'Overall exposure level for (\S+): (\d+\.\d)', r.stdout))
+    assert float(levels['beacond.service']) <= 1.5 and float(levels['beacond@hci1.service']) <= 1.5, levels
+    assert float(levels['beacond-verify@hci1.service']) <= 2.0, levels
 
 
 def test_install_script_stages_binary_units_and_config_without_overwriting(tmp_path, beacond):
