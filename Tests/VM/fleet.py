@@ -137,6 +137,14 @@ def per_host(name):
     return ', '.join(f'{h} {t:.0f} s' for h, t in sorted(hosts_.items()))
 
 
+def each(fn):
+    """fn(arch) for both guests at once (each check is a few SSH round trips into an emulated machine); their notes in
+    order, or the first failure."""
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(len(ARCHES)) as pool:
+        return [f.result() for f in [pool.submit(fn, a) for a in ARCHES]]
+
+
 def recap(output):
     """PLAY RECAP: host → {ok, changed, failed, …}."""
     out = {}
@@ -268,16 +276,17 @@ def run_fleet():
 
     def first_run():
         _, out, took = playbook('1-first-run', *ALL_AT_ONCE)
-        notes = []
-        for a in ARCHES:
-            ok = wait(lambda a=a: on_air(a, frames[a])[0], 60, f'{NAMES[a]} advertising {frames[a].hex()} (btmon)')
+
+        def check(a):
+            wait(lambda: on_air(a, frames[a])[0], 60, f'{NAMES[a]} advertising {frames[a].hex()} (btmon)')
             conf = ssh(a, 'cat /etc/beacond/beacond.conf').stdout
             assert f'minor = {MINOR[a]}' in conf and f'uuid = "{uuid}"' in conf, conf
-            state[a] = {'sha': ssh(a, 'sha256sum /etc/beacond/beacond.conf').stdout.split()[0],
-                        'pid': ssh(a, 'systemctl show beacond -p MainPID --value').stdout.strip(),
-                        'version': ssh(a, "dpkg-query -W -f '${Version}' beacond").stdout.strip()}
-            assert state[a]['version'] == version, state[a]
-            notes.append(f'{NAMES[a]} ({ssh(a, "dpkg --print-architecture").stdout.strip()}) minor {MINOR[a]} on the air')
+            sha, arch, installed = ssh(a, "sha256sum < /etc/beacond/beacond.conf | cut -d ' ' -f 1; dpkg --print-architecture; "
+                                          "dpkg-query -W -f '${Version}\\n' beacond").stdout.split()
+            state[a] = {'sha': sha}
+            assert installed == version and arch == a, (installed, arch)
+            return f'{NAMES[a]} ({arch}) minor {MINOR[a]} on the air'
+        notes = each(check)
         # The arm64 guest's controller is Bumble's on this machine: its second radio heard the frame too.
         live = os.path.join(hosts['arm64']['out'], 'heard-live.txt')
         wait(lambda: os.path.exists(live) and frames['arm64'].hex() in open(live).read(), 60,
@@ -309,7 +318,7 @@ def run_fleet():
         return f'changed=0 on both ({took:.0f} s)'
 
     def mistake():
-        since = {a: guest_now_us(a) for a in ARCHES}
+        since = dict(zip(ARCHES, each(guest_now_us)))
         bad = os.path.join(work, 'mistake.yml')
         with open(bad, 'w') as f:
             json.dump({'shop_major': 70000}, f)
@@ -319,12 +328,12 @@ def run_fleet():
         message = "error: 'major' in [[beacon]] #1 must be from 0 to 65535, found 70000"
         assert message in out, out[-1500:]
         assert 'failed to validate' in out and 'NO MORE HOSTS LEFT' in out, out[-1500:]
-        notes = []
-        for a in ARCHES:
-            assert ssh(a, 'sha256sum /etc/beacond/beacond.conf').stdout.split()[0] == state[a]['sha'], 'the config changed'
+        def check(a):
+            assert ssh(a, "sha256sum < /etc/beacond/beacond.conf | cut -d ' ' -f 1").stdout.strip() == state[a]['sha'], 'the config changed'
             ok, rc, now = on_air(a, frames[a], since[a])
             assert ok, f'{NAMES[a]}: the old frame is not on the air, or another was meanwhile (btsnoop exit {rc}: {now})'
-            notes.append(f'{NAMES[a]}: its config unchanged, its frame on the air and no other since the run began')
+            return f'{NAMES[a]}: its config unchanged, its frame on the air and no other since the run began'
+        notes = each(check)
         r = recap(out)
         return f'beacond\'s message in the play ("{message}"); {"; ".join(notes)}; recap {r}'
 
@@ -337,29 +346,29 @@ def run_fleet():
         r = subprocess.run(make_repo + nexts, check=True, capture_output=True, text=True)
         assert 'THROW-AWAY key' in r.stderr, 'make-repo.sh did not warn about its throw-away key'
         port = serve(repo)
-        before = {a: ssh(a, 'systemctl show beacond -p MainPID --value').stdout.strip() for a in ARCHES}
-        since = {a: guest_now_us(a) for a in ARCHES}
+        before = dict(zip(ARCHES, each(lambda a: ssh(a, 'systemctl show beacond -p MainPID --value').stdout.strip())))
+        since = dict(zip(ARCHES, each(guest_now_us)))
         repo_vars = os.path.join(work, 'repository.yml')
         with open(repo_vars, 'w') as f:
             json.dump({'beacond_package': '', 'beacond_version': 'latest',
                        'beacond_apt_repository': {'url': f'http://10.0.2.2:{port}/', 'key': os.path.join(repo, 'beacond-archive-keyring.gpg')}}, f)
         _, out, took = playbook('4-upgrade', '-e', f'@{repo_vars}', *ALL_AT_ONCE)
-        notes = []
-        for a in ARCHES:
+        def check(a):
             got = ssh(a, "dpkg-query -W -f '${Version}' beacond").stdout.strip()
             assert got == new, f'{NAMES[a]} has {got}, not {new}'
-            assert ssh(a, 'sha256sum /etc/beacond/beacond.conf').stdout.split()[0] == state[a]['sha'], 'the conffile was not kept'
+            assert ssh(a, "sha256sum < /etc/beacond/beacond.conf | cut -d ' ' -f 1").stdout.strip() == state[a]['sha'], 'the conffile was not kept'
             dist = ssh(a, 'cat /etc/beacond/beacond.conf.dpkg-dist', check=False).stdout
             assert dist.endswith(NEW_DEFAULT), f'{NAMES[a]}: no .dpkg-dist with the new default ({dist[-200:]!r})'
             pid = ssh(a, 'systemctl show beacond -p MainPID --value').stdout.strip()
             assert pid not in ('0', before[a]), f'{NAMES[a]}: no new main process ({before[a]} → {pid})'
-            wait(lambda a=a: on_air(a, frames[a])[0], 60, f'{NAMES[a]} advertising again')
+            wait(lambda: on_air(a, frames[a])[0], 60, f'{NAMES[a]} advertising again')
             # For docs/fleet.md: how long the upgrade's restart kept the beacon off the air (the controller's side).
             gaps = ssh(a, f'python3 /mnt/src/tests/vm/btsnoop.py {SNOOP} --since {since[a]} --gaps {frames[a].hex()}', check=False).stdout
             gaps = re.findall(r'^gap (\S+ ms)$', gaps, flags=re.M)
             policy = ssh(a, 'apt-cache policy beacond').stdout
             assert '10.0.2.2' in policy, policy
-            notes.append(f'{NAMES[a]} {version} → {got}, pid {before[a]} → {pid}, off the air {" + ".join(gaps) or "never"}')
+            return f'{NAMES[a]} {version} → {got}, pid {before[a]} → {pid}, off the air {" + ".join(gaps) or "never"}'
+        notes = each(check)
         return '; '.join(notes) + f'; the edited conffiles kept, the new defaults beside them as .dpkg-dist; frames back ({took:.0f} s)'
 
     for title, fn in (('the first run installs the package for each architecture and puts each host\'s own frame on the air', first_run),
