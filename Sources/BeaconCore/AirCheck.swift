@@ -271,36 +271,13 @@ public struct AirCheck: Sendable {
 // MARK: output
 
 extension AirCheck {
-    /// The frame's fields as the scan's JSON names them (no ranging): `"uuid":…,"major":…`.
-    static func frameFields(_ f: BeaconFrame) -> [String] {
-        switch f {
-        case .iBeacon(let b):
-            ["\"uuid\":\(jsonString(b.uuid.description))", "\"major\":\(b.major)", "\"minor\":\(b.minor)", "\"measured_power\":\(b.measuredPower)"]
-        case .altBeacon(let b):
-            ["\"uuid\":\(jsonString(b.uuid.description))", "\"major\":\(b.major)", "\"minor\":\(b.minor)", "\"measured_power\":\(b.referenceRSSI)",
-             "\"company_id\":\(b.companyID)", "\"reserved\":\(b.reserved)"]
-        case .eddystoneUID(let b):
-            ["\"namespace\":\"\(hexString(b.namespace))\"", "\"instance\":\"\(hexString(b.instance))\"", "\"measured_power_0m\":\(b.txPowerAt0m)",
-             "\"measured_power\":\(b.measuredPowerAt1m)"]
-        case .eddystoneTLM(let t):
-            ["\"battery_mv\":\(t.batteryMillivolts)", "\"temperature_c\":\(t.celsius.map { decimal($0, 2) } ?? "null")",
-             "\"adv_count\":\(t.advertisingCount)", "\"uptime_s\":\(decimal(Double(t.uptimeTenths) / 10, 1))"]
-        case .eddystoneEID(let e):
-            ["\"eid\":\"\(hexString(e.eid))\"", "\"measured_power_0m\":\(e.txPowerAt0m)"]
-        case .malformedIBeacon, .other: []
-        }
-    }
-
-    /// The config's fields for the beacon, as `payload --format json` names them.
+    /// The config's fields for the beacon: those its frame will carry, as scan names them (an EID beacon's identifier
+    /// changes, so its key file and K instead).
     static func configFields(_ b: Beacon) -> [String] {
         switch b {
-        case .iBeacon(let x):
-            ["\"uuid\":\(jsonString(x.uuid.description))", "\"major\":\(x.major)", "\"minor\":\(x.minor)", "\"measured_power\":\(x.measuredPower)"]
-        case .altBeacon(let x):
-            ["\"uuid\":\(jsonString(x.uuid.description))", "\"major\":\(x.major)", "\"minor\":\(x.minor)", "\"measured_power\":\(x.referenceRSSI)",
-             "\"company_id\":\(x.companyID)", "\"reserved\":\(x.reserved)"]
-        case .eddystoneUID(let x):
-            ["\"namespace\":\"\(hexString(x.namespace))\"", "\"instance\":\"\(hexString(x.instance))\"", "\"measured_power_0m\":\(x.txPowerAt0m)"]
+        case .iBeacon(let x): BeaconFrame.iBeacon(x).jsonFields
+        case .altBeacon(let x): BeaconFrame.altBeacon(x).jsonFields
+        case .eddystoneUID(let x): BeaconFrame.eddystoneUID(x).jsonFields
         case .eddystoneEID(let x):
             ["\"identity_key_file\":\(jsonString(x.keyFile))", "\"rotation_exponent\":\(x.exponent)", "\"measured_power_0m\":\(x.txPowerAt0m)"]
         case .eddystoneTLM: []
@@ -332,12 +309,12 @@ extension AirCheck {
 
     static func jsonObject(_ m: Mismatch) -> String {
         let differences = m.differences.map(jsonString).joined(separator: ",")
-        let fields: [String] = frameFields(m.sighting.frame) + sightingFields(m.sighting)
+        let fields: [String] = m.sighting.frame.jsonFields + sightingFields(m.sighting)
         return "{\"differences\":[\(differences)],\"kind\":\"\(m.sighting.frame.kind)\"," + fields.joined(separator: ",") + "}"
     }
 
     public static func jsonLine(unexpected s: Sighting) -> String {
-        "{" + (["\"kind\":\"unexpected\"", "\"format\":\"\(s.frame.kind)\""] + frameFields(s.frame) + sightingFields(s)).joined(separator: ",") + "}"
+        "{" + (["\"kind\":\"unexpected\"", "\"format\":\"\(s.frame.kind)\""] + s.frame.jsonFields + sightingFields(s)).joined(separator: ",") + "}"
     }
 
     /// A frame heard, in one line with its power.

@@ -14,6 +14,9 @@ public struct EddystoneEID: Sendable, Hashable {
 
     public static let frameType: UInt8 = 0x30
 
+    /// The power a phone sees at 1 m: Eddystone calibrates at 0 m, about 41 dB more.
+    public var measuredPowerAt1m: Int8 { Int8(clamping: Int(txPowerAt0m) - 41) }
+
     public init?(txPowerAt0m: Int8, eid: [UInt8]) {
         guard eid.count == 8 else { return nil }
         self.txPowerAt0m = txPowerAt0m

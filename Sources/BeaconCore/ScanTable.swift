@@ -129,24 +129,13 @@ public struct ScanEntry: Sendable {
     public func jsonLine(final: Bool) -> String {
         var fields = ["\"kind\":\"\(frame.kind)\""]
         switch frame {
-        case .iBeacon(let b):
-            fields += ["\"uuid\":\(jsonString(b.uuid.description))", "\"major\":\(b.major)", "\"minor\":\(b.minor)",
-                       "\"measured_power\":\(b.measuredPower)"] + ranging(b.measuredPower)
-        case .altBeacon(let b):
-            fields += ["\"uuid\":\(jsonString(b.uuid.description))", "\"major\":\(b.major)", "\"minor\":\(b.minor)",
-                       "\"measured_power\":\(b.referenceRSSI)", "\"company_id\":\(b.companyID)",
-                       "\"reserved\":\(b.reserved)"] + ranging(b.referenceRSSI)
-        case .eddystoneUID(let b):
-            fields += ["\"namespace\":\"\(hexString(b.namespace))\"", "\"instance\":\"\(hexString(b.instance))\"",
-                       "\"measured_power_0m\":\(b.txPowerAt0m)", "\"measured_power\":\(b.measuredPowerAt1m)"] + ranging(b.measuredPowerAt1m)
-        case .eddystoneTLM(let t):
-            fields += ["\"battery_mv\":\(t.batteryMillivolts)", "\"temperature_c\":\(t.celsius.map { decimal($0, 2) } ?? "null")",
-                       "\"adv_count\":\(t.advertisingCount)", "\"uptime_s\":\(decimal(Double(t.uptimeTenths) / 10, 1))",
-                       "\"rssi\":\(lastRSSI)"]
+        case .iBeacon(let b): fields += frame.jsonFields + ranging(b.measuredPower)
+        case .altBeacon(let b): fields += frame.jsonFields + ranging(b.referenceRSSI)
+        case .eddystoneUID(let b): fields += frame.jsonFields + ranging(b.measuredPowerAt1m)
+        case .eddystoneTLM: fields += frame.jsonFields + ["\"rssi\":\(lastRSSI)"]
         case .eddystoneEID(let e):
             if let r = resolved { fields += ["\"name\":\(jsonString(r.name))", "\"time_counter\":\(r.timeCounter)"] }
-            fields += ["\"resolved\":\(resolved != nil)", "\"eid\":\"\(hexString(e.eid))\"", "\"measured_power_0m\":\(e.txPowerAt0m)",
-                       "\"measured_power\":\(Int8(clamping: Int(e.txPowerAt0m) - 41))"] + ranging(Int8(clamping: Int(e.txPowerAt0m) - 41))
+            fields += ["\"resolved\":\(resolved != nil)"] + frame.jsonFields + ranging(e.measuredPowerAt1m)
         case .malformedIBeacon(let reason):
             fields += ["\"reason\":\(jsonString(reason))", "\"rssi\":\(lastRSSI)", "\"data\":\"\(hexString(data))\""]
         case .other:
@@ -165,6 +154,28 @@ public struct ScanEntry: Sendable {
         return ["\"rssi\":\(lastRSSI)", "\"rssi_smoothed\":\(smoothed.map { decimal($0, 1) } ?? "null")",
                 "\"rssi_filter\":\(jsonString(RSSIFilter.description))", "\"distance_m\":\(d.map { decimal($0, 2) } ?? "null")",
                 "\"distance_model\":\"android-beacon-library\"", "\"proximity\":\"\(Ranging.proximity(distance: d).rawValue)\""]
+    }
+}
+
+extension BeaconFrame {
+    /// A beacon frame's own fields as scan's JSON names them (no RSSI, no ranging); none for what is not a beacon.
+    public var jsonFields: [String] {
+        switch self {
+        case .iBeacon(let b):
+            ["\"uuid\":\(jsonString(b.uuid.description))", "\"major\":\(b.major)", "\"minor\":\(b.minor)", "\"measured_power\":\(b.measuredPower)"]
+        case .altBeacon(let b):
+            ["\"uuid\":\(jsonString(b.uuid.description))", "\"major\":\(b.major)", "\"minor\":\(b.minor)", "\"measured_power\":\(b.referenceRSSI)",
+             "\"company_id\":\(b.companyID)", "\"reserved\":\(b.reserved)"]
+        case .eddystoneUID(let b):
+            ["\"namespace\":\"\(hexString(b.namespace))\"", "\"instance\":\"\(hexString(b.instance))\"", "\"measured_power_0m\":\(b.txPowerAt0m)",
+             "\"measured_power\":\(b.measuredPowerAt1m)"]
+        case .eddystoneTLM(let t):
+            ["\"battery_mv\":\(t.batteryMillivolts)", "\"temperature_c\":\(t.celsius.map { decimal($0, 2) } ?? "null")",
+             "\"adv_count\":\(t.advertisingCount)", "\"uptime_s\":\(decimal(Double(t.uptimeTenths) / 10, 1))"]
+        case .eddystoneEID(let e):
+            ["\"eid\":\"\(hexString(e.eid))\"", "\"measured_power_0m\":\(e.txPowerAt0m)", "\"measured_power\":\(e.measuredPowerAt1m)"]
+        case .malformedIBeacon, .other: []
+        }
     }
 }
 

@@ -309,7 +309,7 @@ final class Scanner {
                 out += ranged(hexString(b.namespace) + ":" + hexString(b.instance), "-", "-", b.measuredPowerAt1m)
             case .eddystoneEID(let e):
                 let id = s.resolved.map { "\($0.name) (EID \(hexString(e.eid)))" } ?? "EID \(hexString(e.eid)) (unresolved)"
-                out += ranged(id, "-", "-", Int8(clamping: Int(e.txPowerAt0m) - 41))
+                out += ranged(id, "-", "-", e.measuredPowerAt1m)
             case .eddystoneTLM(let t):
                 out += note("battery \(t.batteryMillivolts) mV, \(t.celsius.map { decimal($0, 1) + " °C" } ?? "no temperature"), "
                     + "\(t.advertisingCount) advertisements, up \(decimal(Double(t.uptimeTenths) / 10, 1)) s")

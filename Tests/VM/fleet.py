@@ -41,6 +41,9 @@ MINOR = {'amd64': 1, 'arm64': 2}
 MAJOR = 7
 SNOOP = '/var/tmp/fleet.snoop'  # the guest's capture since its fleet scenario began
 
+sys.path.insert(0, os.path.join(TOP, 'Tests', 'Integration'))
+from harness.lab import wait_for  # noqa: E402
+
 results = open(os.path.join(FLEET, 'results.tap'), 'w', buffering=1)
 work = tempfile.mkdtemp(prefix='beacond-fleet-')
 logs = os.path.join(FLEET, 'ansible')
@@ -57,17 +60,6 @@ def log(msg):
 def read_host(arch):
     with open(os.path.join(FLEET, f'{arch}.host')) as f:
         return dict(line.strip().split('=', 1) for line in f if '=' in line)
-
-
-def wait(pred, timeout, what, interval=1.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError(f'timed out after {timeout} s waiting for {what}')
-        time.sleep(interval)
 
 
 def ssh(arch, command, timeout=300, check=True):
@@ -227,8 +219,8 @@ def main():
                 if os.path.exists(os.path.join(FLEET, f'{a}.gone')):
                     raise AssertionError(f'the {a} suite ended before its guest was ready for the fleet test')
                 return os.path.exists(os.path.join(hosts[a]['out'], 'fleet-ready'))
-            wait(ready, 3600, f'the {a} guest to be ready', interval=2)
-            wait(lambda a=a: ssh(a, 'true', check=False).returncode == 0, 180, f'sshd on the {a} guest')
+            wait_for(ready, 3600, interval=2, what=f'the {a} guest to be ready')
+            wait_for(lambda a=a: ssh(a, 'true', check=False).returncode == 0, 180, interval=1, what=f'sshd on the {a} guest')
             log(f'{a} guest ready, sshd on 127.0.0.1:{hosts[a]["port"]}')
         run_fleet()
     except Exception as e:
@@ -278,7 +270,7 @@ def run_fleet():
         _, out, took = playbook('1-first-run', *ALL_AT_ONCE)
 
         def check(a):
-            wait(lambda: on_air(a, frames[a])[0], 60, f'{NAMES[a]} advertising {frames[a].hex()} (btmon)')
+            wait_for(lambda: on_air(a, frames[a])[0], 60, interval=1, what=f'{NAMES[a]} advertising {frames[a].hex()} (btmon)')
             conf = ssh(a, 'cat /etc/beacond/beacond.conf').stdout
             assert f'minor = {MINOR[a]}' in conf and f'uuid = "{uuid}"' in conf, conf
             sha, arch, installed = ssh(a, "sha256sum < /etc/beacond/beacond.conf | cut -d ' ' -f 1; dpkg --print-architecture; "
@@ -289,8 +281,8 @@ def run_fleet():
         notes = each(check)
         # The arm64 guest's controller is Bumble's on this machine: its second radio heard the frame too.
         live = os.path.join(hosts['arm64']['out'], 'heard-live.txt')
-        wait(lambda: os.path.exists(live) and frames['arm64'].hex() in open(live).read(), 60,
-             "the arm64 host's frame at the second radio on this machine")
+        wait_for(lambda: os.path.exists(live) and frames['arm64'].hex() in open(live).read(), 60, interval=1,
+                 what="the arm64 host's frame at the second radio on this machine")
         notes.append("arm64's frame also heard by the second radio")
         return '; '.join(notes) + f'; {took:.0f} s'
 
@@ -361,7 +353,7 @@ def run_fleet():
             assert dist.endswith(NEW_DEFAULT), f'{NAMES[a]}: no .dpkg-dist with the new default ({dist[-200:]!r})'
             pid = ssh(a, 'systemctl show beacond -p MainPID --value').stdout.strip()
             assert pid not in ('0', before[a]), f'{NAMES[a]}: no new main process ({before[a]} → {pid})'
-            wait(lambda: on_air(a, frames[a])[0], 60, f'{NAMES[a]} advertising again')
+            wait_for(lambda: on_air(a, frames[a])[0], 60, interval=1, what=f'{NAMES[a]} advertising again')
             # For docs/fleet.md: how long the upgrade's restart kept the beacon off the air (the controller's side).
             gaps = ssh(a, f'python3 /mnt/src/tests/vm/btsnoop.py {SNOOP} --since {since[a]} --gaps {frames[a].hex()}', check=False).stdout
             gaps = re.findall(r'^gap (\S+ ms)$', gaps, flags=re.M)
