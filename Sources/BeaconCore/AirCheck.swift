@@ -160,17 +160,22 @@ public struct AirCheck: Sendable {
     public var eidExpectations: [Int] { entries.indices.filter { entries[$0].expected.beacon.format == .eddystoneEID } }
 
     /// One report. `eidMatch`: for an EID frame, the expectation whose key resolved it (from `eidExpectations`).
-    public mutating func record(_ frame: BeaconFrame, _ r: AdvertisingReport, at now: UInt64, eidMatch: Int? = nil) {
+    /// Returns true when it may have changed a verdict (a beacon or a sender heard for the first time, a new
+    /// mismatch): only then can `complete` have changed.
+    @discardableResult
+    public mutating func record(_ frame: BeaconFrame, _ r: AdvertisingReport, at now: UInt64, eidMatch: Int? = nil) -> Bool {
         switch frame {
         case .eddystoneTLM:
             let address = r.addressString
-            if telemetry[address] != nil { telemetry[address]!.heard(frame, r, at: now) }
-            else if telemetry.count < Self.telemetryLimit { telemetry[address] = Sighting(frame, r, at: now) }
+            if telemetry[address] != nil { telemetry[address]!.heard(frame, r, at: now); return false }
+            guard telemetry.count < Self.telemetryLimit else { return false }
+            telemetry[address] = Sighting(frame, r, at: now)
+            return true
         case .eddystoneEID:
-            guard let i = eidMatch, entries.indices.contains(i) else { return }
-            compare(i, frame, r, at: now)
+            guard let i = eidMatch, entries.indices.contains(i) else { return false }
+            return compare(i, frame, r, at: now)
         default:
-            guard let id = Self.identity(of: frame) else { return }
+            guard let id = Self.identity(of: frame) else { return false }
             guard let matching = byIdentity[id] else {
                 let known: Bool
                 switch frame {
@@ -179,34 +184,41 @@ public struct AirCheck: Sendable {
                 case .eddystoneUID(let b): known = namespaces.contains(b.namespace)
                 default: known = false
                 }
-                guard known else { return }
+                guard known else { return false }
                 let key = "\(frame.kind) \(id)"
                 if unexpected[key] != nil { unexpected[key]!.heard(frame, r, at: now) }
                 else if unexpected.count < Self.unexpectedLimit { unexpected[key] = Sighting(frame, r, at: now) }
-                return
+                return false
             }
-            for i in matching { compare(i, frame, r, at: now) }
+            var changed = false
+            for i in matching where compare(i, frame, r, at: now) { changed = true }
+            return changed
         }
     }
 
-    private mutating func compare(_ i: Int, _ frame: BeaconFrame, _ r: AdvertisingReport, at now: UInt64) {
+    /// True when this was the entry's first frame as configured, or a new mismatch.
+    private mutating func compare(_ i: Int, _ frame: BeaconFrame, _ r: AdvertisingReport, at now: UInt64) -> Bool {
         let e = entries[i].expected
         var d = Self.differences(expected: e.beacon, heard: frame)
         if let chosen = e.chosenAddress, r.addressString != chosen || r.addressType != 1 {
             d.append("from \(r.addressString) (\(r.addressTypeName)); the config chooses \(chosen)")
         }
         if d.isEmpty {
-            if entries[i].heard == nil { entries[i].heard = Sighting(frame, r, at: now) } else { entries[i].heard!.heard(frame, r, at: now) }
+            var first = false
+            if entries[i].heard == nil { entries[i].heard = Sighting(frame, r, at: now); first = true } else { entries[i].heard!.heard(frame, r, at: now) }
             if !entries[i].addresses.contains(r.addressString), entries[i].addresses.count < Self.addressLimit {
                 entries[i].addresses.append(r.addressString)
+                first = true  // a telemetry beacon that follows this one may pair now
             }
-            return
+            return first
         }
         if let k = entries[i].mismatches.firstIndex(where: { $0.differences == d && $0.sighting.address == r.addressString }) {
             entries[i].mismatches[k].sighting.heard(frame, r, at: now)
-        } else if entries[i].mismatches.count < Self.mismatchLimit {
-            entries[i].mismatches.append(Mismatch(differences: d, sighting: Sighting(frame, r, at: now)))
+            return false
         }
+        guard entries[i].mismatches.count < Self.mismatchLimit else { return false }
+        entries[i].mismatches.append(Mismatch(differences: d, sighting: Sighting(frame, r, at: now)))
+        return true
     }
 
     /// What differs between a config's beacon and a frame with its identity, in the config's words.

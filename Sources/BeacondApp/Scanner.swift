@@ -194,8 +194,7 @@ final class Scanner {
                 match = check!.eidExpectations[k]
             }
             let now = wallClock()
-            check!.record(frame, r, at: now.seconds * 1_000_000 + UInt64(now.milliseconds) * 1000, eidMatch: match)
-            if check!.complete { stop() }
+            if check!.record(frame, r, at: now.seconds * 1_000_000 + UInt64(now.milliseconds) * 1000, eidMatch: match), check!.complete { stop() }
             return
         }
         let filtered = options.uuid != nil || options.major != nil || options.minor != nil

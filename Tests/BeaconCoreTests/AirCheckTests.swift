@@ -88,6 +88,20 @@ struct AirCheckTests {
         #expect(check.results[0].verdict == .mismatch && check.results[0].heard?.address == "C1:00:00:00:00:02")
     }
 
+    @Test("a report says whether it may have changed a verdict: a first sighting or a new mismatch, not a repeat")
+    func changes() throws {
+        var check = AirCheck(ExpectedBeacon.all(in: try config("[beacon]\nuuid = \"\(uuid)\"\nmajor = 7\nminor = 1\n"), path: "/f.conf"))
+        func hear(_ frame: AdvertisingData, _ address: String) -> Bool {
+            let r = report(frame, from: address)
+            return check.record(BeaconFrame(advertisingData: r.data), r, at: 1)
+        }
+        #expect(hear(ib(7, 1).advertisingData, "C1:00:00:00:00:01"))
+        #expect(!hear(ib(7, 1).advertisingData, "C1:00:00:00:00:01"))
+        #expect(hear(ib(7, 1, power: -65).advertisingData, "C1:00:00:00:00:02"))
+        #expect(!hear(ib(7, 1, power: -65).advertisingData, "C1:00:00:00:00:02"))
+        #expect(!hear(ib(7, 2).advertisingData, "C1:00:00:00:00:03"))  // another identity: listed apart, no verdict
+    }
+
     @Test("a chosen address must be the one the frame comes from")
     func chosenAddress() throws {
         var check = AirCheck(ExpectedBeacon.all(in: try config("[beacon]\nuuid = \"\(uuid)\"\nmajor = 7\nminor = 1\naddress = \"C6:12:34:56:78:9A\"\n"), path: "/f.conf"))
