@@ -1,15 +1,15 @@
 #!/bin/sh
 # Installs the Debian packages beacond builds and tests with, when they are missing (as root, through apt-get and the
 # machine's own apt configuration); without root, names the command to run and fails.
-#   sh scripts/deps.sh          build, unit and integration tests, demo
-#   sh scripts/deps.sh --all    also the packages, the repository and the VM tests (debootstrap, qemu for x86 and
-#                               arm, e2fsprogs, dpkg-dev, apt-utils and gnupg for make repo, openssh-client for the
-#                               fleet test's Ansible) and the benchmark (strace, file)
+#   sh scripts/deps.sh          build, unit and integration tests, demo, make repo
+#   sh scripts/deps.sh --all    also the packages and the VM tests (debootstrap, qemu for x86 and arm, e2fsprogs,
+#                               openssh-client for the fleet test's Ansible) and the benchmark (file)
 set -eu
 # libgcrypt20-dev: AES-128 for Eddystone-EID (the library itself, libgcrypt20, is already there through libsystemd0).
-packages="libbluetooth-dev libsystemd-dev libgcrypt20-dev pkg-config python3-venv make gcc systemd procps strace"
+# apt-utils, gnupg, gpgv and dpkg-dev: make repo and its tests (apt-ftparchive, gpg, gpgv, dpkg-deb).
+packages="libbluetooth-dev libsystemd-dev libgcrypt20-dev pkg-config python3-venv make gcc systemd procps strace apt-utils gnupg gpgv dpkg-dev"
 if [ "${1:-}" = "--all" ]; then
-    packages="$packages debootstrap qemu-system-x86 qemu-system-arm e2fsprogs dpkg-dev file apt-utils gnupg gpgv openssh-client"
+    packages="$packages debootstrap qemu-system-x86 qemu-system-arm e2fsprogs file openssh-client"
 fi
 missing=""
 for p in $packages; do

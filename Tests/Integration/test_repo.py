@@ -1,0 +1,99 @@
+"""`make repo` (scripts/make-repo.sh) with Debian's own tools: apt-ftparchive indexes, gpg signs, and apt itself
+(this machine's apt-get, on a sandboxed state directory) reads the result as a host would. The packages are small
+stand-ins made with dpkg-deb (the real ones go through the same script in the VM fleet test)."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+SCRIPT = ROOT / 'scripts' / 'make-repo.sh'
+
+
+def package(tmp: Path, version: str, arch: str) -> Path:
+    d = tmp / f'pkg-{version}-{arch}'
+    (d / 'DEBIAN').mkdir(parents=True, exist_ok=True)
+    (d / 'DEBIAN' / 'control').write_text(f'Package: beacond\nVersion: {version}\nArchitecture: {arch}\n'
+                                          'Maintainer: test <test@beacond.invalid>\nDescription: a stand-in\n')
+    (d / 'usr' / 'share' / 'doc' / 'beacond').mkdir(parents=True, exist_ok=True)
+    (d / 'usr' / 'share' / 'doc' / 'beacond' / 'version').write_text(version + '\n')
+    out = tmp / f'beacond_{version}_{arch}.deb'
+    subprocess.run(['dpkg-deb', '--root-owner-group', '--build', str(d), str(out)], check=True, capture_output=True)
+    return out
+
+
+def make_repo(repo: Path, *debs: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(['sh', str(SCRIPT), str(repo), *map(str, debs)], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=120)
+
+
+def apt_policy(tmp: Path, repo: Path, arch: str = 'amd64') -> str:
+    """apt-get update and apt-cache policy as a host with this repository as its only source sees it."""
+    d = tmp / f'apt-{arch}'
+    for sub in ('lists/partial', 'cache/archives/partial', 'sources'):
+        (d / sub).mkdir(parents=True, exist_ok=True)
+    (d / 'sources' / 'beacond.sources').write_text(
+        (repo / 'beacond.sources').read_text().replace('/usr/share/keyrings/beacond-archive-keyring.gpg',
+                                                       str(repo / 'beacond-archive-keyring.gpg')))
+    opts = ['-o', f'Dir::State::Lists={d}/lists', '-o', f'Dir::Cache={d}/cache', '-o', 'Dir::Etc::SourceList=/dev/null',
+            '-o', f'Dir::Etc::SourceParts={d}/sources', '-o', f'APT::Architecture={arch}', '-o', 'Debug::NoLocking=1']
+    r = subprocess.run(['apt-get', *opts, 'update'], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and 'NO_PUBKEY' not in r.stderr and 'not signed' not in r.stderr, r.stdout + r.stderr
+    return subprocess.run(['apt-cache', *opts, 'policy', 'beacond'], capture_output=True, text=True, check=True).stdout
+
+
+def test_a_throw_away_key_is_said_loudly_reused_and_every_version_stays(tmp_path):
+    repo = tmp_path / 'repo'
+    r = make_repo(repo, package(tmp_path, '0.3.0', 'amd64'), package(tmp_path, '0.3.0', 'arm64'))
+    assert r.returncode == 0, r.stderr
+    assert 'WARNING: REPO_KEY is not set: this repository is signed with a THROW-AWAY key' in r.stderr
+    first_key = (repo.parent / 'repo-throwaway-gnupg' / 'beacond-key-id').read_text().strip()
+    for f in ('dists/stable/InRelease', 'dists/stable/Release', 'dists/stable/Release.gpg',
+              'dists/stable/main/binary-amd64/Packages.gz', 'dists/stable/main/binary-arm64/Packages',
+              'beacond-archive-keyring.gpg', 'beacond-archive-keyring.asc', 'beacond.sources'):
+        assert (repo / f).is_file(), f
+    release = (repo / 'dists/stable/Release').read_text()
+    assert 'Architectures: amd64 arm64' in release and 'Components: main' in release and 'SHA256:' in release
+    # The signatures check with the public key alone (gpgv, as apt runs it).
+    v = subprocess.run(['gpgv', '--keyring', str(repo / 'beacond-archive-keyring.gpg'), str(repo / 'dists/stable/InRelease')],
+                       capture_output=True, text=True)
+    assert v.returncode == 0, v.stderr
+    # A newer version: the same key signs, and the older one stays in the index (a host can go back to it).
+    r = make_repo(repo, package(tmp_path, '0.3.1', 'amd64'), package(tmp_path, '0.3.1', 'arm64'))
+    assert r.returncode == 0 and (repo.parent / 'repo-throwaway-gnupg' / 'beacond-key-id').read_text().strip() == first_key
+    packages = (repo / 'dists/stable/main/binary-arm64/Packages').read_text()
+    assert 'Version: 0.3.0' in packages and 'Version: 0.3.1' in packages
+    policy = apt_policy(tmp_path, repo)
+    assert 'Candidate: 0.3.1' in policy and ' 0.3.0 500' in policy, policy
+
+
+def test_the_users_key_signs_without_a_warning_and_a_bad_package_is_refused(tmp_path):
+    home = tmp_path / 'gnupg'
+    home.mkdir(mode=0o700)
+    env = {'GNUPGHOME': str(home)}
+    subprocess.run(['gpg', '--batch', '--quiet', '--passphrase', '', '--quick-gen-key', 'fleet key <fleet@beacond.invalid>',
+                    'ed25519', 'sign', '1y'], check=True, capture_output=True, env={**os.environ, **env})
+    fpr = next(l.split(':')[9] for l in subprocess.run(['gpg', '--batch', '--with-colons', '--list-secret-keys'], env={**os.environ, **env},
+                                                       capture_output=True, text=True, check=True).stdout.splitlines() if l.startswith('fpr:'))
+    repo = tmp_path / 'repo'
+    r = make_repo(repo, package(tmp_path, '0.3.0', 'amd64'), env={**env, 'REPO_KEY': fpr})
+    assert r.returncode == 0, r.stderr
+    assert 'THROW-AWAY' not in r.stderr and f'signed by {fpr}' in r.stderr
+    assert not (tmp_path / 'repo-throwaway-gnupg').exists()
+    listed = subprocess.run(['gpg', '--batch', '--with-colons', '--show-keys', str(repo / 'beacond-archive-keyring.gpg')],
+                            capture_output=True, text=True, check=True).stdout
+    assert fpr in listed
+    assert 'Candidate: 0.3.0' in apt_policy(tmp_path, repo)
+    # A key that is not there, and a file that is not a beacond package: refused, nothing signed.
+    r = make_repo(tmp_path / 'other', package(tmp_path, '0.3.0', 'amd64'), env={**env, 'REPO_KEY': 'nobody@nowhere.invalid'})
+    assert r.returncode == 2 and "no secret key 'nobody@nowhere.invalid'" in r.stderr
+    stranger = package(tmp_path, '1.0', 'amd64')
+    text = (tmp_path / 'pkg-1.0-amd64' / 'DEBIAN' / 'control').read_text().replace('Package: beacond', 'Package: other')
+    (tmp_path / 'pkg-1.0-amd64' / 'DEBIAN' / 'control').write_text(text)
+    subprocess.run(['dpkg-deb', '--root-owner-group', '--build', str(tmp_path / 'pkg-1.0-amd64'), str(stranger)], check=True, capture_output=True)
+    r = make_repo(tmp_path / 'third', stranger)
+    assert r.returncode == 2 and 'is not a beacond package' in r.stderr
