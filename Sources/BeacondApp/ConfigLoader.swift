@@ -105,7 +105,15 @@ extension ConfigLoader {
 
     struct KeyProblem: Error { var text: String }
 
-    /// A private regular file holding 32 hex digits (a trailing newline allowed). The failure completes the sentence
+    /// True for a file in $CREDENTIALS_DIRECTORY: systemd's copy, in a directory only the unit's user (and root) can
+    /// enter. systemd 257 makes such files 0440, readable by the unit's own group (252 made them 0400).
+    static func isCredential(_ path: String) -> Bool {
+        guard let d = environment("CREDENTIALS_DIRECTORY"), !d.isEmpty else { return false }
+        return path.hasPrefix(d.hasSuffix("/") ? d : d + "/")
+    }
+
+    /// A private regular file holding 32 hex digits (a trailing newline allowed): readable by its owner alone, or for
+    /// a credential systemd passed, by no one else than the unit's user and group. The failure completes the sentence
     /// "PATH …"; it never contains the file's contents.
     static func readKey(_ path: String) -> Result<IdentityKey, KeyProblem> {
         let fd: FileDescriptor
@@ -121,7 +129,11 @@ extension ConfigLoader {
             let st = try fd.status()
             guard st.st_mode & S_IFMT == S_IFREG else { return .failure(KeyProblem(text: "is not a regular file")) }
             let mode = st.st_mode & 0o777
-            if mode & 0o077 != 0 {
+            if isCredential(path) {
+                if mode & 0o007 != 0 {
+                    return .failure(KeyProblem(text: "can be read by others (mode \(String(mode, radix: 8))): a credential must be private to the unit"))
+                }
+            } else if mode & 0o077 != 0 {
                 return .failure(KeyProblem(text: "can be read by its group or by others (mode \(String(mode, radix: 8))): a key must be private to its owner; chmod 600 it"))
             }
             bytes = try fd.readAll(limit: 4096)

@@ -216,3 +216,21 @@ def test_check_config_keys_names_where_relative_keys_are_for_a_file_checked_else
     r = run_cli('check-config', '--config', str(conf), '--keys', str(tmp_path / 'etc' / 'keys'))
     assert r.returncode == 0, r.stderr
     assert 'a 128-bit key, read; never printed' in r.stdout and KEY not in r.stdout
+
+
+def test_a_key_systemd_passes_as_a_credential_may_be_readable_by_the_units_own_group(tmp_path):
+    """Bug: systemd 257 (Debian 13) makes credential files 0440, the unit's group readable (252 made them 0400), and
+    beacond refused its key there: EID beacons did not start under the units on Debian 13 (found by the VM fleet
+    test). The credentials directory is the unit's alone; elsewhere a key readable by its group is still refused."""
+    creds = tmp_path / 'credentials'
+    creds.mkdir()
+    write_key(creds / 'eid_shop.key', mode=0o440)
+    conf = eid_config(tmp_path)
+    r = run_cli('check-config', '--config', str(conf), env={**os.environ, 'CREDENTIALS_DIRECTORY': str(creds)})
+    assert r.returncode == 0, r.stderr
+    os.chmod(creds / 'eid_shop.key', 0o444)
+    r = run_cli('check-config', '--config', str(conf), env={**os.environ, 'CREDENTIALS_DIRECTORY': str(creds)})
+    assert r.returncode == 78 and 'can be read by others (mode 444)' in r.stderr, r.stderr
+    write_key(tmp_path / 'keys' / 'shop.key', mode=0o640)
+    r = run_cli('check-config', '--config', str(conf))
+    assert r.returncode == 78 and 'can be read by its group or by others (mode 640)' in r.stderr, r.stderr

@@ -3,12 +3,13 @@
 HCI commands each controller accepted into its advertising state, so a test sees what is on the air without asking
 beacond. Imported by scenarios.py; run by the fleet test over SSH:
 
-    python3 btsnoop.py SNOOP [--index N] [--since UNIX_US [--gaps]] HEX...
+    python3 btsnoop.py SNOOP [--index N] [--since UNIX_US [--gaps]] [--also HEX]... HEX...
 
 prints what hciN advertises now (one hex line per frame) and exits 0 when every HEX frame is among them, 1 when one
 is not, and with --since, 3 when anything else went on the air after UNIX_US (only these frames, or nothing while
 the kernel restarts advertising, were on the air since). --gaps also prints, for the first HEX, each time it was off
-the air after UNIX_US and for how long ("gap 23.4 ms").
+the air after UNIX_US and for how long ("gap 23.4 ms"). --also names a frame that may be on the air too (one of them,
+for a beacon whose frame changes: an Eddystone-EID's at a period boundary).
 """
 import struct
 import sys
@@ -125,6 +126,7 @@ def main(argv):
     p.add_argument('--index', type=int, default=0)
     p.add_argument('--since', type=int, help='also fail (3) when other frames were on the air after this Unix time in µs')
     p.add_argument('--gaps', action='store_true', help='print how long the first frame was off the air each time')
+    p.add_argument('--also', action='append', default=[], help='a frame that may be on the air too')
     p.add_argument('frames', nargs='*')
     a = p.parse_intermixed_args(argv)
     records = Snoop(a.snoop).update()
@@ -144,7 +146,8 @@ def main(argv):
                 print(f'gap {(ts - off) / 1000:.1f} ms')
                 off = None
     if a.since is not None:
-        others = {d for ts, datas in timeline if ts >= a.since for d in datas if d not in wanted}
+        allowed = set(wanted) | {bytes.fromhex(f) for f in a.also}
+        others = {d for ts, datas in timeline if ts >= a.since for d in datas if d not in allowed}
         if others:
             print('also on the air since then: ' + ' '.join(sorted(d.hex() for d in others)))
             return 3

@@ -78,12 +78,30 @@ def ibeacon(uuid, major, minor, power=-59):
             + minor.to_bytes(2, 'big') + power.to_bytes(1, 'big', signed=True))
 
 
-def on_air(arch, frame, since_us=None):
-    """The guest's controller (hci0) advertises `frame` now, by its btmon capture; with since_us, nothing else was on
-    the air after that moment (the kernel may restart its advertising now and then, so off for a moment is allowed)."""
-    since = f' --since {since_us}' if since_us else ''
-    r = ssh(arch, f'python3 /mnt/src/tests/vm/btsnoop.py {SNOOP}{since} {frame.hex()}', check=False)
+def on_air(arch, *frames, since_us=None, also=()):
+    """The guest's controller (hci0) advertises every one of `frames` now, by its btmon capture; with since_us, nothing
+    but them and `also` was on the air after that moment (the kernel may restart its advertising now and then, so off
+    for a moment is allowed)."""
+    args = (f' --since {since_us}' if since_us else '') + ''.join(f' --also {f.hex()}' for f in also)
+    r = ssh(arch, f'python3 /mnt/src/tests/vm/btsnoop.py {SNOOP}{args} ' + ' '.join(f.hex() for f in frames), check=False)
     return r.returncode == 0, r.returncode, r.stdout.strip()
+
+
+EID_PREFIX = bytes.fromhex('0201060303aafe0d16aafe30')
+EID_K = 10
+
+
+def eid_frames(key, t):
+    """The Eddystone-EID frames of `key` (K = 10, -20 dBm at 0 m) for the periods around Unix time t: the one on the
+    air is one of them, whichever side of a boundary a check falls (test_eid.eid: the specification's computation on
+    OpenSSL's AES, independent of beacond's)."""
+    from test_eid import eid
+    return [EID_PREFIX + (-20).to_bytes(1, 'big', signed=True) + eid(key, EID_K, t + d * (1 << EID_K)) for d in (-1, 0, 1)]
+
+
+def eid_on_air(arch, key):
+    now = guest_now_us(arch) // 1_000_000
+    return any(on_air(arch, f)[0] for f in eid_frames(key, now)[:2])
 
 
 def guest_now_us(arch):
@@ -91,6 +109,7 @@ def guest_now_us(arch):
 
 
 ALL_AT_ONCE = ['-e', '{"beacond_batches": ["100%"]}']
+VAULT = []  # the Vault vars file and password options, once made
 
 
 def playbook(name, *extra, expect_ok=True):
@@ -103,7 +122,7 @@ def playbook(name, *extra, expect_ok=True):
     t0 = time.monotonic()
     cpu0 = os.times()
     r = subprocess.run([os.path.join(BIN, 'ansible-playbook'), '-i', os.path.join(work, 'inventory.yml'),
-                        os.path.join(ANSIBLE_DIR, 'playbook.yml'), *extra], capture_output=True, text=True, env=env,
+                        os.path.join(ANSIBLE_DIR, 'playbook.yml'), *VAULT, *extra], capture_output=True, text=True, env=env,
                        timeout=1800, cwd=ANSIBLE_DIR)
     took = time.monotonic() - t0
     cpu1 = os.times()
@@ -203,6 +222,20 @@ def next_version(deb, version, out):
     return out
 
 
+def vault(work, name, value):
+    """A vars file holding `name` encrypted with Ansible Vault (as a fleet keeps its EID keys), and its password file."""
+    password = os.path.join(work, 'vault-password')
+    with open(password, 'w') as f:
+        f.write(os.urandom(16).hex() + '\n')
+    r = subprocess.run([os.path.join(BIN, 'ansible-vault'), 'encrypt_string', '--vault-password-file', password,
+                        '--name', name, value], capture_output=True, text=True, check=True)
+    secrets = os.path.join(work, 'secrets.yml')
+    with open(secrets, 'w') as f:
+        f.write(r.stdout)
+    assert value not in r.stdout
+    return ['-e', f'@{secrets}', '--vault-password-file', password]
+
+
 def main():
     global hosts
     try:
@@ -249,6 +282,11 @@ def run_fleet():
                              text=True).stdout.strip()
     log(f'fleet UUID {uuid}, package {version}')
     frames = {a: ibeacon(uuid, MAJOR, MINOR[a]) for a in ARCHES}
+    # pi-arm64 also has an Eddystone-EID beacon, its key from Ansible Vault.
+    key = os.urandom(16).hex().upper()
+    global VAULT
+    VAULT = vault(work, 'vault_shop7_eid_key', key)
+    eid_beacon = {'format': 'eddystone-eid', 'identity_key_file': 'shop7-2.key', 'rotation_exponent': EID_K, 'measured_power': -20}
     inventory = os.path.join(work, 'inventory.yml')
     with open(inventory, 'w') as f:
         json.dump({'all': {
@@ -261,7 +299,10 @@ def run_fleet():
                 'vars': {'shop_major': MAJOR},
                 'hosts': {NAMES[a]: {'ansible_host': '127.0.0.1', 'ansible_port': int(hosts[a]['port']), 'shelf_minor': MINOR[a],
                                      **({'beacond_verify': True, 'beacond_verify_device': 'hci1',
-                                         'beacond_verify_hosts': [NAMES['amd64']]} if a == 'amd64' else {})}
+                                         'beacond_verify_hosts': [NAMES['amd64']]} if a == 'amd64' else
+                                        {'beacond_beacons': [{'uuid': '{{ beacond_uuid }}', 'major': '{{ shop_major }}',
+                                                              'minor': '{{ shelf_minor }}'}, eid_beacon],
+                                         'beacond_eid_keys': {'shop7-2.key': '{{ vault_shop7_eid_key }}'}})}
                           for a in ARCHES}}}}}}}, f, indent=1)
 
     state = {}
@@ -277,6 +318,11 @@ def run_fleet():
                                           "dpkg-query -W -f '${Version}\\n' beacond").stdout.split()
             state[a] = {'sha': sha}
             assert installed == version and arch == a, (installed, arch)
+            if a == 'arm64':
+                wait_for(lambda: eid_on_air(a, key), 60, interval=1, what=f'{NAMES[a]} advertising its EID (btmon)')
+                mode = ssh(a, 'stat -c %a /etc/beacond/keys/shop7-2.key').stdout.strip()
+                assert mode == '600', f'the key file is mode {mode}'
+                return f'{NAMES[a]} ({arch}) minor {MINOR[a]} and its Eddystone-EID on the air (the key from Vault, 0600)'
             return f'{NAMES[a]} ({arch}) minor {MINOR[a]} on the air'
         notes = each(check)
         # The arm64 guest's controller is Bumble's on this machine: its second radio heard the frame too.
@@ -284,6 +330,7 @@ def run_fleet():
         wait_for(lambda: os.path.exists(live) and frames['arm64'].hex() in open(live).read(), 60, interval=1,
                  what="the arm64 host's frame at the second radio on this machine")
         notes.append("arm64's frame also heard by the second radio")
+        assert key not in out and key.lower() not in out, 'the EID key is in the playbook output'
         return '; '.join(notes) + f'; {took:.0f} s'
 
     def verifier():
@@ -322,7 +369,8 @@ def run_fleet():
         assert 'failed to validate' in out and 'NO MORE HOSTS LEFT' in out, out[-1500:]
         def check(a):
             assert ssh(a, "sha256sum < /etc/beacond/beacond.conf | cut -d ' ' -f 1").stdout.strip() == state[a]['sha'], 'the config changed'
-            ok, rc, now = on_air(a, frames[a], since[a])
+            eids = eid_frames(key, since[a] // 1_000_000) if a == 'arm64' else []
+            ok, rc, now = on_air(a, frames[a], since_us=since[a], also=eids)
             assert ok, f'{NAMES[a]}: the old frame is not on the air, or another was meanwhile (btsnoop exit {rc}: {now})'
             return f'{NAMES[a]}: its config unchanged, its frame on the air and no other since the run began'
         notes = each(check)
@@ -354,8 +402,10 @@ def run_fleet():
             pid = ssh(a, 'systemctl show beacond -p MainPID --value').stdout.strip()
             assert pid not in ('0', before[a]), f'{NAMES[a]}: no new main process ({before[a]} → {pid})'
             wait_for(lambda: on_air(a, frames[a])[0], 60, interval=1, what=f'{NAMES[a]} advertising again')
+            if a == 'arm64':
+                wait_for(lambda: eid_on_air(a, key), 60, interval=1, what=f'{NAMES[a]} advertising its EID again')
             # For docs/fleet.md: how long the upgrade's restart kept the beacon off the air (the controller's side).
-            gaps = ssh(a, f'python3 /mnt/src/tests/vm/btsnoop.py {SNOOP} --since {since[a]} --gaps {frames[a].hex()}', check=False).stdout
+            gaps = ssh(a, f'python3 /mnt/src/tests/vm/btsnoop.py {SNOOP} --since {since[a]} --gaps {frames[a].hex()} 2>/dev/null', check=False).stdout
             gaps = re.findall(r'^gap (\S+ ms)$', gaps, flags=re.M)
             policy = ssh(a, 'apt-cache policy beacond').stdout
             assert '10.0.2.2' in policy, policy
