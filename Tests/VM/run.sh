@@ -171,6 +171,9 @@ if [ "$arch" = arm64 ]; then
     if [ "${heard:-0}" -gt 0 ]; then
         echo "ok - the host's second radio heard $heard distinct frames of the scenarios' iBeacon"
         passed=$((passed + 1))
+    elif [ -n "${BEACOND_VM_ONLY:-}" ]; then
+        # Not a pass: the scenarios that send that iBeacon may not have been among those chosen.
+        echo "# NOT CHECKED: the host's second radio heard none of the scenarios' iBeacon frames, and only scenarios $BEACOND_VM_ONLY ran (BEACOND_VM_ONLY)"
     else
         echo "not ok - the host's second radio heard none of the scenarios' iBeacon frames ($keep/host-controller.log)"
         failed=$((failed + 1))
