@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,11 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'Tests' / 'Integration'))
 sys.path.insert(0, str(ROOT / 'bench'))
-from harness.lab import Lab, wait_for  # noqa: E402
-from scan_throughput import ad_for, cpu_seconds, free_port, inject_until_idle  # noqa: E402
+from scan_throughput import ad_for, scan_cpu  # noqa: E402
 from test_eid import eid  # noqa: E402
 
-from bumble import hci  # noqa: E402
 
 EID_PREFIX = bytes.fromhex('0201060303aafe0d16aafe30ec')
 
@@ -54,16 +50,7 @@ def make_stream(n: int, keys: list[str], now: int) -> list[bytes]:
 
 def run(beacond: str, events: list[bytes], keyring: str | None) -> tuple[float, float, int]:
     """(CPU seconds before the stream: start-up and the table; CPU seconds for the stream; resolved EIDs seen)."""
-    port = free_port()
-    with Lab(f'tcp-server:127.0.0.1:{port}', scan=False, extended=False) as lab:
-        args = [beacond, 'scan', '--device', f'tcp:127.0.0.1:{port}', '--json', '--all'] + (['--eid-keys', keyring] if keyring else [])
-        p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        wait_for(lambda: hci.HCI_LE_SET_SCAN_ENABLE_COMMAND in lab.opcodes(), timeout=60, what='scanning enabled')
-        time.sleep(0.3)
-        start = cpu_seconds(p.pid)
-        used = inject_until_idle(lab, p.pid, events)
-        p.send_signal(signal.SIGINT)
-        out, _ = p.communicate(timeout=30)
+    start, used, out, _, _ = scan_cpu(beacond, events, ['--all'] + (['--eid-keys', keyring] if keyring else []))
     resolved = sum('"resolved":true' in line and '"final":true' in line for line in out.splitlines())
     return start, used, resolved
 

@@ -14,20 +14,15 @@ process's CPU time from /proc: loading the configs is measured apart from the pe
 from __future__ import annotations
 
 import argparse
-import signal
-import subprocess
+import json
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'Tests' / 'Integration'))
 sys.path.insert(0, str(ROOT / 'bench'))
-from harness.lab import Lab, wait_for  # noqa: E402
-from scan_throughput import UUIDS, cpu_seconds, free_port, inject_until_idle, make_stream  # noqa: E402
-
-from bumble import hci  # noqa: E402
+from scan_throughput import UUIDS, make_stream, scan_cpu  # noqa: E402
 
 
 def configs(directory: Path, shops: int) -> int:
@@ -42,22 +37,13 @@ def configs(directory: Path, shops: int) -> int:
     return n
 
 
-def run(beacond: str, events: list[bytes], expect: Path | None) -> tuple[float, float, dict]:
-    """(CPU seconds before the stream: start-up and the configs; CPU seconds for the stream; the summary line)."""
-    port = free_port()
-    with Lab(f'tcp-server:127.0.0.1:{port}', scan=False, extended=False) as lab:
-        args = [beacond, 'scan', '--device', f'tcp:127.0.0.1:{port}', '--json']
-        args += ['--expect', str(expect), '--timeout', '3600'] if expect else ['--all']
-        p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        wait_for(lambda: hci.HCI_LE_SET_SCAN_ENABLE_COMMAND in lab.opcodes(), timeout=60, what='scanning enabled')
-        time.sleep(0.3)
-        start = cpu_seconds(p.pid)
-        used = inject_until_idle(lab, p.pid, events)
-        p.send_signal(signal.SIGINT)
-        out, _ = p.communicate(timeout=60)
-    import json
+def run(beacond: str, events: list[bytes], expect: Path | None) -> tuple[float, float, dict, int]:
+    """(CPU seconds before the stream: start-up and the configs; CPU seconds for the stream; the summary line; peak RSS
+    in KiB)."""
+    extra = ['--expect', str(expect), '--timeout', '3600'] if expect else ['--all']
+    start, used, out, _, peak = scan_cpu(beacond, events, extra)
     summary = next((json.loads(l) for l in out.splitlines() if '"expect_summary"' in l or '"kind":"summary"' in l), {})
-    return start, used, summary
+    return start, used, summary, peak
 
 
 def main() -> int:
@@ -77,8 +63,8 @@ def main() -> int:
     n = len(events)
     med = lambda xs: sorted(xs)[len(xs) // 2]
     print(f'\n## scan --expect: {n} reports, {expected} expected beacons in {a.shops} configs, {a.rounds} interleaved rounds\n')
-    print('| scan | CPU at start (median) | CPU for the stream (median) | reports per CPU second | verdicts |')
-    print('|---|---|---|---|---|')
+    print('| scan | CPU at start (median) | CPU for the stream (median) | reports per CPU second | peak RSS (median) | verdicts |')
+    print('|---|---|---|---|---|---|')
     rates = {}
     for with_expect, label in ((False, 'scan --json --all'), (True, f'scan --expect ({a.shops} files)')):
         rs = results[with_expect]
@@ -87,7 +73,7 @@ def main() -> int:
         s = rs[-1][2]
         verdicts = (f'{s.get("heard")} heard, {s.get("mismatched")} mismatched, {s.get("missing")} missing, {s.get("unexpected")} other'
                     if with_expect else f'{s.get("entries")} entries')
-        print(f'| {label} | {med([r[0] for r in rs]):.2f} s | {cpu:.2f} s | {rates[with_expect]:,.0f} | {verdicts} |')
+        print(f'| {label} | {med([r[0] for r in rs]):.2f} s | {cpu:.2f} s | {rates[with_expect]:,.0f} | {med([r[3] for r in rs]) / 1024:.1f} MiB | {verdicts} |')
     print(f'\nWith --expect: {rates[True] / rates[False] * 100:.0f} % of the plain scan\'s throughput.')
     return 0
 

@@ -91,17 +91,26 @@ def inject_until_idle(lab: Lab, pid: int, events: list[bytes]) -> float:
     return last - start
 
 
-def run_beacond(beacond: str, events: list[bytes]) -> tuple[float, int]:
+def peak_rss_kib(pid: int) -> int:
+    return next(int(line.split()[1]) for line in open(f'/proc/{pid}/status') if line.startswith('VmHWM:'))
+
+
+def scan_cpu(beacond: str, events: list[bytes], extra: list[str]) -> tuple[float, float, str, int, int]:
+    """Runs `beacond scan --json EXTRA…` behind Bumble's controller and injects the events, then stops it with SIGINT:
+    (CPU seconds before the stream: start-up and whatever it loaded; CPU seconds for the stream; what it printed; its
+    exit status; its peak RSS in KiB)."""
     port = free_port()
     with Lab(f'tcp-server:127.0.0.1:{port}', scan=False, extended=False) as lab:
-        p = subprocess.Popen([beacond, 'scan', '--device', f'tcp:127.0.0.1:{port}', '--json', '--all'],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        wait_for(lambda: hci.HCI_LE_SET_SCAN_ENABLE_COMMAND in lab.opcodes(), timeout=10, what='scanning enabled')
+        p = subprocess.Popen([beacond, 'scan', '--device', f'tcp:127.0.0.1:{port}', '--json'] + extra,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for(lambda: hci.HCI_LE_SET_SCAN_ENABLE_COMMAND in lab.opcodes(), timeout=60, what='scanning enabled')
         time.sleep(0.3)
+        start = cpu_seconds(p.pid)
         used = inject_until_idle(lab, p.pid, events)
+        peak = peak_rss_kib(p.pid)
         p.send_signal(signal.SIGINT)
-        p.wait(timeout=10)
-    return used, p.returncode
+        out, _ = p.communicate(timeout=60)
+    return start, used, out, p.returncode, peak
 
 
 def run_beacontools(events: list[bytes]) -> tuple[float, int]:
@@ -132,7 +141,7 @@ def main() -> int:
     ap.add_argument('--reports', type=int, default=200_000)
     args = ap.parse_args()
     events, _ = make_stream(args.reports)
-    b_cpu, rc = run_beacond(args.beacond, events)
+    _, b_cpu, _, rc, _ = scan_cpu(args.beacond, events, ['--all'])
     assert rc == 0, f'beacond scan exited {rc}'
     t_cpu, t_found = run_beacontools(events)
     u_cpu, u_found = run_bumble(events)
