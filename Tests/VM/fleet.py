@@ -13,8 +13,9 @@ for arm64 also the second Bumble radio on this machine), never from beacond's ow
   2. a second run changes nothing, and runs no module (no Python) on either host;
   3. an inventory mistake (major 70000) fails at validate with beacond's own message, the running config stays as it
      was, and both hosts keep advertising the old frame throughout;
-  4. a new package version in the signed repository (make-repo.sh) reaches both hosts through apt (beacond_version:
-     latest): the new version installed, the conffile kept, a new main process, the frame back on the air.
+  4. a new package version in the signed repository (make-repo.sh) reaches both hosts through apt (pi-amd64 through
+     the role's beacond_version: latest, pi-arm64 through `apt-get update && apt-get upgrade`): the new version
+     installed, the conffile kept, a new main process, the frame back on the air.
 Writes TAP lines to DIR/results.tap and tells each guest it is done (its src/fleet/done).
 """
 import hashlib
@@ -418,10 +419,20 @@ def run_fleet():
         before = dict(zip(ARCHES, each(lambda a: ssh(a, 'systemctl show beacond -p MainPID --value').stdout.strip())))
         since = dict(zip(ARCHES, each(guest_now_us)))
         repo_vars = os.path.join(work, 'repository.yml')
+        # Two ways to the new version: pi-amd64 through the role (beacond_version: latest); pi-arm64 only gets the
+        # repository from the role (present: nothing to install) and is then upgraded as its admin would, with
+        # `apt-get update && apt-get upgrade` (unattended: dpkg told to keep the edited conffile, as the README says).
         with open(repo_vars, 'w') as f:
-            json.dump({'beacond_package': '', 'beacond_version': 'latest',
+            json.dump({'beacond_package': '', 'beacond_version': "{{ 'present' if inventory_hostname == 'pi-arm64' else 'latest' }}",
                        'beacond_apt_repository': {'url': f'http://10.0.2.2:{port}/', 'key': os.path.join(repo, 'beacond-archive-keyring.gpg')}}, f)
         _, out, took = playbook('4-upgrade', '-e', f'@{repo_vars}', *ALL_AT_ONCE)
+        assert ssh('arm64', "dpkg-query -W -f '${Version}' beacond").stdout.strip() == version, 'the role upgraded pi-arm64 itself'
+        t0 = time.monotonic()
+        r = ssh('arm64', 'apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get upgrade -y -q '
+                         '-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold < /dev/null', timeout=900)
+        assert re.search(r'^1 upgraded, 0 newly installed', r.stdout, flags=re.M), r.stdout[-1500:]
+        log(f'pi-arm64: apt-get update && apt-get upgrade in {time.monotonic() - t0:.0f} s')
+
         def check(a):
             got = ssh(a, "dpkg-query -W -f '${Version}' beacond").stdout.strip()
             assert got == new, f'{NAMES[a]} has {got}, not {new}'
@@ -438,7 +449,8 @@ def run_fleet():
             gaps = re.findall(r'^gap (\S+ ms)$', gaps, flags=re.M)
             policy = ssh(a, 'apt-cache policy beacond').stdout
             assert '10.0.2.2' in policy, policy
-            return f'{NAMES[a]} {version} → {got}, pid {before[a]} → {pid}, off the air {" + ".join(gaps) or "never"}'
+            how = 'apt-get upgrade' if a == 'arm64' else 'the role'
+            return f'{NAMES[a]} {version} → {got} through {how}, pid {before[a]} → {pid}, off the air {" + ".join(gaps) or "never"}'
         notes = each(check)
         return '; '.join(notes) + f'; the edited conffiles kept, the new defaults beside them as .dpkg-dist; frames back ({took:.0f} s)'
 
@@ -446,7 +458,7 @@ def run_fleet():
                       ('the verifier (pi-amd64, second radio hci1) hears the beacon from the air', verifier),
                       ('a second run changes nothing', second_run),
                       ('major 70000 in the inventory fails at validate with beacond\'s message; both hosts keep the old config and frame on the air', mistake),
-                      ('a new version in the signed repository reaches both hosts through apt: the edited conffile kept (the new default as .dpkg-dist), restarted, back on the air', upgrade)):
+                      ('a new version in the signed repository reaches both hosts through apt (pi-amd64 through the role, pi-arm64 through apt-get upgrade): the edited conffile kept (the new default as .dpkg-dist), restarted, back on the air', upgrade)):
         step(title, fn)
 
 
