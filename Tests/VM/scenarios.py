@@ -922,7 +922,7 @@ def s22_fleet_host():
     # by now). Everything the role makes the controllers do comes after it starts.
     sh('rm -f /var/tmp/fleet.snoop; systemctl reset-failed btmon-fleet 2>/dev/null; '
        'systemd-run --unit=btmon-fleet /usr/bin/btmon -w /var/tmp/fleet.snoop', check=True)
-    wait(lambda: os.path.exists('/var/tmp/fleet.snoop') and os.path.getsize('/var/tmp/fleet.snoop') >= 16, 10, 'btmon to start')
+    wait(lambda: os.path.exists('/var/tmp/fleet.snoop') and os.path.getsize('/var/tmp/fleet.snoop') >= 16, 30, 'btmon to start')
     with open('/etc/systemd/network/20-fleet.network', 'w') as f:
         f.write('[Match]\nName=en* eth*\n\n[Network]\nDHCP=ipv4\n')
     sh('systemctl start systemd-networkd', check=True)
