@@ -109,6 +109,18 @@ def guest_now_us(arch):
     return int(ssh(arch, 'date +%s%6N').stdout.strip())
 
 
+def conf_sha(arch):
+    return ssh(arch, "sha256sum < /etc/beacond/beacond.conf | cut -d ' ' -f 1").stdout.strip()
+
+
+def main_pid(arch):
+    return ssh(arch, 'systemctl show beacond -p MainPID --value').stdout.strip()
+
+
+def installed_version(arch):
+    return ssh(arch, "dpkg-query -W -f '${Version}' beacond").stdout.strip()
+
+
 ALL_AT_ONCE = ['-e', '{"beacond_batches": ["100%"]}']
 VAULT = []  # the Vault vars file and password options, once made
 
@@ -159,15 +171,17 @@ def modules_run(name):
     each task's action read from the role's file at the line the junit callback names."""
     import glob
     import xml.etree.ElementTree as ET
-    ran = {}
+    ran, files = {}, {}
     for path in glob.glob(os.path.join(logs, f'{name}-junit', '*.xml')):
         for tc in ET.parse(path).getroot().iter('testcase'):
             m = re.match(r'^\[([^\]]+)\]', tc.get('name', ''))
             if not m or tc.find('skipped') is not None or 'Validating arguments against arg spec' in tc.get('name', ''):
                 continue
             file, line = tc.get('classname', '').rsplit(':', 1)
-            with open(file) as f:
-                task = f.read().splitlines()[int(line) - 1:]
+            if file not in files:
+                with open(file) as f:
+                    files[file] = f.read().splitlines()
+            task = files[file][int(line) - 1:]
             action = next((a.group(1) for a in (re.match(r'^\s+(?:ansible\.builtin\.)?(\w+):', t) for t in task[1:])
                            if a and a.group(1) not in ('name', 'when', 'vars', 'loop', 'register', 'tags')), '?')
             if action not in WITHOUT_PYTHON:
@@ -341,9 +355,8 @@ def run_fleet():
             wait_for(lambda: on_air(a, frames[a])[0], 60, interval=1, what=f'{NAMES[a]} advertising {frames[a].hex()} (btmon)')
             conf = ssh(a, 'cat /etc/beacond/beacond.conf').stdout
             assert f'minor = {MINOR[a]}' in conf and f'uuid = "{uuid}"' in conf, conf
-            sha, arch, installed = ssh(a, "sha256sum < /etc/beacond/beacond.conf | cut -d ' ' -f 1; dpkg --print-architecture; "
-                                          "dpkg-query -W -f '${Version}\\n' beacond").stdout.split()
-            state[a] = {'sha': sha}
+            arch, installed = ssh(a, 'dpkg --print-architecture').stdout.strip(), installed_version(a)
+            state[a] = {'sha': conf_sha(a)}
             assert installed == version and arch == a, (installed, arch)
             if a == 'arm64':
                 wait_for(lambda: eid_on_air(a, key), 60, interval=1, what=f'{NAMES[a]} advertising its EID (btmon)')
@@ -398,7 +411,7 @@ def run_fleet():
         assert message in out, out[-1500:]
         assert 'failed to validate' in out and 'NO MORE HOSTS LEFT' in out, out[-1500:]
         def check(a):
-            assert ssh(a, "sha256sum < /etc/beacond/beacond.conf | cut -d ' ' -f 1").stdout.strip() == state[a]['sha'], 'the config changed'
+            assert conf_sha(a) == state[a]['sha'], 'the config changed'
             eids = eid_frames(key, since[a] // 1_000_000) if a == 'arm64' else []
             ok, rc, now = on_air(a, frames[a], since_us=since[a], also=eids)
             assert ok, f'{NAMES[a]}: the old frame is not on the air, or another was meanwhile (btsnoop exit {rc}: {now})'
@@ -416,7 +429,7 @@ def run_fleet():
         r = subprocess.run(make_repo + nexts, check=True, capture_output=True, text=True)
         assert 'THROW-AWAY key' in r.stderr, 'make-repo.sh did not warn about its throw-away key'
         port = serve(repo)
-        before = dict(zip(ARCHES, each(lambda a: ssh(a, 'systemctl show beacond -p MainPID --value').stdout.strip())))
+        before = dict(zip(ARCHES, each(main_pid)))
         since = dict(zip(ARCHES, each(guest_now_us)))
         repo_vars = os.path.join(work, 'repository.yml')
         # Two ways to the new version: pi-amd64 through the role (beacond_version: latest); pi-arm64 only gets the
@@ -426,7 +439,7 @@ def run_fleet():
             json.dump({'beacond_package': '', 'beacond_version': "{{ 'present' if inventory_hostname == 'pi-arm64' else 'latest' }}",
                        'beacond_apt_repository': {'url': f'http://10.0.2.2:{port}/', 'key': os.path.join(repo, 'beacond-archive-keyring.gpg')}}, f)
         _, out, took = playbook('4-upgrade', '-e', f'@{repo_vars}', *ALL_AT_ONCE)
-        assert ssh('arm64', "dpkg-query -W -f '${Version}' beacond").stdout.strip() == version, 'the role upgraded pi-arm64 itself'
+        assert installed_version('arm64') == version, 'the role upgraded pi-arm64 itself'
         t0 = time.monotonic()
         r = ssh('arm64', 'apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get upgrade -y -q '
                          '-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold < /dev/null', timeout=900)
@@ -434,12 +447,12 @@ def run_fleet():
         log(f'pi-arm64: apt-get update && apt-get upgrade in {time.monotonic() - t0:.0f} s')
 
         def check(a):
-            got = ssh(a, "dpkg-query -W -f '${Version}' beacond").stdout.strip()
+            got = installed_version(a)
             assert got == new, f'{NAMES[a]} has {got}, not {new}'
-            assert ssh(a, "sha256sum < /etc/beacond/beacond.conf | cut -d ' ' -f 1").stdout.strip() == state[a]['sha'], 'the conffile was not kept'
+            assert conf_sha(a) == state[a]['sha'], 'the conffile was not kept'
             dist = ssh(a, 'cat /etc/beacond/beacond.conf.dpkg-dist', check=False).stdout
             assert dist.endswith(NEW_DEFAULT), f'{NAMES[a]}: no .dpkg-dist with the new default ({dist[-200:]!r})'
-            pid = ssh(a, 'systemctl show beacond -p MainPID --value').stdout.strip()
+            pid = main_pid(a)
             assert pid not in ('0', before[a]), f'{NAMES[a]}: no new main process ({before[a]} → {pid})'
             wait_for(lambda: on_air(a, frames[a])[0], 60, interval=1, what=f'{NAMES[a]} advertising again')
             if a == 'arm64':
