@@ -18,6 +18,8 @@ protocol AdvertisingBackend: AnyObject {
     var onEvent: (BackendEvent) -> Void { get set }
     /// Opens the controller and learns what it can do.
     func open(_ done: @escaping (BackendFailure?) -> Void)
+    /// What the open learned about the controller (read after a successful open).
+    var traits: ControllerTraits { get }
     /// Puts every beacon of `schedule` on the air. With `dataOnlyAllowed`, beacons already on the air as wanted are
     /// not touched and a change of data alone is made without taking that beacon down; otherwise everything is
     /// sent in full.

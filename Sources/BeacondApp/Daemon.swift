@@ -206,7 +206,7 @@ final class Daemon {
                 self.handle(.reapply(reason: reason, delay: delay, fields: fields, at: self.loop.nowMicroseconds), from: gen)
             }
         }
-        b.open { [unowned self] failure in self.handle(failure.map { .openFailed($0) } ?? .opened, from: gen) }
+        b.open { [unowned self] failure in self.handle(failure.map { .openFailed($0) } ?? .opened(b.traits), from: gen) }
     }
 
     /// Takes beacond's advertising off the controller through the open backend, or, with none open, removes the

@@ -11,6 +11,7 @@ import SystemdSupport
 
 final class HCIBackend: AdvertisingBackend {
     let kind = BackendKind.hci
+    let traits = ControllerTraits()
     var onEvent: (BackendEvent) -> Void = { _ in }
 
     private let device: DeviceSpec

@@ -12,6 +12,8 @@ import SystemdSupport
 
 final class MgmtBackend: AdvertisingBackend {
     let kind = BackendKind.mgmt
+    /// Whether the controller has advertising sets: the kernel says so in Read Advertising Features (hardware offload).
+    var traits: ControllerTraits { ControllerTraits(advertisingSets: advertiser.map { $0.features.supportedFlags.contains(.hardwareOffload) }) }
     var onEvent: (BackendEvent) -> Void = { _ in }
 
     private let device: DeviceSpec
@@ -233,7 +235,7 @@ final class MgmtBackend: AdvertisingBackend {
                          details: ["mgmt instance \(slots[0])"] + kernelNote + (tx(slots[0]).map { [$0] } ?? []), kernelInterval: kernel)
         }
         var details = ["mgmt", "\(n) instances"]
-        if rotated { details.append("the kernel rotates them, \(formatDuration(Self.kernelRotation)) each") }
+        if rotated { details.append("the kernel rotates them, \(formatDuration(KernelInterval.rotation)) each") }
         details += kernelNote
         let beacons = zip(wanted, slots).map { r, i in
             let interval = kernel?.typical ?? r.interval
@@ -242,16 +244,13 @@ final class MgmtBackend: AdvertisingBackend {
             var d = ["instance \(i)"]
             if let t = tx(i) { d.append(t) }
             if rotated {
-                d.append("on the air \(formatDuration(Self.kernelRotation)) of every \(formatDuration(Self.kernelRotation * n)), every \(kernel?.description ?? interval.description) then")
+                d.append("on the air \(formatDuration(KernelInterval.rotation)) of every \(formatDuration(KernelInterval.rotation * n)), every \(kernel?.description ?? interval.description) then")
             }
             return BeaconOnAir(every: every, details: d)
         }
         return OnAir(interval: kernel?.typical ?? wanted[0].interval, details: details, kernelInterval: kernel, beacons: beacons)
     }
 
-    /// How long the kernel keeps each instance on a single advertiser before the next (its default multi-advertising
-    /// rotation duration).
-    static let kernelRotation = Duration.seconds(2)
 
     /// Removes the instances whenever they were added, on the air or not: the kernel keeps an instance through a
     /// power cycle and would put it back on air while beacond is stopped.

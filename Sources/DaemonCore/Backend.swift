@@ -13,6 +13,14 @@ public enum BackendKind: String, Sendable, Hashable, CustomStringConvertible {
     public var description: String { rawValue }
 }
 
+/// What opening a backend learned about the controller that bears on the choice of backend.
+public struct ControllerTraits: Sendable, Hashable {
+    /// The controller has advertising sets of its own (LE extended advertising, as the kernel's management interface
+    /// reports it in Read Advertising Features' supported flags); nil when the backend did not learn it.
+    public var advertisingSets: Bool?
+    public init(advertisingSets: Bool? = nil) { self.advertisingSets = advertisingSets }
+}
+
 /// Everything beacond wants on the air on one controller.
 public struct AdvertisingSchedule: Sendable, Hashable {
     /// One advertisement per beacon, in config order, each with the public address: the backend puts in the address
@@ -97,6 +105,10 @@ public enum KernelInterval: Sendable, Hashable {
     /// A controller without advertising sets: for non-connectable advertising while the adapter is not
     /// discoverable, the kernel sends its fast range (DISCOV_LE_FAST_ADV_INT_MIN/MAX, 0x00A0–0x00F0).
     case legacyNonConnectable
+
+    /// How long the kernel keeps each instance on a controller's single advertiser before the next (its default
+    /// multi-advertising rotation duration).
+    public static let rotation = Duration.seconds(2)
 
     /// For STATUS: "every <this>".
     public var description: String {

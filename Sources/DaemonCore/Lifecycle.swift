@@ -32,7 +32,8 @@ public struct Lifecycle: Sendable {
 
     public enum Event: Sendable {
         case start
-        case opened
+        /// With what the open learned about the controller.
+        case opened(ControllerTraits = ControllerTraits())
         case openFailed(BackendFailure)
         case applied(OnAir)
         case applyFailed(BackendFailure)
@@ -159,6 +160,9 @@ public struct Lifecycle: Sendable {
     private var mgmtRefused = false
     /// Refused for lack of CAP_NET_ADMIN (that lasts); otherwise a device registered again gets mgmt again.
     private var mgmtRefusedForPermission = false
+    /// Backend `auto` left the management interface because the kernel would not put the beacons on the air as
+    /// configured on this controller (why, for the backend note); a device registered again is asked again.
+    private var mgmtShortfall: String?
     private var lastBackendNote = ""
     /// What was last confirmed on air.
     private var applied: AdvertisingSchedule?
@@ -223,9 +227,10 @@ public struct Lifecycle: Sendable {
             }
             out.append(.log(.info, "beacond \(beacondVersion) starting: \(describe(beacon)) on \(device)", beaconFields))
             open(&out)
-        case .opened:
+        case .opened(let traits):
             switch phase {
-            case .opening: apply(&out, dataOnlyAllowed: false)
+            case .opening:
+                if let why = kernelShortfall(traits) { leaveMgmt(why, &out) } else { apply(&out, dataOnlyAllowed: false) }
             case .stopping: stopNow(&out)
             default: break
             }
@@ -397,6 +402,7 @@ public struct Lifecycle: Sendable {
             case .mgmt: (kind, why) = (.mgmt, "backend mgmt")
             case .hci: (kind, why) = (.hci, "backend hci")
             case .auto where mgmtRefused: (kind, why) = (.hci, "backend auto: the management interface cannot serve it")
+            case .auto where mgmtShortfall != nil: (kind, why) = (.hci, "backend auto: \(mgmtShortfall!)")
             case .auto where config.beacons.contains(where: { $0.beacon.format == .eddystoneEID }):
                 (kind, why) = (.hci, "backend auto: an Eddystone-EID beacon's address must change with each EID, which needs them")
             case .auto where addressNeedsHCI:
@@ -413,6 +419,30 @@ public struct Lifecycle: Sendable {
             out.append(.log(.info, note, ["HCI_DEVICE=\(device)"]))
         }
         return kind
+    }
+
+    /// Why, under backend `auto`, the kernel would not put this config's beacons on the air as configured on a
+    /// controller with these traits; nil when it would (or the backend is not mgmt by auto's choice). Without
+    /// advertising sets the kernel has one advertiser: it sends non-connectable advertising at its own 100–150 ms
+    /// whatever the interval, and gives several instances turns of 2 s. A single connectable beacon keeps its interval.
+    private func kernelShortfall(_ traits: ControllerTraits) -> String? {
+        guard backend == .mgmt, config.controller.backend == .auto, traits.advertisingSets == false else { return nil }
+        let n = config.beacons.count
+        guard n > 1 || !config.advertising.connectable else { return nil }
+        let what = n > 1 ? "give each of the \(n) beacons a \(formatDuration(KernelInterval.rotation)) turn in every \(formatDuration(KernelInterval.rotation * n))"
+                         : "send the beacon every 100–150 ms whatever interval_ms asks"
+        return "\(device) has no advertising sets (legacy advertising only), where the kernel's management interface would \(what)"
+    }
+
+    /// Backend `auto` leaves mgmt for raw HCI beside bluetoothd: said once, then the open (or, with beacons of
+    /// beacond's already added through mgmt, a stop first) goes to raw HCI.
+    private mutating func leaveMgmt(_ why: String, stopFirst: Bool = false, _ out: inout [Action]) {
+        mgmtShortfall = why
+        out.append(.log(.notice, "\(why); backend auto uses raw HCI commands beside bluetoothd instead: each beacon at its interval (several in time slices), each from its own address. Set backend = \"mgmt\" to leave advertising to the kernel", ["HCI_DEVICE=\(device)"]))
+        guard stopFirst else { return open(&out) }
+        state = .stopping(Stop(answerPending: false, then: .reopen))
+        out.append(.armTimer(Self.stopDeadline))
+        out.append(.stopAdvertising)
     }
 
     private mutating func open(_ out: inout [Action]) {
@@ -436,6 +466,11 @@ public struct Lifecycle: Sendable {
     }
 
     private mutating func confirmed(_ done: Apply, _ result: OnAir, _ out: inout [Action]) {
+        if backend == .mgmt, config.controller.backend == .auto, result.kernelInterval == .addAdvertisingDefault, !done.again {
+            // The kernel took Add Advertising (an old kernel, or one that refuses the extended commands on this
+            // controller): its 1.28 s default instead of the interval. Off the air through mgmt, then raw HCI.
+            return leaveMgmt("the kernel's management interface advertises here only at its default interval of about 1.28 s", stopFirst: true, &out)
+        }
         let (wanted, dataOnly) = (done.request, done.dataOnly)
         let changed = applied != wanted
         applied = wanted
@@ -595,6 +630,7 @@ public struct Lifecycle: Sendable {
             if kind == .up { mayBringUp = true }
             // Registered anew (a re-plug, a driver reload): the kernel's setup ran again, mgmt may know it now.
             if kind == .registered && !mgmtRefusedForPermission { mgmtRefused = false }
+            if kind == .registered { mgmtShortfall = nil }
             guard phase == .waiting || phase == .reapplyWait else { return }
             // The controller is back: start over now, with a fresh backoff.
             backoff.reset()
@@ -636,6 +672,7 @@ public struct Lifecycle: Sendable {
         if device != oldDevice || new.controller.backend != old.controller.backend || Self.addressNeedsHCI(old) != addressNeedsHCI {
             out.append(.log(.notice, "Controller settings changed (now \(device), backend \(new.controller.backend.rawValue)); starting over", []))
             mgmtRefused = false
+            mgmtShortfall = nil
             backoff.reset()
             out.append(.cancelTimer)
             // Nothing of beacond's may stay on the old controller: with a backend open there, whatever the phase,

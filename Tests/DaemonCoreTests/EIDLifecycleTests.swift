@@ -48,7 +48,7 @@ struct EIDLifecycleTests {
         #expect(clock.contains(.armPeriodic(.eidRotation, .seconds(1024))))  // the boundary timer
         let open = lc.handle(.start)
         #expect(open.contains { if case .open(.hci, _) = $0 { true } else { false } })  // auto: raw HCI for an EID beacon
-        let first = applies(lc.handle(.opened)).first!
+        let first = applies(lc.handle(.opened())).first!
         #expect(first.beacons[1].data.bytes == hex("0201060303AAFE0D16AAFE30EC4144413E45FEFA58"))
         #expect(first.addresses[1].setting == .policy(.rotating) && first.addresses[1].period == 1)  // 2000 >> 10
         _ = lc.handle(.applied(onAir))
@@ -68,7 +68,7 @@ struct EIDLifecycleTests {
         let warned = lc.handle(.clock(unixSeconds: 100, synchronized: false))
         #expect(warned.contains { if case .log(.warning, let m, _) = $0 { m.hasPrefix("The system clock is not synchronized") } else { false } })
         _ = lc.handle(.start)
-        _ = lc.handle(.opened)
+        _ = lc.handle(.opened())
         let ready = lc.handle(.applied(onAir)).compactMap { if case .notify(let n) = $0 { n.last } else { nil } }.first
         #expect(ready?.hasSuffix("; the system clock is not synchronized: the EIDs will not resolve") == true)
         #expect(lc.handle(.clock(unixSeconds: 101, synchronized: false)).allSatisfy { if case .log = $0 { false } else { true } })

@@ -111,7 +111,7 @@ private struct World {
 private func advertising(_ c: BeaconConfiguration = config()) -> World {
     var w = World(c)
     w.send(.start)
-    w.send(.opened)
+    w.send(.opened())
     w.send(.applied(onAir))
     return w
 }
@@ -125,7 +125,7 @@ struct LifecycleTests {
         #expect(a.contains(.open(.hci, mayBringUp: true)))
         #expect(w.lc.phase == .opening && w.timer == Lifecycle.operationDeadline)
         #expect(w.notified == [["STATUS=Probing the controller on tcp:127.0.0.1:9"]])
-        #expect(w.send(.opened).contains { if case .apply(_, dataOnlyAllowed: false) = $0 { true } else { false } })
+        #expect(w.send(.opened()).contains { if case .apply(_, dataOnlyAllowed: false) = $0 { true } else { false } })
         w.send(.applied(onAir))
         #expect(w.lc.phase == .advertising && !w.timerArmed)
         #expect(w.notified.last == ["READY=1", "STATUS=Advertising E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 major 1 minor 1 every 100 ms on tcp:127.0.0.1:9 (extended)"])
@@ -137,7 +137,7 @@ struct LifecycleTests {
     func kernelChosenInterval(kernel: KernelInterval, status: String, warning: String) {
         var w = World()
         w.send(.start)
-        w.send(.opened)
+        w.send(.opened())
         let a = w.send(.applied(OnAir(interval: kernel.typical, details: ["mgmt instance 5"], kernelInterval: kernel)))
         #expect(w.notified.last?.last == "STATUS=Advertising E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 major 1 minor 1 \(status) on tcp:127.0.0.1:9 (mgmt instance 5)")
         #expect(a.contains { if case .log(.warning, let m, _) = $0 { m.contains("100 ms is not used") && m.contains(warning) } else { false } })
@@ -192,7 +192,7 @@ struct LifecycleTests {
     func reloadDuringApply() {
         var w = World()
         w.send(.start)
-        w.send(.opened)
+        w.send(.opened())
         w.send(.hangup)
         w.send(.configLoaded(config(minor: 3)))
         let a = w.send(.applied(onAir))
@@ -211,7 +211,7 @@ struct LifecycleTests {
         w.send(.configLoaded(config(minor: 4)))
         #expect(w.reloadsOwed == 0)
         w.fire()
-        w.send(.opened)
+        w.send(.opened())
         #expect(w.actions.last.map { if case .armTimer = $0 { true } else { false } } == true)
         #expect(w.actions.contains { if case .apply(let r, _) = $0 { r.beacons.first?.data == config(minor: 4).beacon?.advertisingData } else { false } })
     }
@@ -220,7 +220,7 @@ struct LifecycleTests {
     func stopDuringApply() {
         var w = World()
         w.send(.start)
-        w.send(.opened)  // applying: data sent, enable not yet
+        w.send(.opened())  // applying: data sent, enable not yet
         let a = w.send(.terminate(signal: "SIGTERM"))
         #expect(w.notified.last == ["STOPPING=1", "STATUS=Stopping: disabling advertising"])
         #expect(!a.contains(.stopAdvertising), "a disable now would be overtaken by the apply's enable")
@@ -359,7 +359,7 @@ struct LifecycleTests {
         w.send(.openFailed(BackendFailure(message: "Waiting for hci0 to come up", level: .notice)))
         let a = w.send(.device(.up))
         #expect(a.contains(.cancelTimer) && a.contains(.open(.hci, mayBringUp: true)))
-        w.send(.opened)
+        w.send(.opened())
         w.send(.applied(onAir))
         w.send(.device(.unregistered))
         #expect(w.lastStatus?.hasPrefix("STATUS=hci0 was removed; waiting for it to appear") == true)
@@ -388,7 +388,7 @@ struct LifecycleTests {
         #expect(w.lc.phase == .stopping, "the stop on the old controller goes on")
         let b = w.send(.stopped)
         #expect(b.contains(.open(.hci, mayBringUp: true)))
-        w.send(.opened)
+        w.send(.opened())
         let applied = w.actions.last { if case .apply = $0 { true } else { false } }
         if case .apply(let s, _)? = applied {
             #expect(s.beacons.first?.data == config(minor: 3).beacons.first?.beacon.advertisingData, "the second edit is what goes on the air")
@@ -435,7 +435,7 @@ struct LifecycleTests {
         w.send(.hangup)
         let opened = w.send(.configLoaded(config()))
         #expect(opened.contains(.open(.hci, mayBringUp: true)))
-        w.send(.opened)
+        w.send(.opened())
         w.send(.applied(onAir))
         #expect(w.lc.phase == .advertising && w.reloadsOwed == 0)
         #expect(w.lastStatus?.hasPrefix("STATUS=Advertising E2C56DB5") == true)
@@ -468,7 +468,7 @@ struct LifecycleTests {
                 var choices: [Lifecycle.Event] = [.hangup, .device(.up), .device(.down), .device(.unregistered)]
                 if waiting {
                     switch w.lc.phase {
-                    case .opening: choices += [.opened, .openFailed(refused)]
+                    case .opening: choices += [.opened(), .openFailed(refused)]
                     case .applying: choices += [.applied(onAir), .applyFailed(refused)]
                     default: choices += [.stopped]
                     }

@@ -48,7 +48,7 @@ struct SeveralBeaconsLifecycleTests {
     func request() {
         var lc = Lifecycle(config: parse(three + "[advertising]\naddress = \"rotating\"\n"), configPath: "/c", seed: 1)
         _ = lc.handle(.start)
-        let a = lc.handle(.opened)
+        let a = lc.handle(.opened())
         let schedule = a.compactMap { if case .apply(let s, _) = $0 { s } else { nil } }.first
         #expect(schedule?.beacons.count == 3)
         #expect(schedule?.beacons.map(\.interval.units) == [160, 160, 400])
@@ -60,7 +60,7 @@ struct SeveralBeaconsLifecycleTests {
     func status() {
         var lc = Lifecycle(config: parse(three), configPath: "/c", seed: 1)
         _ = lc.handle(.start)
-        _ = lc.handle(.opened)
+        _ = lc.handle(.opened())
         let result = OnAir(interval: AdvertisingInterval(units: 160)!, details: ["legacy", "time-sliced, 100 ms slots", "static address C3:00:00:00:00:01"],
                            beacons: (1...3).map { BeaconOnAir(every: .milliseconds(300), details: ["slot \($0) of 3"]) })
         let a = lc.handle(.applied(result))
@@ -87,7 +87,7 @@ struct SeveralBeaconsLifecycleTests {
     func reloadAddress() {
         var lc = Lifecycle(config: kernelConfig(address: nil), configPath: "/c", seed: 1)
         _ = lc.handle(.start)
-        _ = lc.handle(.opened)
+        _ = lc.handle(.opened())
         _ = lc.handle(.applied(OnAir(interval: AdvertisingInterval(units: 160)!, details: ["mgmt instance 5"])))
         _ = lc.handle(.hangup)
         let same = lc.handle(.configLoaded(kernelConfig(address: "rotating")))
@@ -108,7 +108,7 @@ struct RotatingAddressTests {
         let text = "[beacon]\nuuid = \"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"\nmajor = 1\nminor = 1\n[advertising]\naddress = \"rotating\"\n[controller]\ndevice = \"tcp:127.0.0.1:9\"\n"
         var lc = Lifecycle(config: try BeaconConfiguration.parse(Array(text.utf8)), configPath: "/c", seed: 1)
         _ = lc.handle(.start)
-        let first = lc.handle(.opened).compactMap { if case .apply(let s, _) = $0 { s } else { nil } }.first
+        let first = lc.handle(.opened()).compactMap { if case .apply(let s, _) = $0 { s } else { nil } }.first
         #expect(first?.addressGeneration == 0)
         _ = lc.handle(.applied(OnAir(interval: AdvertisingInterval(units: 160)!, details: ["extended", "rotating address 12:34:56:78:9A:BC"])))
         let a = lc.handle(.addressPeriod)
@@ -130,7 +130,7 @@ struct RotatingAddressTests {
         var lc = Lifecycle(config: parse("[[beacon]]\nuuid = \"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"\nmajor = 1\nminor = 9\nmeasured_power = -100\n" + three.split(separator: "\n", maxSplits: 4, omittingEmptySubsequences: false)[4]),
                            configPath: "/c", seed: 1)
         _ = lc.handle(.start)
-        _ = lc.handle(.opened)
+        _ = lc.handle(.opened())
         let beacons = ["C6:00:00:00:00:01", "D7:00:00:00:00:02", "E8:00:00:00:00:03"].map {
             BeaconOnAir(every: .milliseconds(100), details: ["set 0", "static address \($0)"], txPower: 0, address: $0)
         }

@@ -39,7 +39,7 @@ struct TelemetryTests {
         var lc = Lifecycle(config: try BeaconConfiguration.parse(Array(text.utf8)), configPath: "/c", seed: 1)
         #expect(lc.hasTelemetry)
         _ = lc.handle(.start)
-        _ = lc.handle(.opened)
+        _ = lc.handle(.opened())
         let onAir = OnAir(interval: AdvertisingInterval(units: 160)!, details: ["extended"],
                           beacons: [BeaconOnAir(every: .milliseconds(100), details: []), BeaconOnAir(every: .milliseconds(100), details: [])])
         _ = lc.handle(.applied(onAir))
@@ -62,7 +62,7 @@ struct TelemetryTests {
         #expect(first.contains(.armPeriodic(.addressRotation, AddressPolicy.rotationPeriod)))
         let start = lc.handle(.start)
         #expect(!start.contains { if case .armPeriodic = $0 { true } else { false } })  // armed already
-        _ = lc.handle(.opened)
+        _ = lc.handle(.opened())
         _ = lc.handle(.applied(OnAir(interval: AdvertisingInterval(units: 160)!, details: ["extended"])))
         // A tick: the timer fired, so it is armed again.
         #expect(lc.handle(.telemetry(Telemetry())).contains(.armPeriodic(.telemetry, Lifecycle.telemetryPeriod)))
