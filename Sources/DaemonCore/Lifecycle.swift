@@ -434,12 +434,12 @@ public struct Lifecycle: Sendable {
         return "\(device) has no advertising sets (legacy advertising only), where the kernel's management interface would \(what)"
     }
 
-    /// Backend `auto` leaves mgmt for raw HCI beside bluetoothd: said once, then the open (or, with beacons of
-    /// beacond's already added through mgmt, a stop first) goes to raw HCI.
-    private mutating func leaveMgmt(_ why: String, stopFirst: Bool = false, _ out: inout [Action]) {
+    /// Backend `auto` leaves mgmt for raw HCI beside bluetoothd: said once, then a stop through mgmt (what an earlier
+    /// run or this one added there comes off, or the kernel would keep advertising it between beacond's own
+    /// commands), then raw HCI.
+    private mutating func leaveMgmt(_ why: String, _ out: inout [Action]) {
         mgmtShortfall = why
         out.append(.log(.notice, "\(why); backend auto uses raw HCI commands beside bluetoothd instead: each beacon at its interval (several in time slices), each from its own address. Set backend = \"mgmt\" to leave advertising to the kernel", ["HCI_DEVICE=\(device)"]))
-        guard stopFirst else { return open(&out) }
         state = .stopping(Stop(answerPending: false, then: .reopen))
         out.append(.armTimer(Self.stopDeadline))
         out.append(.stopAdvertising)
@@ -469,7 +469,7 @@ public struct Lifecycle: Sendable {
         if backend == .mgmt, config.controller.backend == .auto, result.kernelInterval == .addAdvertisingDefault, !done.again {
             // The kernel took Add Advertising (an old kernel, or one that refuses the extended commands on this
             // controller): its 1.28 s default instead of the interval. Off the air through mgmt, then raw HCI.
-            return leaveMgmt("the kernel's management interface advertises here only at its default interval of about 1.28 s", stopFirst: true, &out)
+            return leaveMgmt("the kernel's management interface advertises here only at its default interval of about 1.28 s", &out)
         }
         let (wanted, dataOnly) = (done.request, done.dataOnly)
         let changed = applied != wanted

@@ -468,7 +468,7 @@ struct LifecycleTests {
                 var choices: [Lifecycle.Event] = [.hangup, .device(.up), .device(.down), .device(.unregistered)]
                 if waiting {
                     switch w.lc.phase {
-                    case .opening: choices += [.opened(), .openFailed(refused)]
+                    case .opening: choices += [.opened(), .opened(ControllerTraits(advertisingSets: rng.next() % 2 == 0)), .openFailed(refused)]
                     case .applying: choices += [.applied(onAir), .applyFailed(refused)]
                     default: choices += [.stopped]
                     }
