@@ -27,6 +27,8 @@ from bumble.device import Device
 from bumble.link import LocalLink
 from bumble.transport import open_transport
 
+from harness.personalities import EXTENDED_ONLY_OPCODES, Personality
+
 LEGACY_ADV_OPCODES = {
     hci.HCI_LE_SET_ADVERTISING_PARAMETERS_COMMAND,
     hci.HCI_LE_SET_ADVERTISING_DATA_COMMAND,
@@ -99,6 +101,46 @@ class LabController(Controller):
         # byte strings actually sent out); None sends it unchanged.
         self.mutate: Callable[[bytes], list[bytes]] | None = None
         self.max_sets: int | None = None  # what LE Read Number of Supported Advertising Sets answers (Bumble: 240)
+        self.personality: Personality | None = None
+        self.locked_up = False  # a counterfeit CSR after Set Event Filter (Clear All): no reply to anything
+
+    def become(self, p: Personality) -> None:
+        """Answers as the controller `p` models: its version, features, supported commands, sets and quirks."""
+        self.personality = p
+        self.hci_version, self.hci_revision = p.hci_version, p.hci_revision
+        self.lmp_version, self.lmp_subversion = p.lmp_version, p.lmp_subversion
+        self.manufacturer_company_identifier = p.manufacturer
+        self.le_features = hci.LeFeatureMask(p.le_features)
+        self.acl_data_packet_length, self.total_num_acl_data_packets = p.acl
+        self.max_sets = p.max_sets
+        commands = set(self.supported_commands)
+        if not p.extended:
+            commands -= EXTENDED_ONLY_OPCODES
+        if 'unsupported-advertised' in p.quirks:
+            commands |= {hci.HCI_DELETE_STORED_LINK_KEY_COMMAND, hci.HCI_READ_DEFAULT_ERRONEOUS_DATA_REPORTING_COMMAND}
+        self.supported_commands = commands
+
+    def quirk_answer(self, opcode: int, parameters: bytes) -> int | None | bool:
+        """What the personality's quirks make of this command: a status to answer with, None for no answer at all,
+        or False when the controller answers it as usual."""
+        p = self.personality
+        if p is None:
+            return False
+        if self.locked_up:
+            return None
+        q = p.quirks
+        if 'event-filter-lockup' in q and opcode == hci.HCI_SET_EVENT_FILTER_COMMAND and parameters[:1] == b'\x00':
+            self.locked_up = True
+            return None
+        if 'unsupported-advertised' in q and opcode in (hci.HCI_DELETE_STORED_LINK_KEY_COMMAND,
+                                                        hci.HCI_READ_DEFAULT_ERRONEOUS_DATA_REPORTING_COMMAND):
+            return hci.HCI_UNKNOWN_HCI_COMMAND_ERROR
+        if 'unknown-extended' in q and opcode in EXTENDED_ONLY_OPCODES:
+            return hci.HCI_UNKNOWN_HCI_COMMAND_ERROR
+        if ('random-address-while-scanning' in q and opcode == hci.HCI_LE_SET_RANDOM_ADDRESS_COMMAND
+                and (self.le_scan_enable or self.le_legacy_advertiser.enabled)):
+            return hci.HCI_COMMAND_DISALLOWED_ERROR
+        return False
 
     def on_hci_le_read_number_of_supported_advertising_sets_command(self, command: Any) -> Any:
         if self.max_sets is None:
@@ -138,6 +180,12 @@ class LabController(Controller):
                     self._reset_state()
                 self._complete(opcode, fault.status, fault.credits)
                 return
+        answer = self.quirk_answer(opcode, bytes(command.parameters or b''))
+        if answer is None:
+            return
+        if answer is not False:
+            self._complete(opcode, answer)
+            return
         if self.enforce_mixing_rule:
             family = 'legacy' if opcode in LEGACY_ADV_OPCODES else 'extended' if opcode in EXTENDED_ADV_OPCODES else None
             if family:
@@ -187,10 +235,12 @@ class Lab:
     def __init__(self, transport: str, *, extended: bool = True, hci_version: int = hci.HCI_VERSION_BLUETOOTH_CORE_5_0,
                  enforce_mixing_rule: bool = True, family_in_use: str | None = None, scan: bool = True,
                  advertisers: list[tuple[str, bytes]] = (), second_transport: str | None = None,
-                 flooders: list[tuple[str, bytes]] = (), max_sets: int | None = None) -> None:
+                 flooders: list[tuple[str, bytes]] = (), max_sets: int | None = None,
+                 personality: Personality | None = None) -> None:
         """advertisers: other radios on the same link, each (public address, advertising data), advertising from the
         start with legacy ADV_NONCONN_IND. second_transport: a second controller on the link behind its own H4 server
-        (for a second beacond)."""
+        (for a second beacond). personality: beacond's controller answers as that model of a real one does
+        (personalities.py); it decides extended, the HCI version and the sets."""
         self.transport_spec = transport  # e.g. tcp-server:127.0.0.1:0 is not supported; give a real port or unix path
         self.extended = extended
         self.hci_version = hci_version
@@ -202,6 +252,9 @@ class Lab:
         self.flooders = list(flooders)
         self.second_transport_spec = second_transport
         self.max_sets = max_sets
+        self.personality = personality
+        if personality is not None:
+            self.extended, self.hci_version = personality.extended, personality.hci_version
         self.controller2: LabController | None = None
         self._transport2 = None
         self._lock = threading.Lock()
@@ -237,6 +290,8 @@ class Lab:
         c.family_in_use = self.initial_family
         c.drop_connection = self._drop_now
         c.max_sets = self.max_sets
+        if self.personality is not None:
+            c.become(self.personality)
         self.controller = c
         for i, (address, data) in enumerate(self.advertisers + self.flooders):
             # Another beacon in the room: a controller of its own on the link, driven through HCI commands directly.
@@ -417,6 +472,11 @@ class Lab:
         async def go() -> None:
             await self.central_connection.disconnect()
         self.call(go)
+
+    def kernel_scan(self, on: bool) -> None:
+        """Scanning on beacond's controller, switched by another host as the kernel does for a scanning program (Home
+        Assistant's passive scan) on the same adapter; beacond sees no command for it."""
+        self.call(lambda: setattr(self.controller, 'le_scan_enable', on))
 
     def clear_faults(self) -> None:
         self.call(lambda: self.controller.faults.clear())
