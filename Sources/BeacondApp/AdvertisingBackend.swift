@@ -10,6 +10,9 @@ enum BackendEvent {
     case lost(BackendFailure)
     /// Still connected, but the beacon is off the air because of someone else: apply it again after `delay`.
     case reapply(reason: String, delay: Duration, fields: [String])
+    /// What is on the air changed by itself (the controller refused beacond's addresses while another program scans,
+    /// or takes them again).
+    case changed(OnAir)
 }
 
 /// One way of advertising on one controller. Single-threaded; every callback comes from the event loop.

@@ -204,6 +204,7 @@ final class Daemon {
             case .lost(let f): self.handle(.lost(f), from: gen)
             case .reapply(let reason, let delay, let fields):
                 self.handle(.reapply(reason: reason, delay: delay, fields: fields, at: self.loop.nowMicroseconds), from: gen)
+            case .changed(let onAir): self.handle(.onAirChanged(onAir), from: gen)
             }
         }
         b.open { [unowned self] failure in self.handle(failure.map { .openFailed($0) } ?? .opened(b.traits), from: gen) }

@@ -23,6 +23,8 @@ final class HCIBackend: AdvertisingBackend {
     private var advertiser: HCIAdvertiser?
     private let owned: OwnershipStore
     private var sliceTimer: EventSource?
+    /// Armed while the controller refuses beacond's addresses (another program scans): tries them again.
+    private var addressRetryTimer: EventSource?
     /// The address of each beacon in use, as STATUS names it, and the address itself.
     private var addressNotes: [String] = []
     private var ownAddresses: [OwnAddress] = []
@@ -164,6 +166,7 @@ final class HCIBackend: AdvertisingBackend {
     private func carry(_ outcome: HCIAdvertiser.Outcome, on c: ControllerConnection, _ done: @escaping (Result<Void, BackendFailure>) -> Void) {
         say(advertiser?.takeNotes() ?? [])
         syncSliceTimer()
+        syncAddressRetry()
         // Before the steps go out: a run killed halfway still names every set they may enable.
         recordSets()
         switch outcome {
@@ -217,10 +220,34 @@ final class HCIBackend: AdvertisingBackend {
                 self.advertiser?.sliceFinished(true, took: .microseconds(Int64(monotonicMicroseconds() &- started)))
                 self.say(self.advertiser?.takeNotes() ?? [])
             case .failure(let f):
-                self.advertiser?.sliceFinished(false)
+                if let again = self.advertiser?.sliceFailed(f) { return self.carryOnItsOwn(again, on: c) }
                 self.oddity("slice", "The controller on \(self.device) refused the next time slice's data (\(f.error)); trying again at the next slot")
             }
         }
+    }
+
+    /// The advertiser changes what is on the air by itself (the public address while the controller refuses beacond's
+    /// own, and back): the lifecycle hears of the result, or of the loss.
+    private func carryOnItsOwn(_ outcome: HCIAdvertiser.Outcome, on c: ControllerConnection) {
+        carry(outcome, on: c) { [weak self] result in
+            guard let self, !self.closed else { return }
+            switch result {
+            case .success: if let o = self.onAir { self.onEvent(.changed(o)) }
+            case .failure(let f): self.onEvent(.lost(f))
+            }
+        }
+    }
+
+    private func syncAddressRetry() {
+        guard advertiser?.publicWhileScanning == true, !closed else { addressRetryTimer?.disarm(); return }
+        if addressRetryTimer == nil {
+            addressRetryTimer = try? loop.addIdleTimer { [weak self] in
+                guard let self, let c = self.connection, !self.closed else { return }
+                guard let o = self.advertiser?.retryOwnAddresses() else { return self.syncAddressRetry() }
+                self.carryOnItsOwn(o, on: c)
+            }
+        }
+        if addressRetryTimer?.isArmed != true { addressRetryTimer?.rearm(after: HCIAdvertiser.addressRetryPeriod) }
     }
 
     /// "static address C6:…", "chosen address C6:…", "rotating address 3A:…", "public address".
@@ -236,6 +263,11 @@ final class HCIBackend: AdvertisingBackend {
     /// The advertiser's report, with each beacon's address: once for all when they share one, else per beacon.
     private var onAir: OnAir? {
         guard let r = advertiser?.report else { return nil }
+        if advertiser?.publicWhileScanning == true {
+            // Every beacon from the public address until the controller takes beacond's own again.
+            return OnAir(interval: r.interval, details: r.details + ["public address while another program scans on \(device)"], txPower: r.txPower,
+                         beacons: r.beacons.map { BeaconOnAir(every: $0.every, details: $0.details, txPower: $0.txPower) })
+        }
         let shared = Set(addressNotes).count <= 1
         var beacons = r.beacons.map { BeaconOnAir(every: $0.every, details: $0.details, txPower: $0.txPower) }
         if !shared {
@@ -267,6 +299,7 @@ final class HCIBackend: AdvertisingBackend {
     func close() {
         closed = true
         sliceTimer?.cancel()
+        addressRetryTimer?.cancel()
         connection?.close()
         connection = nil
     }

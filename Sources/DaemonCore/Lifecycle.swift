@@ -40,6 +40,9 @@ public struct Lifecycle: Sendable {
         /// The backend finished taking the beacon off the air (or there was nothing to take off).
         case stopped
         case lost(BackendFailure)
+        /// What is on the air changed by itself, the beacons still on it (the controller refused beacond's addresses
+        /// while another program scans, or takes them again): STATUS follows.
+        case onAirChanged(OnAir)
         /// The beacon is off the air because of another program or a connection; `at` is CLOCK_MONOTONIC in µs.
         case reapply(reason: String, delay: Duration, fields: [String], at: UInt64)
         /// A kernel device event for our hciN.
@@ -256,6 +259,10 @@ public struct Lifecycle: Sendable {
             applied = nil
             if phase == .stopping { finish(&out); break }
             failed(f, &out)
+        case .onAirChanged(let result):
+            guard phase == .advertising else { break }
+            onAir = result
+            setStatus(advertisingStatus, &out)
         case .reapply(let reason, let delay, let fields, let at):
             reapply(reason, delay: delay, fields: fields, at: at, &out)
         case .device(let kind):

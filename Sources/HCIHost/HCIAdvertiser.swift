@@ -39,6 +39,16 @@ public struct HCIAdvertiser: Sendable {
     private var freshlyReset: Bool
     /// The apply whose steps are out, and whether it may still switch family.
     private var pending: Pending?
+    /// Legacy: the controller refused beacond's random address with Command Disallowed, as a controller does while
+    /// another program scans on it (Core Vol 4 Part E §7.8.4: no new random address while scanning; the kernel scans
+    /// for Home Assistant on a Pi). Every beacon then goes out from the public address, and beacond tries its own
+    /// addresses again every `addressRetryPeriod` (`retryOwnAddresses`).
+    public private(set) var publicWhileScanning = false
+    /// The apply running is such a retry.
+    private var retryingAddresses = false
+    /// How often beacond tries its own addresses again while the controller refuses them: a disable, the address and
+    /// a restart (public again if still refused), a few milliseconds off the air.
+    public static let addressRetryPeriod = Duration.seconds(10)
 
     private enum Pending: Sendable {
         case extended(SetPlan, wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest], full: Bool, allowSwitch: Bool)
@@ -131,6 +141,9 @@ public struct HCIAdvertiser: Sendable {
             pending = .extended(plan, wanted: wanted, adjusted: adjustedRequests, full: full, allowSwitch: allowSwitch)
             return .send(plan.steps)
         case .legacy:
+            if publicWhileScanning {
+                for k in adjustedRequests.indices { adjustedRequests[k].ownAddress = .public }
+            }
             let s = LegacySlicing(adjustedRequests)
             let base = s.base
             if dataOnlyAllowed, let legacyBase, !legacyBase.needsRestart(for: base) {
@@ -182,6 +195,10 @@ public struct HCIAdvertiser: Sendable {
             applied = wanted
             return .done
         case (.legacyStart(let wanted, let adjusted, let steps, _), .success(let replies)):
+            if retryingAddresses {
+                retryingAddresses = false
+                notes.append(.info("The controller on \(device) takes beacond's random addresses again (no other program scans on it now): each beacon from its own address again"))
+            }
             let s = LegacySlicing(adjusted)
             legacyBase = s.base
             legacyData = s.base.data
@@ -201,6 +218,7 @@ public struct HCIAdvertiser: Sendable {
             case .legacyStart(let w, let a, _, let sw): (wanted, adjusted, full, allowSwitch) = (w, a, true, sw)
             case .legacyData(let w, _): (wanted, adjusted, full, allowSwitch) = (w, w, false, false)
             }
+            if addressRefused(f) { return apply(wanted, dataOnlyAllowed: false, allowSwitch: false) }
             if !full { return .failed("Failed to update the advertising data on \(device): \(f.error)", f.error) }
             if allowSwitch, let why = family.switchReason(after: f, leadingSteps: AdvertisingPlan.familyProbeSteps) {
                 notes.append(.notice("\(f.error.opcode) was refused with \(f.error.status!) on \(device): \(why); switching to \(family.other) commands", f.error))
@@ -225,6 +243,39 @@ public struct HCIAdvertiser: Sendable {
             }
             return .failed("Failed to enable advertising on \(device): \(f.error)", f.error)
         }
+    }
+
+    /// True when `f` is the controller refusing beacond's random address while another program scans: from now on
+    /// the public address (said once), and the caller applies again at once.
+    private mutating func addressRefused(_ f: StepFailure) -> Bool {
+        guard family == .legacy, case .leSetRandomAddress = f.step.command, f.error.status == .commandDisallowed else { return false }
+        let retry = retryingAddresses
+        retryingAddresses = false
+        guard !publicWhileScanning else { return false }
+        publicWhileScanning = true
+        // A retry refused again is no news.
+        if !retry { notes.append(.warning("The controller on \(device) refused beacond's random address (\(f.error)): another program scans on it, and a controller takes no new random address while it scans. Until it stops, every beacon goes out from the controller's public address; beacond tries each beacon's own address again every \(Self.addressRetryPeriod.components.seconds) s")) }
+        return true
+    }
+
+    /// While the controller refuses beacond's addresses: the steps that try them again (a full apply of what is on the
+    /// air now); nil when there is nothing to try. Report them with `finished(_:)`: refused again, the public address
+    /// goes back on the air in the same round.
+    public mutating func retryOwnAddresses() -> Outcome? {
+        guard publicWhileScanning, family == .legacy, pending == nil, !sliceInFlight, let wanted = applied else { return nil }
+        publicWhileScanning = false
+        retryingAddresses = true
+        forget()
+        return apply(wanted, dataOnlyAllowed: false, allowSwitch: false)
+    }
+
+    /// A time slice's steps failed: when it was the controller refusing the slot's address, the steps that put every
+    /// beacon back on the air from the public address (report them with `finished(_:)`); nil otherwise.
+    public mutating func sliceFailed(_ f: StepFailure) -> Outcome? {
+        sliceFinished(false)
+        guard pending == nil, let wanted = applied, addressRefused(f) else { return nil }
+        forget()
+        return apply(wanted, dataOnlyAllowed: false, allowSwitch: false)
     }
 
     /// What the controller holds of beacond's is unknown from now on (a failure, another program's command): the

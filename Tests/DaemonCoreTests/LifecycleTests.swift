@@ -456,6 +456,20 @@ struct LifecycleTests {
         #expect(w.exited == .success)
     }
 
+    @Test("what is on the air changed by itself (the public address while another program scans): STATUS says so, nothing else happens")
+    func onAirChangedByItself() {
+        var w = advertising(config(device: "hci0", backend: "hci"))
+        let a = w.send(.onAirChanged(OnAir(interval: AdvertisingInterval(units: 160)!, details: ["legacy", "public address while another program scans on hci0"])))
+        #expect(w.lastStatus?.contains("public address while another program scans on hci0") == true)
+        #expect(!a.contains { if case .apply = $0 { true } else if case .open = $0 { true } else { false } })
+        #expect(w.lc.phase == .advertising)
+        // Not advertising (an apply in flight): the apply's own answer says what is on the air.
+        var v = World(config(device: "hci0", backend: "hci"))
+        v.send(.start)
+        v.send(.opened())
+        #expect(v.send(.onAirChanged(onAir)).isEmpty && v.lc.phase == .applying)
+    }
+
     @Test("random walks: every phase keeps a way out, and every RELOADING=1 gets its READY=1")
     func randomWalk() {
         var rng = SplitMix(seed: 2024)
@@ -473,7 +487,7 @@ struct LifecycleTests {
                     default: choices += [.stopped]
                     }
                 }
-                if w.backendOpen { choices += [.lost(refused), .reapply(reason: "r", delay: .zero, fields: [], at: rng.next() % 1_000_000_000)] }
+                if w.backendOpen { choices += [.lost(refused), .onAirChanged(onAir), .reapply(reason: "r", delay: .zero, fields: [], at: rng.next() % 1_000_000_000)] }
                 if rng.next() % 40 == 0 { choices.append(.terminate(signal: "SIGTERM")) }
                 if w.timerArmed && rng.next() % 3 == 0 {
                     w.fire()

@@ -217,4 +217,45 @@ struct HCIAdvertiserTests {
         let plain = b.connectableInterrupted()
         #expect(!plain)
     }
+
+    @Test("bug: LE Set Random Address refused while another program scans: every beacon goes out from the public address at once, said once, and the own addresses come back on a retry")
+    func addressRefusedWhileScanning() {
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: false), capacity: 1, ownsController: false)
+        let s = steps(a.apply([request(1)], dataOnlyAllowed: false))
+        let k = s.firstIndex { $0.command.opcode == .leSetRandomAddress }!
+        let refused = StepFailure(index: k, step: s[k], error: CommandError(opcode: .leSetRandomAddress, reason: .status(.commandDisallowed)))
+        let pub = steps(a.finished(.failure(refused)))
+        #expect(!opcodes(pub).contains(.leSetRandomAddress))
+        #expect(pub.contains { if case .leSetAdvertisingParameters(let p) = $0.command { p.ownAddressType == 0 } else { false } })
+        #expect(a.takeNotes().contains { if case .warning(let m) = $0 { m.contains("another program scans") } else { false } })
+        guard case .done = a.finished(ok(pub)) else { Issue.record("not on the air from the public address"); return }
+        #expect(a.publicWhileScanning)
+        // The retry: the own address again; refused once more, the public one in the same round, and no second warning.
+        let retry = steps(a.retryOwnAddresses()!)
+        let j = retry.firstIndex { $0.command.opcode == .leSetRandomAddress }!
+        let again = steps(a.finished(.failure(StepFailure(index: j, step: retry[j], error: CommandError(opcode: .leSetRandomAddress, reason: .status(.commandDisallowed))))))
+        #expect(!opcodes(again).contains(.leSetRandomAddress))
+        _ = a.finished(ok(again))
+        #expect(a.publicWhileScanning && a.takeNotes().isEmpty)
+        // Taken: each beacon from its own address again, and said.
+        let third = steps(a.retryOwnAddresses()!)
+        #expect(opcodes(third).contains(.leSetRandomAddress))
+        guard case .done = a.finished(ok(third)) else { Issue.record("not done"); return }
+        #expect(!a.publicWhileScanning)
+        #expect(a.takeNotes().contains { if case .info(let m) = $0 { m.contains("own address again") } else { false } })
+        #expect(a.retryOwnAddresses() == nil)
+    }
+
+    @Test("any other refusal of a time slice is not taken for a scan")
+    func otherSliceRefusals() {
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: false), capacity: 1, ownsController: false)
+        var r2 = request(2)
+        r2.ownAddress = .random([6, 5, 4, 3, 2, 0xD1])
+        let s = steps(a.apply([request(1), r2], dataOnlyAllowed: false))
+        _ = a.finished(ok(s))
+        let slice = a.nextSlice()
+        let k = slice.firstIndex { $0.command.opcode == .leSetAdvertisingData }!
+        #expect(a.sliceFailed(StepFailure(index: k, step: slice[k], error: CommandError(opcode: .leSetAdvertisingData, reason: .status(.commandDisallowed)))) == nil)
+        #expect(!a.publicWhileScanning)
+    }
 }

@@ -122,3 +122,37 @@ def test_scan_hears_the_beacons_around_it(personality):
         assert sorted((x['uuid'], x['major'], x['minor']) for x in final) == \
             sorted([(APPLE_UUID, 1, 1), (APPLE_UUID, 1, 2), ('74278BDA-B644-4520-8F0C-720EAF059935', 7, 65535)])
         sent_only_what_it_knows(lab, personality)
+
+
+LEGACY = [p for p in ALL if not p.extended]
+
+
+@pytest.mark.parametrize('personality', LEGACY, ids=str)
+def test_while_another_program_scans_every_beacon_stays_on_the_air(personality, tmp_path, processes, state_directory):
+    """bug: while the kernel scans on the same adapter (Home Assistant on a Pi), a legacy controller refuses LE Set
+    Random Address with Command Disallowed; each time slice then left the advertiser off, and no beacon was on the air
+    until the scan stopped. Every beacon must stay on the air (from the public address then), and go back to its own
+    address when the scan stops."""
+    port = free_port()
+    with Lab(f'tcp-server:127.0.0.1:{port}', personality=personality) as lab:
+        conf = tmp_path / 'beacond.conf'
+        conf.write_text(IB + ALT + EDDY)
+        b = processes('run', '-c', str(conf), '-d', f'tcp:127.0.0.1:{port}')
+        frames = [IB_BYTES, ALT_BYTES, EDDY_BYTES]
+        heard_all(lab, frames, timeout=10)
+        own = set(kept_addresses(state_directory).values())
+        lab.kernel_scan(True)
+        refused = lambda: any(op == hci.HCI_LE_SET_RANDOM_ADDRESS_COMMAND for _, op, _ in lab.state()['commands'][-40:]) \
+            and 'another program scans' in b.log()
+        wait_for(refused, 10, what='beacond to meet the refused address')
+        lab.clear_received()
+        during = heard_all(lab, frames, timeout=3)
+        lab.clear_received()
+        during = heard_all(lab, frames, timeout=3)
+        assert all(during[f] == {'F0:F1:F2:F3:F4:F5/P'} for f in frames), during  # the lab radio's public address
+        lab.kernel_scan(False)
+        wait_for(lambda: 'each beacon from its own address again' in b.log(), 20, what='the own addresses taken again')
+        lab.clear_received()
+        after = heard_all(lab, frames, timeout=3)
+        assert {a for f in frames for a in after[f]} == own, after
+        assert b.proc.poll() is None
