@@ -119,6 +119,29 @@ def transitions(records, expected, since_us, index=0):
     return out
 
 
+def gaps(records, expected, since_us, until_us=None, index=0):
+    """Each time (ms) `expected` was off the air of hciINDEX after since_us: without until_us, each gap that began and
+    ended after since_us; with it, every moment off the air within the window, its edges too (off the whole window:
+    its length)."""
+    off = None
+    if until_us is not None:
+        timeline, _ = replay(records, index)
+        before = [datas for ts, datas in timeline if ts <= since_us]
+        off = None if before and expected in before[-1] else since_us
+    out = []
+    for ts, on in transitions(records, expected, since_us, index):
+        if until_us is not None and ts > until_us:
+            break
+        if not on and off is None:
+            off = ts
+        elif on and off is not None:
+            out.append((ts - off) / 1000)
+            off = None
+    if until_us is not None and off is not None:
+        out.append((until_us - off) / 1000)
+    return out
+
+
 def main(argv):
     import argparse
     p = argparse.ArgumentParser(description='What a controller advertises, from a btmon capture.')
@@ -138,13 +161,8 @@ def main(argv):
     if not all(w in now for w in wanted):
         return 1
     if a.since is not None and a.gaps and wanted:
-        off = None
-        for ts, on in transitions(records, wanted[0], a.since, a.index):
-            if not on:
-                off = ts
-            elif off is not None:
-                print(f'gap {(ts - off) / 1000:.1f} ms')
-                off = None
+        for g in gaps(records, wanted[0], a.since, index=a.index):
+            print(f'gap {g:.1f} ms')
     if a.since is not None:
         allowed = set(wanted) | {bytes.fromhex(f) for f in a.also}
         others = {d for ts, datas in timeline if ts >= a.since for d in datas if d not in allowed}
