@@ -800,12 +800,16 @@ def s23_pi_default_beside_bluetoothd():
     three = wait_advertising('3 beacons')
     for frame in frames:
         wait(lambda: ever_on_air(frame, t1), 30, f'{frame.hex()[:24]}… on the air (btmon)')
+    rates = []
     def measure(since):
         start = now_us()
         time.sleep(6)
         end = now_us()
         gaps = {f.hex()[:14]: max(btsnoop.gaps(snoop.update(), f, start, end), default=0) for f in frames}
         by = address_of_each(since, frames)
+        # For the record: the HCI commands the controller got per second while the three took turns.
+        _, commands = replay(snoop.update())
+        rates.append(sum(1 for c in commands if start <= c[0] <= end) / ((end - start) / 1e6))
         return gaps, by
     gaps, by = measure(t1)
     assert all(g <= 400 for g in gaps.values()), f'a beacon off the air for longer than 400 ms: {gaps} (ms)'
@@ -824,7 +828,8 @@ def s23_pi_default_beside_bluetoothd():
     assert by2 == by, f'other addresses after bluetoothd restarted: {by2}, before {by}'
     fmt = lambda g: ', '.join(f'{v:.0f}' for v in g.values())
     return (f'one beacon: given {sorted(given)} | {three} | longest gaps {fmt(gaps)} ms, after a bluetoothd restart '
-            f'{fmt(gaps2)} ms | addresses {sorted(min(a) for a in by.values())}')
+            f'{fmt(gaps2)} ms | addresses {sorted(min(a) for a in by.values())} | '
+            f'{" and ".join(f"{r:.0f}" for r in rates)} HCI commands per second')
 
 
 # ---- Eddystone-EID ----------------------------------------------------------------------------------------------------
