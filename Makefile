@@ -17,6 +17,7 @@
 #   make fuzz-long  every fuzz target for 10 million executions
 #   make swift60    build and unit-test with Debian 13's Swift 6.0 in a cached trixie build root (root)
 #   make bench      the full benchmark (docs/benchmarks.md)
+#   make soak       an hour of legacy time slicing with faults on the CYW43455 model, x86-64 and Cortex-A53 (qemu-user)
 #   make demo       beacond advertising on a virtual controller, heard by a second virtual radio
 #   make install    release binary + units + example config via scripts/install.sh (DESTDIR, PREFIX honoured)
 
@@ -42,7 +43,7 @@ FLEET ?=
 FLEET_DIR := $(CURDIR)/build/fleet
 VM_ENV := $(if $(FLEET),env BEACOND_VM_FLEET=$(FLEET_DIR))
 
-.PHONY: deps deps-all build release deb deb-amd64 deb-arm64 repo vm-test-fleet vm-test-arm64 test test-stages test-fast unit-test integration-test fuzz fuzz-long swift60 vm-test bench bench-smoke check-units demo install venv clean buildroot vm-image-amd64 vm-image-arm64
+.PHONY: deps deps-all build release deb deb-amd64 deb-arm64 repo vm-test-fleet vm-test-arm64 test test-stages test-fast unit-test integration-test fuzz fuzz-long swift60 vm-test bench bench-smoke soak check-units demo install venv clean buildroot vm-image-amd64 vm-image-arm64
 
 # The Debian packages (installed when missing and run as root; otherwise the command to run is printed).
 deps:
@@ -125,8 +126,12 @@ repo: $(DEB_AMD64) $(DEB_ARM64)
 bench: release venv
 	$(PY) bench/run.py --beacond build/beacond
 
+# An hour of legacy time slicing on the CYW43455 model with faults, here and as a Cortex-A53 under qemu-user.
+soak: release venv deb-arm64
+	$(PY) bench/soak.py --beacond build/beacond --arm64 build/deb-arm64/beacond
+
 bench-smoke: release venv
-	$(STAGE) bench-smoke $(PY) bench/run.py --beacond build/beacond --smoke
+	$(STAGE) bench-smoke sh -c '$(PY) bench/run.py --beacond build/beacond --smoke && $(PY) bench/soak.py --beacond build/beacond --minutes 0.7'
 
 # systemd-analyze verify must be clean and security --offline exposure at most 1.5 (printed for the CI log).
 check-units: build
