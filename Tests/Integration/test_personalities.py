@@ -31,6 +31,14 @@ def chip(personality, tmp_path):
         yield lab, f'tcp:127.0.0.1:{port}', personality
 
 
+def start(chip, tmp_path, processes, text: str):
+    """beacond run on the chip's controller with this config."""
+    lab, device, _ = chip
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(text)
+    return processes('run', '-c', str(conf), '-d', device), conf
+
+
 def sent_only_what_it_knows(lab: Lab, p) -> None:
     """beacond sent none of the commands this chip does not know, nor the one a clone locks up on."""
     ops = lab.opcodes()
@@ -42,9 +50,7 @@ def sent_only_what_it_knows(lab: Lab, p) -> None:
 
 def test_one_beacon_with_the_exact_bytes_at_its_interval_from_its_address(chip, tmp_path, processes, state_directory):
     lab, device, p = chip
-    conf = tmp_path / 'beacond.conf'
-    conf.write_text(config_text(major=513, minor=1027, measured_power=-63))
-    b = processes('run', '-c', str(conf), '-d', device)
+    b, _ = start(chip, tmp_path, processes, config_text(major=513, minor=1027, measured_power=-63))
     expected = ibeacon_bytes(major=513, minor=1027, power=-63)
     family, st = on_air(lab, expected)
     assert family == ('extended' if p.extended else 'legacy')
@@ -64,9 +70,7 @@ def test_one_beacon_with_the_exact_bytes_at_its_interval_from_its_address(chip, 
 
 def test_three_beacons_each_heard_from_its_own_address(chip, tmp_path, processes, state_directory):
     lab, device, p = chip
-    conf = tmp_path / 'beacond.conf'
-    conf.write_text(IB + ALT + EDDY)
-    processes('run', '-c', str(conf), '-d', device)
+    start(chip, tmp_path, processes, IB + ALT + EDDY)
     frames = heard_all(lab, [IB_BYTES, ALT_BYTES, EDDY_BYTES], timeout=10)
     check_decoded(frames)
     kept = kept_addresses(state_directory)
@@ -83,9 +87,7 @@ def test_three_beacons_each_heard_from_its_own_address(chip, tmp_path, processes
 
 def test_a_reload_puts_the_new_beacon_on_and_a_broken_one_keeps_it(chip, tmp_path, processes):
     lab, device, p = chip
-    conf = tmp_path / 'beacond.conf'
-    conf.write_text(config_text(minor=1))
-    b = processes('run', '-c', str(conf), '-d', device)
+    b, conf = start(chip, tmp_path, processes, config_text(minor=1))
     on_air(lab, ibeacon_bytes(minor=1))
     conf.write_text(config_text(minor=2))
     b.signal(1)
@@ -100,9 +102,7 @@ def test_a_reload_puts_the_new_beacon_on_and_a_broken_one_keeps_it(chip, tmp_pat
 
 def test_back_on_the_air_after_the_controller_went_away_and_after_a_hardware_error(chip, tmp_path, processes):
     lab, device, p = chip
-    conf = tmp_path / 'beacond.conf'
-    conf.write_text(config_text(minor=5))
-    b = processes('run', '-c', str(conf), '-d', device)
+    b, _ = start(chip, tmp_path, processes, config_text(minor=5))
     on_air(lab, ibeacon_bytes(minor=5))
     enables = len(lab.enabled_at())
     lab.disconnect(reopen_after=1.0)
