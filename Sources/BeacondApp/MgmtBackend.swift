@@ -251,7 +251,6 @@ final class MgmtBackend: AdvertisingBackend {
         return OnAir(interval: kernel?.typical ?? wanted[0].interval, details: details, kernelInterval: kernel, beacons: beacons)
     }
 
-
     /// Removes the instances whenever they were added, on the air or not: the kernel keeps an instance through a
     /// power cycle and would put it back on air while beacond is stopped.
     func stop(_ done: @escaping () -> Void) {
