@@ -25,6 +25,10 @@ final class HCIBackend: AdvertisingBackend {
     private var sliceTimer: EventSource?
     /// Armed while the controller refuses beacond's addresses (another program scans): tries them again.
     private var addressRetryTimer: EventSource?
+    /// Armed while beacond advertises: turns the advertiser off and on again, for a controller that stops by itself.
+    private var refreshTimer: EventSource?
+    /// An apply or a stop that came while a refresh's commands were out: each runs when they are back.
+    private var afterRefresh: [() -> Void] = []
     /// The address of each beacon in use, as STATUS names it, and the address itself.
     private var addressNotes: [String] = []
     private var ownAddresses: [OwnAddress] = []
@@ -137,6 +141,8 @@ final class HCIBackend: AdvertisingBackend {
         guard let c = connection, advertiser != nil, !schedule.beacons.isEmpty else {
             return done(.failure(BackendFailure(message: "The controller on \(device) is not open")))
         }
+        // A refresh's off and on must not land between the apply's own commands.
+        if refreshing { return afterRefresh.append { [weak self] in self?.apply(schedule, dataOnlyAllowed: dataOnlyAllowed, done) } }
         var chosen = Set<[UInt8]>()
         for case .chosen(let a)? in schedule.addresses.map(\.setting) { chosen.insert(a) }
         let own: [OwnAddress]
@@ -167,6 +173,7 @@ final class HCIBackend: AdvertisingBackend {
         say(advertiser?.takeNotes() ?? [])
         syncSliceTimer()
         syncAddressRetry()
+        syncRefreshTimer()
         // Before the steps go out: a run killed halfway still names every set they may enable.
         recordSets()
         switch outcome {
@@ -250,6 +257,34 @@ final class HCIBackend: AdvertisingBackend {
         if addressRetryTimer?.isArmed != true { addressRetryTimer?.rearm(after: HCIAdvertiser.addressRetryPeriod) }
     }
 
+    // MARK: a controller that stops by itself (HCIAdvertiser.refreshSteps)
+
+    private var refreshing = false
+
+    private func syncRefreshTimer() {
+        guard advertiser?.isAdvertising == true, !closed else { refreshTimer?.disarm(); return }
+        if refreshTimer == nil { refreshTimer = try? loop.addIdleTimer { [weak self] in self?.refresh() } }
+        if refreshTimer?.isArmed != true { refreshTimer?.rearm(after: HCIAdvertiser.refreshPeriod) }
+    }
+
+    private func refresh() {
+        guard let c = connection, !closed, let steps = advertiser?.refreshSteps() else { return }
+        defer { syncRefreshTimer() }
+        guard !steps.isEmpty else { return }
+        refreshing = true
+        c.run(steps) { [weak self] result in
+            guard let self, !self.closed else { return }
+            self.refreshing = false
+            self.advertiser?.refreshFinished()
+            if case .failure(let f) = result {
+                self.oddity("refresh", "The controller on \(self.device) refused \(f.step.command.opcode) when beacond turned its advertising off and on again (\(f.error)); trying again in \(HCIAdvertiser.refreshPeriod.components.seconds) s")
+            }
+            let waiting = self.afterRefresh
+            self.afterRefresh = []
+            waiting.forEach { $0() }
+        }
+    }
+
     /// "static address C6:…", "chosen address C6:…", "rotating address 3A:…", "public address".
     static func describe(_ a: OwnAddress, _ setting: BeaconAddressSetting?) -> String {
         switch (a, setting) {
@@ -281,8 +316,11 @@ final class HCIBackend: AdvertisingBackend {
 
     func stop(_ done: @escaping () -> Void) {
         guard let c = connection, advertiser != nil, !c.isClosed else { return done() }
+        // A refresh's enable must not come after the stop's disable.
+        if refreshing { return afterRefresh.append { [weak self] in self.map { $0.stop(done) } ?? done() } }
         let steps = advertiser!.stopSteps()
         syncSliceTimer()
+        syncRefreshTimer()
         c.run(steps) { [weak self] result in
             guard let self else { return done() }
             switch result {
@@ -300,6 +338,7 @@ final class HCIBackend: AdvertisingBackend {
         closed = true
         sliceTimer?.cancel()
         addressRetryTimer?.cancel()
+        refreshTimer?.cancel()
         connection?.close()
         connection = nil
     }

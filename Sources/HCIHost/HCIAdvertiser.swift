@@ -26,10 +26,11 @@ public struct HCIAdvertiser: Sendable {
     private var legacyData: AdvertisingData?
     private var legacyScanResponse: AdvertisingData?
     private var legacyAddress: OwnAddress?
-    /// Legacy with several beacons: the beacons taking turns, whose turn it is, a slot's commands in flight.
+    /// Legacy with several beacons: the beacons taking turns, whose turn it is; a slot's or a refresh's commands in
+    /// flight (the steps a timer sends, one sequence at a time).
     private var slicing: LegacySlicing?
     private var sliceIndex = 0
-    private var sliceInFlight = false
+    private var timedStepsInFlight = false
     /// The intervals used, per beacon of `applied`; the TX power each set (legacy: 0) reported.
     private var effectiveIntervals: [AdvertisingInterval] = []
     private var txPowers: [UInt8: Int8] = [:]
@@ -262,7 +263,7 @@ public struct HCIAdvertiser: Sendable {
     /// air now); nil when there is nothing to try. Report them with `finished(_:)`: refused again, the public address
     /// goes back on the air in the same round.
     public mutating func retryOwnAddresses() -> Outcome? {
-        guard publicWhileScanning, family == .legacy, pending == nil, !sliceInFlight, let wanted = applied else { return nil }
+        guard publicWhileScanning, family == .legacy, pending == nil, !timedStepsInFlight, let wanted = applied else { return nil }
         publicWhileScanning = false
         retryingAddresses = true
         forget()
@@ -342,14 +343,14 @@ public struct HCIAdvertiser: Sendable {
     /// The slot timer fired: the next beacon's steps (empty when nothing needs sending, or the last slot's commands are
     /// still out: that slot is skipped). Report them with `sliceFinished`.
     public mutating func nextSlice() -> [Step] {
-        guard let s = slicing, legacyBase != nil, !sliceInFlight else { return [] }
+        guard let s = slicing, legacyBase != nil, !timedStepsInFlight else { return [] }
         let i = s.next(after: sliceIndex)
         let steps = sliceSteps(s, i)
         if steps.isEmpty {
             sliceIndex = i
             return []
         }
-        sliceInFlight = true
+        timedStepsInFlight = true
         pendingSlice = (Slot(s, i), steps.count, s.beacons[i].ownAddress != legacyAddress)
         return steps
     }
@@ -364,7 +365,7 @@ public struct HCIAdvertiser: Sendable {
     /// The result of `nextSlice`'s steps; false when the controller refused them (the caller says so, once).
     /// `took`: from the first command out to the last reply, for the cost of a slot that restarts the advertiser.
     public mutating func sliceFinished(_ ok: Bool, took: Duration? = nil) {
-        sliceInFlight = false
+        timedStepsInFlight = false
         guard ok, let p = pendingSlice else { pendingSlice = nil; return }
         pendingSlice = nil
         carrying(p.slot)
@@ -377,6 +378,41 @@ public struct HCIAdvertiser: Sendable {
             notes.append(.info("Time slices on \(device) restart the advertiser from each beacon's own address: \(p.commands) commands, at most \(formatMicroseconds(median)) off the air\(slot) (median of \(Self.restartSamples))"))
         }
     }
+
+    // MARK: a controller that stops by itself
+
+    /// A controller can stop advertising and say nothing: a Pi's radio gone from every scan until a reboot
+    /// (noble/bleno#387), a BlueZ peripheral's advertising lost after a while (bluez/bluez#1015). No event reports it
+    /// and no command reads the advertising state back, so every `refreshPeriod` the advertiser is turned off and on
+    /// again: two commands, a few milliseconds off the air, whatever the controller thinks its state is (one that
+    /// still thinks itself enabled may refuse a lone enable: Core 4.x, Zephyr's BT_CTLR_ADV_ENABLE_STRICT).
+    public static let refreshPeriod = Duration.seconds(2)
+
+    /// The refresh timer fired: the steps that turn beacond's advertising off and on again, or none (nothing on the
+    /// air, an apply or a slot's commands out, or time slices that restart the advertiser anyway, each beacon from its
+    /// own address). Report them with `refreshFinished`.
+    public mutating func refreshSteps() -> [Step] {
+        guard applied != nil, pending == nil, !timedStepsInFlight else { return [] }
+        let steps: [Step]
+        switch family {
+        case .legacy:
+            guard legacyBase != nil, slicing?.restartsPerSlot != true else { return [] }
+            steps = [Step(.leSetAdvertisingEnable(false), tolerating: [.commandDisallowed]), Step(.leSetAdvertisingEnable(true))]
+        case .extended:
+            guard !setHandles.isEmpty else { return [] }
+            let sets = setHandles.map { AdvertisingSetEnable(handle: $0) }
+            steps = [Step(.leSetExtendedAdvertisingEnable(enable: false, sets: sets), tolerating: [.commandDisallowed]),
+                     Step(.leSetExtendedAdvertisingEnable(enable: true, sets: sets))]
+        }
+        timedStepsInFlight = true
+        return steps
+    }
+
+    /// The refresh's steps came back (either way: a refused one is tried again at the next refresh).
+    public mutating func refreshFinished() { timedStepsInFlight = false }
+
+    /// Whether anything of beacond's is on the air (the refresh timer runs exactly then).
+    public var isAdvertising: Bool { applied != nil }
 
     // MARK: stop
 

@@ -258,4 +258,40 @@ struct HCIAdvertiserTests {
         #expect(a.sliceFailed(StepFailure(index: k, step: slice[k], error: CommandError(opcode: .leSetAdvertisingData, reason: .status(.commandDisallowed)))) == nil)
         #expect(!a.publicWhileScanning)
     }
+    @Test("the refresh turns the advertiser off and on (legacy, extended, slices from one address), never beside a slot's, an apply's or another refresh's commands, and not while slices restart it anyway")
+    func refresh() {
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: false), capacity: 1, ownsController: false)
+        #expect(a.refreshSteps().isEmpty && !a.isAdvertising)
+        let s = steps(a.apply([request(1)], dataOnlyAllowed: false))
+        #expect(a.refreshSteps().isEmpty)  // the apply's commands are out
+        _ = a.finished(ok(s))
+        let r = a.refreshSteps()
+        #expect(r.map(\.command) == [.leSetAdvertisingEnable(false), .leSetAdvertisingEnable(true)])
+        #expect(r.first?.tolerated == [.commandDisallowed])
+        #expect(a.refreshSteps().isEmpty && a.nextSlice().isEmpty)  // one sequence at a time
+        a.refreshFinished()
+        #expect(!a.refreshSteps().isEmpty)
+        a.refreshFinished()
+        // Beacons sharing an address: slots write only the data, so the refresh restarts the advertiser.
+        _ = a.finished(ok(steps(a.apply([request(1), request(2)], dataOnlyAllowed: false))))
+        #expect(opcodes(a.nextSlice()) == [.leSetAdvertisingData])
+        #expect(a.refreshSteps().isEmpty)  // the slot's data is out
+        a.sliceFinished(true)
+        #expect(opcodes(a.refreshSteps()) == [.leSetAdvertisingEnable, .leSetAdvertisingEnable])
+        a.refreshFinished()
+        // Each from its own address: every slot restarts the advertiser, no refresh.
+        var r2 = request(2)
+        r2.ownAddress = .random([6, 5, 4, 3, 2, 0xD1])
+        _ = a.finished(ok(steps(a.apply([request(1), r2], dataOnlyAllowed: false))))
+        #expect(a.refreshSteps().isEmpty)
+        // Stopped: nothing to refresh.
+        _ = a.stopSteps()
+        #expect(a.refreshSteps().isEmpty && !a.isAdvertising)
+
+        var e = HCIAdvertiser(device: "hci0", info: info(extended: true), capacity: 4, ownsController: false)
+        _ = e.finished(ok(steps(e.apply([request(1), request(2), request(3)], dataOnlyAllowed: false))))
+        let sets = [0, 1, 2].map { AdvertisingSetEnable(handle: $0) }
+        #expect(e.refreshSteps().map(\.command) == [.leSetExtendedAdvertisingEnable(enable: false, sets: sets),
+                                                    .leSetExtendedAdvertisingEnable(enable: true, sets: sets)])
+    }
 }

@@ -13,6 +13,10 @@ from bumble import hci
 from conftest import APPLE_UUID, config_text, free_port, ibeacon_bytes, kept_address, kept_addresses
 from harness.lab import Lab, wait_for
 from harness.personalities import ALL, EXTENDED_ONLY_OPCODES
+# How often beacond turns the advertiser off and on again (HCIAdvertiser.refreshPeriod).
+REFRESH = 2.0
+SHARED = '[advertising]\naddress = "public"\n\n'
+
 from test_beacons import ALT, ALT_BYTES, EDDY, EDDY_BYTES, IB, IB_BYTES, check_decoded, heard_all
 from test_run import heard, on_air
 from test_scan import advertisers, scan
@@ -113,6 +117,24 @@ def test_back_on_the_air_after_the_controller_went_away_and_after_a_hardware_err
     assert 'reported Hardware Error 0x42' in b.log()
     sent_only_what_it_knows(lab, p)
     assert b.proc.poll() is None
+
+
+@pytest.mark.parametrize('text, frames', [(IB, [IB_BYTES]), (SHARED + IB + ALT + EDDY, [IB_BYTES, ALT_BYTES, EDDY_BYTES])],
+                         ids=['one beacon', 'three from one address'])
+def test_a_controller_that_stops_advertising_without_saying_so_is_put_back(chip, tmp_path, processes, text, frames):
+    """bug: a controller that stops advertising and says nothing (noble/bleno#387 on a Pi, bluez/bluez#1015) left
+    every beacon off the air for good: nothing in HCI reports it. Each must be back within the refresh period (2 s),
+    one beacon, and three time-sliced from one address (whose slots write only the data and never restart)."""
+    lab, device, p = chip
+    start(chip, tmp_path, processes, text)
+    heard_all(lab, frames, timeout=10)
+    for _ in range(2):
+        lab.stop_advertising_silently()
+        assert lab.advertising() is None
+        lab.clear_received()
+        heard_all(lab, frames, timeout=REFRESH + 1.5)
+        assert lab.advertising() is not None
+    sent_only_what_it_knows(lab, p)
 
 
 def test_scan_hears_the_beacons_around_it(personality):

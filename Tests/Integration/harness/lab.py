@@ -433,6 +433,18 @@ class Lab:
             c.send_hci_packet(hci.HCI_Packet.from_bytes(bytes([hci.HCI_EVENT_PACKET, hci.HCI_HARDWARE_ERROR_EVENT, 1, code])))
         self.call(go)
 
+    def stop_advertising_silently(self) -> None:
+        """The controller stops advertising and says nothing: no event, no reply to anything. A Pi's radio did this
+        under bleno (noble/bleno#387: gone from every scan until a reboot) and a BlueZ peripheral (bluez/bluez#1015,
+        "how can I check advertising loss programmatically?"); no public trace shows whether such a controller then
+        thinks itself enabled, so the lab's says disabled, as Bumble's does after a stop."""
+        def go() -> None:
+            c = self.controller
+            c.le_legacy_advertiser.stop()
+            for s in list(c.advertising_sets.values()):
+                s.stop()
+        self.call(go)
+
     def enabled_at(self) -> list[float]:
         """Times of every advertising enable command the controller received."""
         return [t for t, op, p in self.state()['commands']
