@@ -40,10 +40,28 @@ class Snoop:
         return self.records
 
 
+def is_refresh(disable, enable):
+    """Whether two accepted commands (opcode, params) in a row are a refresh: a disable and at once the enable of the
+    same advertiser or sets (raw HCI's, every 2 s, for a controller that stops by itself)."""
+    (a, p), (b, q) = disable, enable
+    return a == b and a in (0x200A, 0x2039) and p[:1] == b'\x00' and q[:1] == b'\x01' and p[1:] == q[1:]
+
+
+def refresh_pairs(commands):
+    """The indices in replay's `commands` of every refresh's two commands."""
+    out = set()
+    for k in range(len(commands) - 1):
+        if is_refresh(commands[k][1:3], commands[k + 1][1:3]):
+            out |= {k, k + 1}
+    return out
+
+
 def replay(records, index=0):
     """The advertising state of controller hciINDEX after each command it accepted, as a timeline of (unix µs,
-    on-air datas)."""
+    on-air datas). A refresh (a disable and at once the same enable, nothing between: raw HCI's, every 2 s) leaves no
+    entry: it is off the air for milliseconds, less than one advertising interval."""
     pending = {}
+    held = None  # (ts, opcode, params) of a disable whose entry waits for the next command
     legacy = {'data': b'', 'enabled': False}
     sets = {}
     timeline = []
@@ -58,10 +76,24 @@ def replay(records, index=0):
                 datas.add(s.get('data', b''))
         return datas
 
+    def apply_enable(opcode, p):
+        if opcode == 0x200A:
+            legacy['enabled'] = p[0] == 1
+        elif len(p) >= 2:
+            if p[1] == 0 and p[0] == 0:
+                for s in sets.values():
+                    s['enabled'] = False
+            for k in range(p[1]):
+                if 2 + 4 * k < len(p):
+                    sets.setdefault(p[2 + 4 * k], {})['enabled'] = p[0] == 1
+
     for ts, idx, op, pkt in records:
         if idx != index:
             continue
         if op in (0, 1, 9):  # new index, deleted index, closed index (down): nothing of the old state is on air
+            if held is not None:
+                timeline.append((held[0], on_air()))
+                held = None
             legacy = {'data': b'', 'enabled': False}
             sets = {}
             timeline.append((ts, on_air()))
@@ -83,27 +115,33 @@ def replay(records, index=0):
         commands.append((cts, opcode, p, status))
         if status != 0:
             continue
+        if held is not None:
+            hts, hop, hp = held
+            held = None
+            if is_refresh((hop, hp), (opcode, p)):
+                # The refresh's enable: the state is back as it was before the disable.
+                apply_enable(opcode, p)
+                continue
+            timeline.append((hts, on_air()))
         if opcode == 0x0C03:
             legacy = {'data': b'', 'enabled': False}
             sets = {}
         elif opcode == 0x2008 and p:
             legacy['data'] = bytes(p[1:1 + p[0]])
-        elif opcode == 0x200A and p:
-            legacy['enabled'] = p[0] == 1
+        elif opcode in (0x200A, 0x2039) and p:
+            apply_enable(opcode, p)
+            if p[0] == 0:
+                held = (ts, opcode, p)
+                continue
         elif opcode == 0x2037 and len(p) >= 4:
             sets.setdefault(p[0], {})['data'] = bytes(p[4:4 + p[3]])
-        elif opcode == 0x2039 and len(p) >= 2:
-            if p[1] == 0 and p[0] == 0:
-                for s in sets.values():
-                    s['enabled'] = False
-            for k in range(p[1]):
-                if 2 + 4 * k < len(p):
-                    sets.setdefault(p[2 + 4 * k], {})['enabled'] = p[0] == 1
         elif opcode == 0x203C and p:
             sets.pop(p[0], None)
         elif opcode == 0x203D:
             sets = {}
         timeline.append((ts, on_air()))
+    if held is not None:
+        timeline.append((held[0], on_air()))
     return timeline, commands
 
 
