@@ -8,6 +8,7 @@ import DaemonCore
 import HCIHost
 import HCITransport
 import Mgmt
+import SystemCalls
 import SystemdSupport
 
 final class MgmtBackend: AdvertisingBackend {
@@ -29,6 +30,12 @@ final class MgmtBackend: AdvertisingBackend {
     /// What beacond added, kept in the state directory per device (the advertiser starts from it).
     private let owned: OwnershipStore
     private var closed = false
+    /// What reaches the controller, through the raw channel (HCIHost's AirWatch), while beacond's instances are
+    /// registered; nil before the first apply, after a stop, or when the raw channel cannot be opened.
+    private var watch: AirWatch?
+    private var watchConnection: ControllerConnection?
+    private var watchTimer: EventSource?
+    private var watchUnavailableSaid = false
 
     /// Kernel devices only.
     init(device: DeviceSpec, index: UInt16, loop: EventLoop, log: Logger, mayPowerOn: Bool, owned: OwnershipStore) {
@@ -205,7 +212,9 @@ final class MgmtBackend: AdvertisingBackend {
             }
         }
         switch outcome {
-        case .done: done(.success(describe()))
+        case .done:
+            syncWatch()
+            done(.success(describe()))
         case .shortage(let m): done(.failure(BackendFailure(message: m, fields: ["HCI_DEVICE=\(device)"])))
         case .failed(let what, let opcode, let status): done(.failure(failure(what, opcode, status)))
         case .send(let steps):
@@ -251,9 +260,66 @@ final class MgmtBackend: AdvertisingBackend {
         return OnAir(interval: kernel?.typical ?? wanted[0].interval, details: details, kernelInterval: kernel, beacons: beacons)
     }
 
+    // MARK: proving the air
+
+    /// After each apply: follows the advertising enable commands that reach the controller (the raw channel opened
+    /// the first time), so that "the kernel holds beacond's instances" is checked against what the controller was told.
+    private func syncWatch() {
+        guard let a = advertiser, a.applied != nil, !closed else { return }
+        let ours = Set(a.beaconInstances)
+        if watch != nil { watch!.applied(ours: ours); return armWatchTimer() }
+        do {
+            let c = try ControllerConnection(transport: try Transport.watchCommands(index: index), loop: loop)
+            c.onForeignCommand = { [weak self] opcode, p in self?.watched(opcode, p) }
+            c.onClosed = { [weak self] _ in self?.endWatch() }
+            watchConnection = c
+            watch = AirWatch(sets: traits.advertisingSets == true, ours: ours)
+        } catch {
+            if !watchUnavailableSaid {
+                watchUnavailableSaid = true
+                log.notice("Cannot watch the commands that reach \(device) (\(error)): beacond takes the kernel's word that its instances are on the air", ["HCI_DEVICE=\(device)"])
+            }
+        }
+    }
+
+    private func endWatch() {
+        watchTimer?.disarm()
+        watchConnection?.close()
+        (watch, watchConnection) = (nil, nil)
+    }
+
+    private static func now() -> Duration { .microseconds(Int64(monotonicMicroseconds())) }
+
+    private func watched(_ opcode: Opcode, _ p: [UInt8]) {
+        guard watch != nil, !closed else { return }
+        watch!.command(opcode, p, at: Self.now())
+        armWatchTimer()
+    }
+
+    private func armWatchTimer() {
+        guard let next = watch?.nextCheck, !closed else { watchTimer?.disarm(); return }
+        if watchTimer == nil { watchTimer = try? loop.addIdleTimer { [weak self] in self?.checkWatch() } }
+        let now = Self.now()
+        watchTimer?.rearm(after: next > now ? next - now : .zero)
+    }
+
+    private func checkWatch() {
+        guard watch != nil, advertiser?.applied != nil, !closed else { return }
+        let now = Self.now()
+        let off = watch!.offSince.map { now - $0 } ?? .zero
+        if watch!.due(at: now) {
+            advertiser!.airLost()
+            let instances = advertiser!.beaconInstances.map(String.init).joined(separator: ", ")
+            onEvent(.reapply(reason: "The controller on \(device) was told to stop advertising \(formatDuration(off)) ago and not to start again, while the kernel still holds beacond's instance\(advertiser!.beaconInstances.count == 1 ? "" : "s") \(instances) (a pause the kernel did not end, or another program's disable)",
+                             delay: .zero, fields: ["HCI_DEVICE=\(device)"]))
+        }
+        armWatchTimer()
+    }
+
     /// Removes the instances whenever they were added, on the air or not: the kernel keeps an instance through a
     /// power cycle and would put it back on air while beacond is stopped.
     func stop(_ done: @escaping () -> Void) {
+        endWatch()
         // Not open that far yet (the features unread): the record says what is beacond's.
         let instances = advertiser?.stopping() ?? owned[device.description, .mgmtInstances].sorted(by: >)
         guard let c = connection, !c.isClosed, !instances.isEmpty else { return done() }
@@ -266,6 +332,8 @@ final class MgmtBackend: AdvertisingBackend {
 
     func close() {
         closed = true
+        endWatch()
+        watchTimer?.cancel()
         connection?.close()
         connection = nil
     }

@@ -26,19 +26,21 @@ static inline int beacond_hci_dev_is_up(const struct hci_dev_info *info) {
 }
 
 /// Sets the raw socket's filter: every event type we read (all events pass; the code picks what it needs).
-static inline int beacond_hci_set_event_filter(int fd) {
+static inline int beacond_hci_set_event_filter(int fd, int commands_only) {
     struct hci_filter f;
     hci_filter_clear(&f);
-    hci_filter_set_ptype(HCI_EVENT_PKT, &f);
     // Commands other sockets (the kernel, bluetoothd, hcitool) send to the device: how beacond notices that
     // someone reset the controller or changed advertising under it.
     hci_filter_set_ptype(HCI_COMMAND_PKT, &f);
-    hci_filter_set_event(EVT_CMD_COMPLETE, &f);
-    hci_filter_set_event(EVT_CMD_STATUS, &f);
-    hci_filter_set_event(EVT_HARDWARE_ERROR, &f);
-    hci_filter_set_event(EVT_LE_META_EVENT, &f);
-    // A central that disconnects lets connectable advertising go on the air again.
-    hci_filter_set_event(EVT_DISCONN_COMPLETE, &f);
+    if (!commands_only) {
+        hci_filter_set_ptype(HCI_EVENT_PKT, &f);
+        hci_filter_set_event(EVT_CMD_COMPLETE, &f);
+        hci_filter_set_event(EVT_CMD_STATUS, &f);
+        hci_filter_set_event(EVT_HARDWARE_ERROR, &f);
+        hci_filter_set_event(EVT_LE_META_EVENT, &f);
+        // A central that disconnects lets connectable advertising go on the air again.
+        hci_filter_set_event(EVT_DISCONN_COMPLETE, &f);
+    }
     return setsockopt(fd, SOL_HCI, HCI_FILTER, &f, sizeof f) < 0 ? -errno : 0;
 }
 

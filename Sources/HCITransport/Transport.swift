@@ -109,7 +109,17 @@ public final class Transport {
         return beacond_hci_dev_info(socket.rawValue, Int32(index), &info) != -ENODEV
     }
 
-    static func openKernel(_ spec: DeviceSpec, index: Int32, mayBringUp: Bool) throws -> Transport {
+    /// Watches hciINDEX through the raw channel without sending anything: every command sent to it (the kernel's,
+    /// bluetoothd's through the kernel, another program's), no events. The device must be up.
+    public static func watchCommands(index: UInt16) throws(TransportError) -> Transport {
+        let spec = DeviceSpec.kernel(index: index)
+        do { return try openKernel(spec, index: Int32(index), mayBringUp: false, commandsOnly: true) }
+        catch let error as TransportError { throw error }
+        catch let error as SystemError { throw .system(spec.description, error) }
+        catch { fatalError("unexpected error \(error)") }
+    }
+
+    static func openKernel(_ spec: DeviceSpec, index: Int32, mayBringUp: Bool, commandsOnly: Bool = false) throws -> Transport {
         let name = spec.description
         let socket: FileDescriptor
         do { socket = try hciSocket() } catch { throw TransportError.system(name, error) }
@@ -128,7 +138,7 @@ public final class Transport {
             if up != -EALREADY { try SystemError.check("ioctl(HCIDEVUP)", negatedErrno: up) }
         }
         try SystemError.check("bind(HCI_CHANNEL_RAW)", negatedErrno: beacond_hci_bind(fd, index, Int32(HCI_CHANNEL_RAW)))
-        try SystemError.check("setsockopt(HCI_FILTER)", negatedErrno: beacond_hci_set_event_filter(fd))
+        try SystemError.check("setsockopt(HCI_FILTER)", negatedErrno: beacond_hci_set_event_filter(fd, commandsOnly ? 1 : 0))
         return Transport(spec: spec, descriptor: socket)
     }
 }

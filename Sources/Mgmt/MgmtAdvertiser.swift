@@ -153,6 +153,13 @@ public struct MgmtAdvertiser: Sendable {
         }
     }
 
+    /// What reaches the controller shows beacond's advertising off although the kernel holds its instances
+    /// (AirWatch): nothing is taken as on the air, and the next apply adds every instance again.
+    public mutating func airLost() {
+        applied = nil
+        instances = nil
+    }
+
     /// What a stop removes: every instance of beacond's, on the air or not (the kernel keeps an instance through a
     /// power cycle and would put it back while beacond is stopped). Report with `removed(_:)`.
     public mutating func stopping() -> [UInt8] {
