@@ -426,39 +426,35 @@ def s8_watchdog():
     return f'restarted (NRestarts {restarts} -> {show("NRestarts")["NRestarts"]})'
 
 
-def s10_foreign_disable_is_undone():
-    write_conf(backend='hci', minor=3)
+def switched_off_behind(backend, fragment, command, back_within):
+    """beacond on the air with `backend`, then another program sends `command` (hcitool: advertising off behind
+    beacond's and the kernel's back): when the beacon left the air and came back (btmon, µs), and the journal since."""
+    write_conf(backend=backend, minor=3)
     sh('systemctl restart beacond', check=True)
-    wait_advertising('minor 3')
+    wait_advertising(fragment)
     wait_on_air(ibeacon(minor=3))
     t0 = now_us()
-    # Another program (the classic recipe) switches advertising off behind beacond's back.
-    sh('hcitool -i hci0 cmd 0x08 0x000a 00', check=True)
+    sh(command, check=True)
     wait(lambda: [t for t in transitions(ibeacon(minor=3), t0) if not t[1]], 10, 'the beacon taken off the air')
-    wait(lambda: [t for t in transitions(ibeacon(minor=3), t0) if t[1]], 10, 'the beacon back on the air')
+    wait(lambda: [t for t in transitions(ibeacon(minor=3), t0) if t[1]], back_within, 'the beacon back on the air')
     tr = transitions(ibeacon(minor=3), t0)
     off = next(ts for ts, on in tr if not on)
     on = next(ts for ts, on in tr if on and ts >= off)
-    journal = sh('journalctl -u beacond --no-pager -o cat')
+    return off, on, sh(f'journalctl -u beacond --no-pager -o cat --since @{t0 // 1_000_000}')
+
+
+def s10_foreign_disable_is_undone():
+    # Another program (the classic recipe) switches advertising off behind beacond's back.
+    off, on, journal = switched_off_behind('hci', 'minor 3', 'hcitool -i hci0 cmd 0x08 0x000a 00', 10)
     assert 'Another program sent LE Set Advertising Enable (0x200A) to hci0; re-applying the beacon' in journal
     return f'back on the air {(on - off) / 1000:.0f} ms after another program disabled it'
 
 
 def s10b_mgmt_air_is_checked():
-    write_conf(backend='mgmt', minor=3)
-    sh('systemctl restart beacond', check=True)
-    wait_advertising('mgmt instance')
-    wait_on_air(ibeacon(minor=3))
-    t0 = now_us()
     # Advertising switched off behind the kernel's back: its instance stays registered, as after a kernel pause that
     # does not end (bluetooth-next PR #792). The legacy advertiser on the legacy-only guest, every set on the other.
-    sh('hcitool -i hci0 cmd 0x08 0x000a 00' if LEGACY_ONLY else 'hcitool -i hci0 cmd 0x08 0x0039 00 00', check=True)
-    wait(lambda: [t for t in transitions(ibeacon(minor=3), t0) if not t[1]], 10, 'the beacon taken off the air')
-    wait(lambda: [t for t in transitions(ibeacon(minor=3), t0) if t[1]], 15, 'the beacon back on the air')
-    tr = transitions(ibeacon(minor=3), t0)
-    off = next(ts for ts, on in tr if not on)
-    on = next(ts for ts, on in tr if on and ts >= off)
-    journal = sh(f'journalctl -u beacond --no-pager -o cat --since @{t0 // 1_000_000}')
+    off, on, journal = switched_off_behind(
+        'mgmt', 'mgmt instance', 'hcitool -i hci0 cmd 0x08 0x000a 00' if LEGACY_ONLY else 'hcitool -i hci0 cmd 0x08 0x0039 00 00', 15)
     put_back = 'was told to stop advertising' in journal
     wait_advertising('mgmt instance')
     if LEGACY_ONLY:
