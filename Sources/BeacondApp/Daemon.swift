@@ -161,6 +161,8 @@ final class Daemon {
             }
         case .stopAdvertising:
             stopAdvertising()
+        case .powerCycle:
+            powerCycle()
         case .closeBackend:
             generation += 1
             backend?.close()
@@ -221,6 +223,16 @@ final class Daemon {
             return MgmtBackend.removeLeftovers(owned: owned, index: index, device: lifecycle.device, loop: loop, log: log, done)
         }
         handle(.stopped)
+    }
+
+    /// Takes the kernel device down and up again (HCIBackend.powerCycle). It blocks while the kernel closes and sets
+    /// up the device (with a controller that answers nothing, until the kernel's own 10 s timeout), as bringing a
+    /// device up at an open does.
+    private func powerCycle() {
+        guard case .kernel(let index) = lifecycle.device else {
+            return handle(.powerCycled(BackendFailure(message: "\(lifecycle.device) is not a kernel device", level: .warning)))
+        }
+        handle(.powerCycled(HCIBackend.powerCycle(index: index)))
     }
 
     // MARK: kernel device events

@@ -64,7 +64,7 @@ final class HCIBackend: AdvertisingBackend {
             case .transport(.permissionDenied(_, let cap, let e)):
                 self.onEvent(.lost(BackendFailure(message: "Cannot send commands to \(self.device): \(e); beacond needs \(cap)", fatal: .noPermission)))
             case .hung(let d):
-                self.onEvent(.lost(BackendFailure(message: "The controller on \(self.device) gave no command credit back within \(formatDuration(d)) and is treated as hung")))
+                self.onEvent(.lost(BackendFailure(message: "The controller on \(self.device) gave no command credit back within \(formatDuration(d)) and is treated as hung", unanswered: true)))
             case .transport(let e):
                 self.onEvent(.lost(BackendFailure(message: "Lost the controller (\(e))", level: .warning)))
             }
@@ -117,6 +117,16 @@ final class HCIBackend: AdvertisingBackend {
             + "manufacturer \(hex16(probed.version.manufacturer)), using \(probed.preferredFamily) advertising commands\(sets)")
         if probed.bitmapDisagrees {
             log.debug("The controller's Supported Commands bitmap and its LE Extended Advertising feature bit disagree; following the feature bit, as the kernel does")
+        }
+    }
+
+    /// Takes hciINDEX down and up again (Transport.powerCycle): nil, or why it failed.
+    static func powerCycle(index: UInt16) -> BackendFailure? {
+        do throws(TransportError) {
+            try Transport.powerCycle(index: index)
+            return nil
+        } catch {
+            return BackendFailure(message: "\(error)", level: .warning)
         }
     }
 
@@ -179,7 +189,7 @@ final class HCIBackend: AdvertisingBackend {
         switch outcome {
         case .done: done(.success(()))
         case .failed(let message, let error):
-            done(.failure(BackendFailure(message: message, fields: error.map(fields) ?? ["HCI_DEVICE=\(device)"])))
+            done(.failure(BackendFailure(message: message, fields: error.map(fields) ?? ["HCI_DEVICE=\(device)"], unanswered: error?.unanswered ?? false)))
         case .send(let steps):
             c.run(steps) { [weak self] result in
                 guard let self, !self.closed, self.advertiser != nil else { return }
@@ -227,6 +237,7 @@ final class HCIBackend: AdvertisingBackend {
                 self.advertiser?.sliceFinished(true, took: .microseconds(Int64(monotonicMicroseconds() &- started)))
                 self.say(self.advertiser?.takeNotes() ?? [])
             case .failure(let f):
+                if f.error.unanswered { return self.onEvent(.lost(self.failure("send the next time slice on \(self.device)", f))) }
                 if let again = self.advertiser?.sliceFailed(f) { return self.carryOnItsOwn(again, on: c) }
                 self.oddity("slice", "The controller on \(self.device) refused the next time slice's data (\(f.error)); trying again at the next slot")
             }
@@ -276,6 +287,10 @@ final class HCIBackend: AdvertisingBackend {
             guard let self, !self.closed else { return }
             self.refreshing = false
             self.advertiser?.refreshFinished()
+            if case .failure(let f) = result, f.error.unanswered {
+                self.afterRefresh = []
+                return self.onEvent(.lost(self.failure("turn the advertising on \(self.device) off and on again", f)))
+            }
             if case .failure(let f) = result {
                 self.oddity("refresh", "The controller on \(self.device) refused \(f.step.command.opcode) when beacond turned its advertising off and on again (\(f.error)); trying again in \(HCIAdvertiser.refreshPeriod.components.seconds) s")
             }
@@ -395,7 +410,7 @@ final class HCIBackend: AdvertisingBackend {
     }
 
     private func failure(_ what: String, _ f: StepFailure) -> BackendFailure {
-        BackendFailure(message: "Failed to \(what): \(f.error)", fields: fields(f.error))
+        BackendFailure(message: "Failed to \(what): \(f.error)", fields: fields(f.error), unanswered: f.error.unanswered)
     }
 
     private func fields(_ e: CommandError) -> [String] {

@@ -14,6 +14,12 @@ static inline int beacond_hci_dev_up(int ctl_fd, int dev_id) {
     return ioctl(ctl_fd, HCIDEVUP, dev_id) < 0 ? -errno : 0;
 }
 
+/// Takes hciN down (HCIDEVDOWN needs CAP_NET_ADMIN): the kernel closes the device whether or not the controller
+/// answers. Returns 0 or -errno.
+static inline int beacond_hci_dev_down(int ctl_fd, int dev_id) {
+    return ioctl(ctl_fd, HCIDEVDOWN, dev_id) < 0 ? -errno : 0;
+}
+
 /// Fills `info` for hciN. Returns 0 or -errno (-ENODEV when there is no such device).
 static inline int beacond_hci_dev_info(int ctl_fd, int dev_id, struct hci_dev_info *info) {
     info->dev_id = (uint16_t)dev_id;

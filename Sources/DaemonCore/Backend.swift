@@ -149,13 +149,18 @@ public struct BackendFailure: Error, Sendable, Hashable {
     /// refused beacond (no CAP_NET_ADMIN), or the device exists and mgmt calls it an invalid index (the kernel's
     /// setup of it failed at registration; raw HCI brings it up again with HCIDEVUP).
     public var rawHCIMayWork: Bool
+    /// The controller answered nothing (a command timed out, or it gave no command credit back): on a kernel
+    /// device, failures like this in a row end in a power cycle.
+    public var unanswered: Bool
 
-    public init(message: String, level: LogLevel = .err, fields: [String] = [], fatal: ExitCode? = nil, rawHCIMayWork: Bool = false) {
+    public init(message: String, level: LogLevel = .err, fields: [String] = [], fatal: ExitCode? = nil, rawHCIMayWork: Bool = false,
+                unanswered: Bool = false) {
         self.message = message
         self.level = level
         self.fields = fields
         self.fatal = fatal
         self.rawHCIMayWork = rawHCIMayWork || fatal == .noPermission
+        self.unanswered = unanswered
     }
 }
 

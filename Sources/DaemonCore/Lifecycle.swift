@@ -24,6 +24,9 @@ public struct Lifecycle: Sendable {
         case reapplyWait
         /// No backend; the retry timer is armed.
         case waiting
+        /// A kernel controller answered nothing again and again (the "command tx timeout" family): no backend, and
+        /// the executor takes the device down and up again; the operation deadline is armed.
+        case powerCycling
         /// SIGTERM: taking the beacon off the air; the stop deadline is armed.
         case stopping
         /// Final.
@@ -32,6 +35,8 @@ public struct Lifecycle: Sendable {
 
     public enum Event: Sendable {
         case start
+        /// The answer to `powerCycle`: nil when the device was powered off and on again.
+        case powerCycled(BackendFailure?)
         /// With what the open learned about the controller.
         case opened(ControllerTraits = ControllerTraits())
         case openFailed(BackendFailure)
@@ -73,6 +78,10 @@ public struct Lifecycle: Sendable {
         case stopAdvertising
         /// Release the backend; none of its callbacks may arrive after this.
         case closeBackend
+        /// Take the kernel device down and up again, as `hciconfig hci0 down` and `up` do (the kernel closes it
+        /// whatever the controller answers; on a Raspberry Pi's UART radio the driver switches the chip's power
+        /// pin). Answer with `powerCycled`.
+        case powerCycle
         /// Read and validate the config file; answer with `configLoaded` or `configRefused`.
         case loadConfig
         case armTimer(Duration)
@@ -100,6 +109,9 @@ public struct Lifecycle: Sendable {
         case eidRotation
     }
 
+    /// After a power cycle, the longest wait for the kernel's "up" before the device is opened anyway.
+    static let afterPowerCycle = Duration.seconds(1)
+
     /// The bound on an open or an apply. Each command has its own timeout (2 s HCI, 3 s mgmt) and a hung
     /// controller is caught within 4 s; this is the backstop that keeps any backend from holding the daemon.
     public static let operationDeadline = Duration.seconds(45)
@@ -111,7 +123,7 @@ public struct Lifecycle: Sendable {
     /// The phase with what only it needs: the apply in flight (and whether to apply again after it), and what a
     /// stop leads to (and whether it waits for an answer first). An illegal combination cannot be written.
     private enum State: Sendable {
-        case idle, unprovisioned, opening, advertising, reapplyWait, waiting
+        case idle, unprovisioned, opening, advertising, reapplyWait, waiting, powerCycling
         case applying(Apply)
         case stopping(Stop)
         case exited(ExitCode)
@@ -143,6 +155,7 @@ public struct Lifecycle: Sendable {
         case .advertising: .advertising
         case .reapplyWait: .reapplyWait
         case .waiting: .waiting
+        case .powerCycling: .powerCycling
         case .stopping: .stopping
         case .exited(let c): .exited(c)
         }
@@ -150,7 +163,7 @@ public struct Lifecycle: Sendable {
 
     /// A stop from the current phase (an open or an apply in flight answers first).
     private func stop(then: AfterStop?) -> Stop {
-        Stop(answerPending: phase == .opening || phase == .applying, then: then)
+        Stop(answerPending: phase == .opening || phase == .applying || phase == .powerCycling, then: then)
     }
     public private(set) var config: BeaconConfiguration
     private let deviceOverride: DeviceSpec?
@@ -171,6 +184,9 @@ public struct Lifecycle: Sendable {
     private var applied: AdvertisingSchedule?
     private var onAir: OnAir?
     private var backoff: Backoff
+    /// Failures in a row on a kernel device in which the controller answered nothing (since the last time the
+    /// beacons were on the air): the 2nd, 4th, 8th … power-cycle it.
+    private var unanswered = 0
     private var reapplyTimes: [UInt64] = []
     /// False after the kernel reported our hciN taken down: someone meant it, so wait for it to come back up.
     private var mayBringUp = true
@@ -209,7 +225,7 @@ public struct Lifecycle: Sendable {
     /// True while an open, an apply or a stop waits for the backend.
     public var isWaitingForBackend: Bool {
         switch phase {
-        case .opening, .applying: true
+        case .opening, .applying, .powerCycling: true
         case .stopping: backend != nil
         default: false
         }
@@ -230,6 +246,12 @@ public struct Lifecycle: Sendable {
             }
             out.append(.log(.info, "beacond \(beacondVersion) starting: \(describe(beacon)) on \(device)", beaconFields))
             open(&out)
+        case .powerCycled(let f):
+            switch phase {
+            case .powerCycling: powerCycled(f, &out)
+            case .stopping: stopNow(&out)
+            default: break
+            }
         case .opened(let traits):
             switch phase {
             case .opening:
@@ -481,6 +503,7 @@ public struct Lifecycle: Sendable {
         let (wanted, dataOnly) = (done.request, done.dataOnly)
         let changed = applied != wanted
         applied = wanted
+        unanswered = 0
         // New telemetry alone is not news for the journal.
         let quiet = (telemetryRefresh && dataOnly) || eidRefresh
         telemetryRefresh = false
@@ -559,7 +582,39 @@ public struct Lifecycle: Sendable {
             return
         }
         closeBackend(&out)
+        if f.unanswered, case .kernel = device {
+            unanswered += 1
+            if unanswered >= 2, unanswered & (unanswered - 1) == 0 { return powerCycle(after: f, &out) }
+        }
         retry(after: f.message, level: f.level, fields: f.fields, &out)
+    }
+
+    /// The controller answered nothing `unanswered` times in a row: what reopening cannot cure (a Pi's "command tx
+    /// timeout" lock-up) a power cycle may. Between power cycles the retries back off, and each next power cycle
+    /// waits for twice as many failures.
+    private mutating func powerCycle(after f: BackendFailure, _ out: inout [Action]) {
+        let line = "\(f.message); the controller on \(device) answered nothing \(unanswered) times in a row: taking \(device) down and up again (on a Raspberry Pi this power-cycles the radio)"
+        out.append(.log(.warning, line, f.fields + (f.fields.contains { $0.hasPrefix("HCI_DEVICE=") } ? [] : ["HCI_DEVICE=\(device)"])))
+        state = .powerCycling
+        out.append(.powerCycle)
+        out.append(.armTimer(Self.operationDeadline))
+        setStatus("Power cycling \(device): the controller answered nothing \(unanswered) times in a row", ready: true, &out)
+    }
+
+    private mutating func powerCycled(_ f: BackendFailure?, _ out: inout [Action]) {
+        // beacond took it down itself: it may bring it up again.
+        mayBringUp = true
+        guard let f else {
+            // The kernel's device events for it (down, then up) come next: the up opens the device at once; without
+            // them the timer does.
+            let line = "Took \(device) down and up again; opening it"
+            out.append(.log(.notice, line, ["HCI_DEVICE=\(device)"]))
+            state = .waiting
+            out.append(.armTimer(Self.afterPowerCycle))
+            setStatus(line, ready: true, &out)
+            return settle(&out)
+        }
+        retry(after: "Failed to power cycle \(device): \(f.message)", level: .warning, fields: f.fields, &out)
     }
 
     /// Logs `message`, says in STATUS when the next attempt comes, and arms the retry timer.
@@ -615,6 +670,9 @@ public struct Lifecycle: Sendable {
             let what = phase == .opening ? "open the controller" : "apply the beacon"
             failed(BackendFailure(message: "The \(backend?.rawValue ?? "") backend on \(device) did not \(what) within \(formatDuration(Self.operationDeadline)); starting over",
                                   level: .err, fields: ["HCI_DEVICE=\(device)"]), &out)
+        case .powerCycling:
+            powerCycled(BackendFailure(message: "the kernel did not answer within \(formatDuration(Self.operationDeadline))", level: .warning,
+                                       fields: ["HCI_DEVICE=\(device)"]), &out)
         case .stopping:
             out.append(.log(.warning, "The controller on \(device) did not confirm advertising disabled within \(formatDuration(Self.stopDeadline)); exiting anyway", []))
             finish(&out)
@@ -731,7 +789,7 @@ public struct Lifecycle: Sendable {
     /// A reload removed the beacon: take it off the air first when it may be there, then wait unprovisioned.
     private mutating func withdraw(_ out: inout [Action]) {
         switch phase {
-        case .advertising, .reapplyWait, .opening, .applying:
+        case .advertising, .reapplyWait, .opening, .applying, .powerCycling:
             let stop = stop(then: .unprovisioned)
             state = .stopping(stop)
             out.append(.armTimer(Self.stopDeadline))

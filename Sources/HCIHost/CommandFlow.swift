@@ -27,6 +27,14 @@ public struct CommandError: Error, Sendable, Hashable, CustomStringConvertible {
 
     public var status: HCIStatus? { if case .status(let s) = reason { s } else { nil } }
 
+    /// The controller answered nothing: no reply in time, or no command credit to send it with.
+    public var unanswered: Bool {
+        switch reason {
+        case .timeout, .noCredit: true
+        case .status, .transportClosed, .malformedReply: false
+        }
+    }
+
     /// `LE Set Advertising Enable (0x200A) → Command Disallowed (0x0C)`.
     public var description: String {
         switch reason {

@@ -109,6 +109,23 @@ public final class Transport {
         return beacond_hci_dev_info(socket.rawValue, Int32(index), &info) != -ENODEV
     }
 
+    /// Takes hciINDEX down and up again (HCIDEVDOWN, HCIDEVUP; CAP_NET_ADMIN), as `hciconfig hci0 down` and `up`
+    /// do: the kernel closes the device whatever the controller answers (on a Raspberry Pi's UART radio the driver
+    /// switches the chip's power pin) and runs its setup again. Blocks while the kernel does: with a controller
+    /// that answers nothing its setup gives up after its own timeout (10 s).
+    public static func powerCycle(index: UInt16) throws(TransportError) {
+        let name = DeviceSpec.kernel(index: index).description
+        let socket: FileDescriptor
+        do { socket = try hciSocket() } catch { throw .system(name, error) }
+        defer { socket.close() }
+        for (what, r) in [("HCIDEVDOWN", { beacond_hci_dev_down(socket.rawValue, Int32(index)) }), ("HCIDEVUP", { beacond_hci_dev_up(socket.rawValue, Int32(index)) })] {
+            let e = r()
+            if e == 0 || (what == "HCIDEVUP" && e == -EALREADY) { continue }
+            if e == -EPERM || e == -EACCES { throw .permissionDenied(name, capability: "CAP_NET_ADMIN", SystemError("ioctl(\(what))", errno: -e)) }
+            do { try SystemError.check("ioctl(\(what))", negatedErrno: e) } catch { throw .system(name, error) }
+        }
+    }
+
     /// Watches hciINDEX through the raw channel without sending anything: every command sent to it (the kernel's,
     /// bluetoothd's through the kernel, another program's), no events. The device must be up.
     public static func watchCommands(index: UInt16) throws(TransportError) -> Transport {

@@ -22,6 +22,8 @@ private func config(device: String = "tcp:127.0.0.1:9", minor: Int = 1, backend:
 
 private let onAir = OnAir(interval: AdvertisingInterval(units: 160)!, details: ["extended"])
 private let refused = BackendFailure(message: "Failed to probe the controller on tcp:127.0.0.1:9: Read Local Version Information (0x1001) → no answer from the controller (timeout)")
+private let unanswered = BackendFailure(message: "Failed to probe the controller on hci0: Read Local Version Information (0x1001) → no answer from the controller (timeout)",
+                                        unanswered: true)
 
 /// Executes the lifecycle's actions the way Daemon does, against bookkeeping instead of real things, and checks
 /// the invariants after every event.
@@ -92,7 +94,7 @@ private struct World {
         case .advertising:
             // Nothing armed: the open backend's fd is what moves it on.
             #expect(backendOpen, "advertising without a backend after \(e)", sourceLocation: sourceLocation)
-        case .opening, .applying, .reapplyWait, .waiting, .stopping:
+        case .opening, .applying, .reapplyWait, .waiting, .powerCycling, .stopping:
             #expect(timerArmed, "phase \(lc.phase) has no deadline after \(e)", sourceLocation: sourceLocation)
         }
         switch lc.phase {
@@ -482,12 +484,13 @@ struct LifecycleTests {
                 var choices: [Lifecycle.Event] = [.hangup, .device(.up), .device(.down), .device(.unregistered)]
                 if waiting {
                     switch w.lc.phase {
-                    case .opening: choices += [.opened(), .opened(ControllerTraits(advertisingSets: rng.next() % 2 == 0)), .openFailed(refused)]
-                    case .applying: choices += [.applied(onAir), .applyFailed(refused)]
-                    default: choices += [.stopped]
+                    case .opening: choices += [.opened(), .opened(ControllerTraits(advertisingSets: rng.next() % 2 == 0)), .openFailed(refused), .openFailed(unanswered)]
+                    case .applying: choices += [.applied(onAir), .applyFailed(refused), .applyFailed(unanswered)]
+                    case .powerCycling: choices += [.powerCycled(nil), .powerCycled(refused)]
+                    default: choices += [.stopped, .powerCycled(nil)]
                     }
                 }
-                if w.backendOpen { choices += [.lost(refused), .onAirChanged(onAir), .reapply(reason: "r", delay: .zero, fields: [], at: rng.next() % 1_000_000_000)] }
+                if w.backendOpen { choices += [.lost(refused), .lost(unanswered), .onAirChanged(onAir), .reapply(reason: "r", delay: .zero, fields: [], at: rng.next() % 1_000_000_000)] }
                 if rng.next() % 40 == 0 { choices.append(.terminate(signal: "SIGTERM")) }
                 if w.timerArmed && rng.next() % 3 == 0 {
                     w.fire()

@@ -467,6 +467,32 @@ def s10b_mgmt_air_is_checked():
     return f'back on the air {(on - off) / 1000:.0f} ms after every set was switched off behind the kernel (the watch waits 3 s)'
 
 
+def s24_unanswering_controller_is_power_cycled():
+    # A controller that answers nothing, as a Pi's radio in its "command tx timeout" lock-up: btvirt stopped
+    # (SIGSTOP). It answers again only once the kernel has closed the device, as a radio whose lock-up only a power
+    # cycle ends: nothing but beacond taking hci0 down and up again brings the beacon back.
+    bluetoothd(True)
+    write_conf(backend='auto', minor=6)
+    sh('systemctl restart beacond', check=True)
+    wait_advertising(AUTO_ONE)
+    wait_on_air(ibeacon(minor=6))
+    pid = int(show_unit('btvirt', 'MainPID'))
+    t0 = now_us()
+    os.kill(pid, 19)  # SIGSTOP
+    try:
+        closed = wait(lambda: next((ts for ts, idx, op, _ in snoop.update() if op == 9 and ts >= t0), None), 60,
+                      'the kernel to close hci0 (btmon: Close Index)')
+    finally:
+        os.kill(pid, 18)  # SIGCONT
+    wait_on_air(ibeacon(minor=6), 60)
+    on = next(ts for ts, now in transitions(ibeacon(minor=6), closed) if now)
+    journal = sh(f'journalctl -u beacond --no-pager -o cat --since @{t0 // 1_000_000}')
+    assert 'answered nothing 2 times in a row: taking hci0 down and up again' in journal, journal[-1500:]
+    wait_advertising(AUTO_ONE)
+    return (f'hci0 closed {(closed - t0) / 1e6:.1f} s after the controller stopped answering, the beacon back on the air '
+            f'{(on - closed) / 1e6:.1f} s after that')
+
+
 def s11_capabilities_for_mgmt():
     sh('systemctl stop beacond', check=True)
     def run_without_net_admin(backend, unit):
@@ -1134,6 +1160,7 @@ def main():
         run_('12. mgmt: stopped while the adapter is powered off, nothing comes back at power-on', s12_mgmt_stop_while_powered_off_leaves_nothing)
         run_('15. backend=mgmt beside bluetoothd: three beacons (iBeacon, AltBeacon, Eddystone-UID) on three instances, each on the air', leaving_one_beacon(s15_mgmt_three_beacons_beside_bluetoothd))
         run_('23. the Raspberry Pi default: bluetoothd running, a legacy-only controller, backend auto: one beacon at its configured interval, three each back within 400 ms from its own fixed address, and so again after bluetoothd restarts', leaving_one_beacon(s23_pi_default_beside_bluetoothd))
+        run_('24. a controller that answers nothing until it is power-cycled (btvirt stopped until the kernel closes hci0): beacond takes hci0 down and up again, and the beacon is back', s24_unanswering_controller_is_power_cycled)
         run_('16. hci: three beacons, each from its own static address kept in the state directory, the same after a restart with the file reordered; a reload removing one leaves the others', leaving_one_beacon(s16_hci_three_beacons_each_from_its_own_static_address))
         run_('17. hci: three beacons, then SIGKILL and a start with one: the killed run\'s other two leave the air, and stop leaves nothing', s17_hci_kill_then_fewer_beacons)
         run_('18. mgmt: three beacons, then SIGKILL and a start with one: the killed run\'s other two instances go, and stop leaves nothing', s18_mgmt_kill_then_fewer_beacons)
