@@ -287,11 +287,11 @@ final class HCIBackend: AdvertisingBackend {
             guard let self, !self.closed else { return }
             self.refreshing = false
             self.advertiser?.refreshFinished()
-            if case .failure(let f) = result, f.error.unanswered {
-                self.afterRefresh = []
-                return self.onEvent(.lost(self.failure("turn the advertising on \(self.device) off and on again", f)))
-            }
             if case .failure(let f) = result {
+                if f.error.unanswered {
+                    self.afterRefresh = []
+                    return self.onEvent(.lost(self.failure("turn the advertising on \(self.device) off and on again", f)))
+                }
                 self.oddity("refresh", "The controller on \(self.device) refused \(f.step.command.opcode) when beacond turned its advertising off and on again (\(f.error)); trying again in \(HCIAdvertiser.refreshPeriod.components.seconds) s")
             }
             let waiting = self.afterRefresh

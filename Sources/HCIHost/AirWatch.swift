@@ -19,7 +19,7 @@ public struct AirWatch: Sendable {
     /// one legacy advertiser (which the kernel's instances take turns on).
     public let sets: Bool
     /// beacond's instances: on a controller with sets, the handles to follow.
-    public var ours: Set<UInt8>
+    public private(set) var ours: Set<UInt8>
     /// Since when beacond's advertising has been off (by the last enable command seen), nil while on.
     public private(set) var offSince: Duration?
     /// Extended: which of beacond's sets were last disabled.

@@ -26,6 +26,16 @@ private let silent = BackendFailure(message: "Failed to probe the controller on 
 private let refusedOne = BackendFailure(message: "Failed to enable advertising on hci0: LE Set Advertising Enable (0x200A) → Command Disallowed (0x0C)")
 private let onAir = OnAir(interval: AdvertisingInterval(units: 160)!, details: ["legacy"])
 
+/// A lifecycle on hci0 whose controller answered nothing twice: power cycling.
+private func powerCycling() -> Lifecycle {
+    var lc = Lifecycle(config: config(device: "hci0"), configPath: "/etc/beacond/beacond.conf", seed: 7)
+    _ = lc.handle(.start)
+    _ = lc.handle(.openFailed(silent))
+    _ = lc.handle(.timerFired)
+    _ = lc.handle(.openFailed(silent))
+    return lc
+}
+
 private func cycles(_ a: [Lifecycle.Action]) -> Bool { a.contains(.powerCycle) }
 private func opens(_ a: [Lifecycle.Action]) -> Bool { a.contains { if case .open = $0 { true } else { false } } }
 private func logs(_ a: [Lifecycle.Action]) -> String {
@@ -78,11 +88,8 @@ struct PowerCycleTests {
 
     @Test("a power cycle that fails, or that the kernel does not answer in time, is said and retried with backoff")
     func failedPowerCycle() {
-        var lc = Lifecycle(config: config(device: "hci0"), configPath: "/etc/beacond/beacond.conf", seed: 7)
-        _ = lc.handle(.start)
-        _ = lc.handle(.openFailed(silent))
-        _ = lc.handle(.timerFired)
-        _ = lc.handle(.openFailed(silent))
+        var lc = powerCycling()
+        #expect(lc.phase == .powerCycling)
         let a = lc.handle(.powerCycled(BackendFailure(message: "hci0: ioctl(HCIDEVDOWN) failed: Operation not permitted (needs CAP_NET_ADMIN)")))
         #expect(lc.phase == .waiting && logs(a).contains("Failed to power cycle hci0: hci0: ioctl(HCIDEVDOWN)"), "\(logs(a))")
         _ = lc.handle(.timerFired)
@@ -97,11 +104,8 @@ struct PowerCycleTests {
 
     @Test("SIGTERM during a power cycle waits for it (the adapter is not left powered off), then stops and exits")
     func terminateDuringPowerCycle() {
-        var lc = Lifecycle(config: config(device: "hci0"), configPath: "/etc/beacond/beacond.conf", seed: 7)
-        _ = lc.handle(.start)
-        _ = lc.handle(.openFailed(silent))
-        _ = lc.handle(.timerFired)
-        _ = lc.handle(.openFailed(silent))
+        var lc = powerCycling()
+        #expect(lc.phase == .powerCycling)
         let t = lc.handle(.terminate(signal: "SIGTERM"))
         #expect(!t.contains(.stopAdvertising) && lc.phase == .stopping)
         #expect(lc.handle(.powerCycled(nil)).contains(.stopAdvertising))
