@@ -25,6 +25,8 @@ SWIFT ?= swift
 PREFIX ?= /usr
 DESTDIR ?=
 VENV ?= .venv
+# Home Assistant's own venv (its pins conflict with the parsers in VENV), for test_home_assistant.py.
+HA_VENV ?= .venv-ha
 PYTHON ?= python3
 FUZZ_SECONDS ?= 30
 TEST_JOBS ?= 4
@@ -43,7 +45,7 @@ FLEET ?=
 FLEET_DIR := $(CURDIR)/build/fleet
 VM_ENV := $(if $(FLEET),env BEACOND_VM_FLEET=$(FLEET_DIR))
 
-.PHONY: deps deps-all build release deb deb-amd64 deb-arm64 repo vm-test-fleet vm-test-arm64 test test-stages test-fast unit-test integration-test fuzz fuzz-long swift60 vm-test bench bench-smoke soak check-units demo install venv clean buildroot vm-image-amd64 vm-image-arm64
+.PHONY: deps deps-all build release deb deb-amd64 deb-arm64 repo vm-test-fleet vm-test-arm64 test test-stages test-fast unit-test integration-test fuzz fuzz-long swift60 vm-test bench bench-smoke soak check-units demo install venv venv-ha clean buildroot vm-image-amd64 vm-image-arm64
 
 # The Debian packages (installed when missing and run as root; otherwise the command to run is printed).
 deps:
@@ -68,11 +70,18 @@ $(VENV)/.installed: Tests/Integration/requirements.txt
 
 venv: $(VENV)/.installed
 
+$(HA_VENV)/.installed: Tests/Integration/ha/requirements.txt
+	$(PYTHON) -m venv $(HA_VENV)
+	$(HA_VENV)/bin/pip install --quiet --disable-pip-version-check -r Tests/Integration/ha/requirements.txt
+	touch $@
+
+venv-ha: $(HA_VENV)/.installed
+
 unit-test: $(STAGE_DEPS)
 	$(STAGE) unit-test-swift63 $(SWIFT) test
 
-integration-test: build venv
-	BEACOND=$(CURDIR)/.build/debug/beacond $(STAGE) integration-tests $(PY) -m pytest -q Tests/Integration
+integration-test: build venv venv-ha
+	BEACOND=$(CURDIR)/.build/debug/beacond BEACOND_HA_PYTHON=$(CURDIR)/$(HA_VENV)/bin/python $(STAGE) integration-tests $(PY) -m pytest -q Tests/Integration
 
 fuzz: $(STAGE_DEPS)
 	$(STAGE) fuzz fuzz/run.sh $(FUZZ_SECONDS)
