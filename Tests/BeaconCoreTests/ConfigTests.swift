@@ -152,6 +152,41 @@ struct ConfigFixtureTests {
         let (_, d) = TOMLSubset.parse(Array("k = \(text)\n".utf8))
         #expect(d.count == 1 && d[0].message.contains(reason), "\(text): \(d)")
     }
+
+    /// A key pasted without quotes (or with stray text after it) is never quoted back: the message reaches stderr, the
+    /// journal, STATUS and Ansible's output. Only its kind and length.
+    @Test("bug: the value of an identity_key* key was quoted in full in its error", arguments: [
+        ("identity_key_file", "9f11c1b2d3e4f5a6b7c8d9e0f1a2b3ee", "32 hex digits"),    // floating-point (the 'e')
+        ("identity_key", "00112233445566778899aabbccddeeff", "32 hex digits"),         // not a valid integer
+        ("identity_key", "12345678901234567890123456789012", "32 hex digits"),         // does not fit in 64 bits
+        ("identity_key", "0x00112233445566778899aabbccddeeff", "34 characters"),       // does not fit in 64 bits
+        ("identity_key", "ABEiM0RVZneImaq7zN3u/w==", "24 characters"),                 // base64: expected a value
+        ("identity_key", "\"00112233445566778899aabbccddeeff\" 0011223344", "32 hex digits) is followed"),  // stray text
+        ("identity_key", "\"00112233445566778899aabbccdd\\q\"", "30 characters"),  // a bad escape in the string
+    ])
+    func secretValuesAreNeverQuoted(key: String, value: String, kind: String) {
+        for table in ["[[beacon]]\nformat = \"eddystone-eid\"\n", "[[beacon]]\nname = \"shop\"\n"] {
+            let (_, d) = TOMLSubset.parse(Array("\(table)\(key) = \(value)\n".utf8))
+            #expect(d.count == 1, "\(d)")
+            let secretPieces = value.split(whereSeparator: { "\" \\".contains($0) }).map(String.init)
+            for m in d.map(\.message) {
+                #expect(m.hasPrefix("'\(key)' in [beacon]: ") && m.contains(kind), "\(m)")
+                for piece in secretPieces where piece.count >= 6 {
+                    for start in 0...(piece.count - 6) {
+                        let six = String(piece.dropFirst(start).prefix(6))
+                        #expect(!m.contains(six), "'\(six)' of the value is in \(m)")
+                    }
+                }
+            }
+            #expect(d.allSatisfy { $0.key == "beacon.\(key)" }, "\(d)")
+        }
+    }
+
+    @Test("other keys' values are still quoted, so a mistake can be found")
+    func otherValuesAreQuoted() {
+        let (_, d) = TOMLSubset.parse(Array("[[beacon]]\nname = 1e3\n".utf8))
+        #expect(d.count == 1 && d[0].message.contains("found '1e3'"), "\(d)")
+    }
 }
 
 @Suite("gen-uuid --set editing")

@@ -234,3 +234,20 @@ def test_a_key_systemd_passes_as_a_credential_may_be_readable_by_the_units_own_g
     write_key(tmp_path / 'keys' / 'shop.key', mode=0o640)
     r = run_cli('check-config', '--config', str(conf))
     assert r.returncode == 78 and 'can be read by its group or by others (mode 640)' in r.stderr, r.stderr
+
+
+def test_a_key_pasted_without_quotes_is_never_printed(tmp_path):
+    """bug: `identity_key_file = 9f11…` in beacond.conf, or `identity_key = 00…ff` in a keyring, printed the whole key
+    in its error (stderr, the journal, STATUS, Ansible's output). Only its kind and length now, at file:line:col."""
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(f'[beacon]\nformat = "eddystone-eid"\nidentity_key_file = {KEY.lower()}\n')
+    r = run_cli('check-config', '-c', str(conf))
+    assert r.returncode == 78, r.stderr
+    assert f"{conf}:3:21: error: 'identity_key_file' in [beacon]: the value (32 hex digits) is not valid here; it is not shown" in r.stderr, r.stderr
+    keyring = tmp_path / 'keyring'
+    keyring.write_text(f'[[beacon]]\nname = "shop"\nidentity_key = {KEY}\n')
+    r = run_cli('scan', '--device', 'unix:/nonexistent', '--eid-keys', str(keyring))
+    assert r.returncode == 78, r.stderr
+    assert f"{keyring}:3:16: error: 'identity_key' in [beacon]: the value (32 hex digits) is not valid here" in r.stderr, r.stderr
+    for out in (r.stderr, r.stdout):
+        assert all(KEY[i:i + 8].lower() not in out.lower() for i in range(0, 25)), out
