@@ -62,20 +62,8 @@ public final class EditableFile {
     /// What does not carry over: ACLs and extended attributes (the new file has none), and hard links (other names
     /// of the old inode keep the old contents). That is what every editor that saves atomically does.
     public func replace(with bytes: [UInt8], beforeRename: () -> Void = {}) throws(Failure) {
-        var tmpName = ""
-        var tmp: FileDescriptor?
-        for attempt in 0..<16 {
-            let candidate = ".\(name).\(Self.suffix(attempt))"
-            do throws(SystemError) {
-                tmp = try directory.openAt(candidate, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
-                tmpName = candidate
-                break
-            } catch {
-                if error.errno == Errno(rawValue: EEXIST) { continue }
-                throw .system(error)
-            }
-        }
-        guard let tmp else { throw .system(SystemError("openat(temporary file)", errno: Errno(rawValue: EEXIST))) }
+        let tmp: FileDescriptor, tmpName: String
+        do { (tmp, tmpName) = try directory.createTemporary(beside: name, mode: 0o600) } catch { throw .system(error) }
         var committed = false
         defer { if !committed { _ = unlinkat(directory.rawValue, tmpName, 0) } }
         do throws(SystemError) {
@@ -103,8 +91,25 @@ public final class EditableFile {
         if n < 0 { throw SystemError("readlink(\(link))", errno: .current) }
         return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
+}
 
-    private static func suffix(_ attempt: Int) -> String {
+extension FileDescriptor {
+    /// A new file in this directory, named after `name` (hidden, with a random suffix) and made with O_EXCL: each
+    /// writer gets its own, so two processes writing the same file never touch each other's temporary file.
+    func createTemporary(beside name: String, mode: mode_t) throws(SystemError) -> (FileDescriptor, String) {
+        for attempt in 0..<16 {
+            let candidate = ".\(name).\(Self.temporarySuffix(attempt))"
+            do throws(SystemError) {
+                return (try openAt(candidate, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, mode: mode), candidate)
+            } catch {
+                if error.errno == Errno(rawValue: EEXIST) { continue }
+                throw error
+            }
+        }
+        throw SystemError("openat(temporary file beside \(name))", errno: Errno(rawValue: EEXIST))
+    }
+
+    private static func temporarySuffix(_ attempt: Int) -> String {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         let x = UInt64(bitPattern: Int64(ts.tv_nsec)) &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(getpid()) &+ UInt64(attempt)
@@ -122,11 +127,9 @@ public func createFileDurably(named name: String, in directory: String, contents
                               exactMode: Bool = false, replacing: Bool = false) throws(SystemError) {
     if mkdir(directory, 0o755) != 0 && Glibc.errno != EEXIST { throw SystemError("mkdir(\(directory))", errno: .current) }
     let dir = try FileDescriptor.open(directory, O_RDONLY | O_DIRECTORY)
-    let temporary = "\(name).new"
-    _ = unlinkat(dir.rawValue, temporary, 0)
+    let (file, temporary) = try dir.createTemporary(beside: name, mode: mode)
     var committed = false
     defer { if !committed { _ = unlinkat(dir.rawValue, temporary, 0) } }
-    let file = try dir.openAt(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, mode: mode)
     if exactMode, fchmod(file.rawValue, mode) != 0 { throw SystemError("fchmod(\(temporary))", errno: .current) }
     try file.writeAll(bytes)
     try file.sync()

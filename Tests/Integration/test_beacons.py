@@ -411,8 +411,9 @@ def test_a_new_static_address_survives_a_power_cut_its_directory_is_synced(tmp_p
                 os.kill(int(c), signal.SIGTERM)
             p.wait(timeout=20)
     lines = trace.read_text().splitlines()
-    renamed = next((i for i, l in enumerate(lines) if re.search(r'(?:rename|link)\w*\(.*addresses\.new.*addresses"', l)), None)
-    assert renamed is not None, 'addresses.new was not put into place (rename or link):\n' + '\n'.join(lines[-40:])
+    # Its own temporary file (.addresses.<random>) is put into place.
+    renamed = next((i for i, l in enumerate(lines) if re.search(r'(?:rename|link)\w*\(.*"\.addresses\.\w+".*"addresses"', l)), None)
+    assert renamed is not None, 'the temporary file was not put into place (rename or link):\n' + '\n'.join(lines[-40:])
     # Which descriptor names the state directory at each point: opened on its path, until closed.
     fds = {}
     synced = False

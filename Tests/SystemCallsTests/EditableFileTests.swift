@@ -81,6 +81,22 @@ struct EditableFileTests {
         #expect(read("\(d)/owned") == "two\n")
         #expect(try listing(d) == ["owned"])
     }
+
+    /// Two beacond processes (the service and a hand-run `beacond run` on the same state directory) write the same
+    /// record. With one fixed temporary name (NAME.new) the second deleted the first's temporary file mid-write, and the
+    /// first then renamed the second's half-written file into place.
+    @Test("bug: a durable write took over another writer's temporary file; each now writes its own")
+    func durableWritersKeepTheirOwnTemporaryFiles() throws {
+        let d = tempDir()
+        for (name, replacing) in [("owned", true), ("addresses", false)] {
+            // Another writer, between its write and its rename, under the name the old code always used.
+            write("\(d)/\(name).new", "half of anoth", mode: 0o644)
+            try createFileDurably(named: name, in: d, contents: Array("whole\n".utf8), replacing: replacing)
+            #expect(read("\(d)/\(name)") == "whole\n")
+            #expect(read("\(d)/\(name).new") == "half of anoth", "the other writer's file was taken")
+        }
+        #expect(try listing(d).sorted() == ["addresses", "addresses.new", "owned", "owned.new"])
+    }
 }
 
 private func listing(_ d: String) throws -> [String] {
