@@ -78,6 +78,9 @@ enum AddressStore {
             throw e
         } catch let e as SystemError where e.errno == .noEntry {
             return (AddressBook(), try readLegacy(in: directory))
+        } catch let e as SystemError where e.errno == .tooLarge {
+            throw Failure(description: "\(path) is larger than 1 MiB, far more than beacond writes: fix it, or remove it (every beacon then gets a new address)",
+                          damaged: true)
         } catch {
             throw Failure(description: "Cannot read \(path): \(error)")
         }

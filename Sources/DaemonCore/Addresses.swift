@@ -28,6 +28,7 @@ public struct AddressBook: Sendable, Hashable {
     /// The file's text: `# comments`, blank lines, and `C6:12:34:56:78:9A <identity>` lines.
     public init(parsing text: String) throws(Damaged) {
         entries = []
+        var keys = Set<String>()
         for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = raw.drop { $0 == " " }
             if line.isEmpty || line.hasPrefix("#") { continue }
@@ -36,7 +37,7 @@ public struct AddressBook: Sendable, Hashable {
                 throw Damaged(line: n + 1, reason: "not a random static address followed by a beacon's identity")
             }
             let key = String(parts[1])
-            guard address(for: key) == nil else { throw Damaged(line: n + 1, reason: "a second address for \(key)") }
+            guard keys.insert(key).inserted else { throw Damaged(line: n + 1, reason: "a second address for \(key)") }
             entries.append((key, a))
         }
     }

@@ -19,6 +19,7 @@ public struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConvertib
     public static let accessDenied = Errno(rawValue: EACCES)
     public static let exists = Errno(rawValue: EEXIST)
     public static let notPermitted = Errno(rawValue: EPERM)
+    public static let tooLarge = Errno(rawValue: EFBIG)
     public static let noDevice = Errno(rawValue: ENODEV)
     public static let brokenPipe = Errno(rawValue: EPIPE)
     public static let connectionReset = Errno(rawValue: ECONNRESET)
@@ -120,10 +121,12 @@ public final class FileDescriptor {
         return bytes
     }
 
-    /// A whole (small) file's bytes: opened read-only, at most `limit` + 1 bytes read (so a caller can tell "too
-    /// big"), closed.
+    /// A whole (small) file's bytes: opened read-only, read, closed. A file over `limit` bytes is an error (EFBIG),
+    /// never its first `limit` bytes: a cut file parses as something else.
     public static func readFile(_ path: String, limit: Int) throws(SystemError) -> [UInt8] {
-        try open(path, O_RDONLY | O_NOCTTY).readAll(limit: limit)
+        let bytes = try open(path, O_RDONLY | O_NOCTTY).readAll(limit: limit)
+        guard bytes.count <= limit else { throw SystemError("read(\(path)): over \(limit) bytes", errno: .tooLarge) }
+        return bytes
     }
 
     /// One write(2) of `bytes[offset...]`: how many bytes went, EINTR retried.

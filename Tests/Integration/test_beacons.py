@@ -235,7 +235,11 @@ def test_public_and_rotating_addresses(tmp_path, processes, policy):
 @pytest.mark.parametrize('name,text,error', [
     ('addresses', '# a comment\nnot an address\n', 'addresses:2: not a random static address followed by a beacon\'s identity; fix or remove that line'),
     ('static-address', 'not an address\n', 'does not hold a random static address'),  # the file earlier versions kept
-])
+    # bug: a file over the 1 MiB read cap was read cut: the lines past the cut (this beacon's) were lost, the beacon
+    # got a new MAC, and the rewrite dropped them for good.
+    ('addresses', '#' * (1 << 20) + '\nC6:12:34:56:78:9A ' + f'ibeacon {APPLE_UUID} 1 2\n',
+     'addresses is larger than 1 MiB'),
+], ids=['damaged line', 'earlier version', 'over the cap'])
 def test_a_damaged_address_file_is_an_error_not_a_new_identity(tmp_path, processes, state_directory, name, text, error):
     (state_directory / name).write_text(text)
     conf = tmp_path / 'beacond.conf'

@@ -82,6 +82,14 @@ struct EditableFileTests {
         #expect(try listing(d) == ["owned"])
     }
 
+    @Test("bug: a file over readFile's limit was returned cut (limit + 1 bytes); now it is an error (EFBIG)")
+    func readFileOverItsLimit() throws {
+        let d = tempDir()
+        write("\(d)/f", "0123456789")
+        #expect(try FileDescriptor.readFile("\(d)/f", limit: 10) == Array("0123456789".utf8))
+        #expect(throws: SystemError("read(\(d)/f): over 9 bytes", errno: .tooLarge)) { try FileDescriptor.readFile("\(d)/f", limit: 9) }
+    }
+
     /// Two beacond processes (the service and a hand-run `beacond run` on the same state directory) write the same
     /// record. With one fixed temporary name (NAME.new) the second deleted the first's temporary file mid-write, and the
     /// first then renamed the second's half-written file into place.
