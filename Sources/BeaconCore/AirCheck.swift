@@ -65,24 +65,28 @@ public struct AirCheck: Sendable {
         public var packets: Int
         /// Wall clock, microseconds since the Unix epoch.
         public var lastSeen: UInt64
+        /// An Eddystone-EID frame: how far this scanner's clock was from the EID's period, in seconds (0: within
+        /// it; see `EddystoneEID.offset`).
+        public var eidOffset: Int64?
 
-        init(_ frame: BeaconFrame, _ r: AdvertisingReport, at now: UInt64) {
+        init(_ frame: BeaconFrame, _ r: AdvertisingReport, at now: UInt64, eidOffset: Int64? = nil) {
             self.frame = frame
             address = r.addressString
             addressType = r.addressTypeName
             rssi = r.rssi
             packets = 0
             lastSeen = now
-            heard(frame, r, at: now)
+            heard(frame, r, at: now, eidOffset: eidOffset)
         }
 
-        mutating func heard(_ f: BeaconFrame, _ r: AdvertisingReport, at now: UInt64) {
+        mutating func heard(_ f: BeaconFrame, _ r: AdvertisingReport, at now: UInt64, eidOffset: Int64? = nil) {
             frame = f
             address = r.addressString
             addressType = r.addressTypeName
             rssi = r.rssi
             packets += 1
             lastSeen = now
+            self.eidOffset = eidOffset
         }
     }
 
@@ -106,6 +110,28 @@ public struct AirCheck: Sendable {
         public var verdict: Verdict { !mismatches.isEmpty ? .mismatch : heard != nil ? .heard : .missing }
     }
 
+    /// One identity key the EID resolver holds, with every expectation that uses it: two configs may name the same
+    /// key (the same beacon checked twice), and one frame is then heard for both.
+    public struct EIDKeyUse: Sendable, Hashable {
+        public var key: IdentityKey?
+        public var exponent: UInt8
+        public var expectations: [Int]
+    }
+
+    /// An Eddystone-EID frame the resolver matched: which of `eidKeys`, the period its EID belongs to, and this
+    /// scanner's time counter when it was heard.
+    public struct EIDMatch: Sendable, Hashable {
+        public var key: Int
+        public var periodStart: UInt32
+        public var heardAt: UInt32
+        public init(key: Int, periodStart: UInt32, heardAt: UInt32) { (self.key, self.periodStart, self.heardAt) = (key, periodStart, heardAt) }
+    }
+
+    /// How far (seconds) the scanner's clock may be outside an EID's period for the EID to count as the beacon's
+    /// own: the clocks of a synchronized beacon and receiver differ by far less. Anything older is a recording (or a
+    /// clock that is off) and is reported as such, never as heard.
+    public static let eidSkew: Int64 = 60
+
     public private(set) var entries: [Entry]
     /// Beacons of an expected UUID or namespace that no config names, by identity (at most `unexpectedLimit`).
     public private(set) var unexpected: [String: Sighting] = [:]
@@ -114,6 +140,8 @@ public struct AirCheck: Sendable {
     private var byIdentity: [String: [Int]] = [:]
     private var uuids: Set<BeaconUUID> = []
     private var namespaces: Set<[UInt8]> = []
+    /// The keys the EID resolver should hold, in the order its matches name them.
+    public private(set) var eidKeys: [EIDKeyUse] = []
 
     public static let mismatchLimit = 4
     public static let unexpectedLimit = 256
@@ -132,6 +160,14 @@ public struct AirCheck: Sendable {
             case .eddystoneUID(let b): namespaces.insert(b.namespace)
             default: break
             }
+        }
+        var keyIndex: [String: Int] = [:]
+        for (i, e) in expected.enumerated() {
+            guard case .eddystoneEID(let b) = e.beacon else { continue }
+            let id = "\(b.exponent) " + (b.key.map { hexString($0.bytes) } ?? "none \(i)")
+            if let k = keyIndex[id] { eidKeys[k].expectations.append(i); continue }
+            keyIndex[id] = eidKeys.count
+            eidKeys.append(EIDKeyUse(key: b.key, exponent: b.exponent, expectations: [i]))
         }
     }
 
@@ -156,14 +192,11 @@ public struct AirCheck: Sendable {
         }
     }
 
-    /// The expectations an EID resolver should hold keys for, in the order of `eidKeyIndex`.
-    public var eidExpectations: [Int] { entries.indices.filter { entries[$0].expected.beacon.format == .eddystoneEID } }
-
-    /// One report. `eidMatch`: for an EID frame, the expectation whose key resolved it (from `eidExpectations`).
+    /// One report. `eidMatch`: for an EID frame, the key of `eidKeys` that resolved it and the EID's period.
     /// Returns true when it may have changed a verdict (a beacon or a sender heard for the first time, a new
     /// mismatch): only then can `complete` have changed.
     @discardableResult
-    public mutating func record(_ frame: BeaconFrame, _ r: AdvertisingReport, at now: UInt64, eidMatch: Int? = nil) -> Bool {
+    public mutating func record(_ frame: BeaconFrame, _ r: AdvertisingReport, at now: UInt64, eidMatch: EIDMatch? = nil) -> Bool {
         switch frame {
         case .eddystoneTLM:
             let address = r.addressString
@@ -172,8 +205,19 @@ public struct AirCheck: Sendable {
             telemetry[address] = Sighting(frame, r, at: now)
             return true
         case .eddystoneEID:
-            guard let i = eidMatch, entries.indices.contains(i) else { return false }
-            return compare(i, frame, r, at: now)
+            guard let m = eidMatch, eidKeys.indices.contains(m.key) else { return false }
+            let use = eidKeys[m.key]
+            let offset = EddystoneEID.offset(ofPeriod: m.periodStart, exponent: use.exponent, at: m.heardAt)
+            var stale: [String] = []
+            if abs(offset) > Self.eidSkew {
+                let periods = (Int64(m.periodStart) - Int64(EddystoneEID.periodStart(m.heardAt, exponent: use.exponent))) >> use.exponent
+                stale = [periods < 0
+                    ? "the EID of \(-periods) period\(periods == -1 ? "" : "s") ago by this scanner's clock (a recording replayed, or the beacon's clock is behind): --expect takes the current period ±\(Self.eidSkew) s"
+                    : "the EID of \(periods) period\(periods == 1 ? "" : "s") ahead by this scanner's clock (the beacon's clock is ahead): --expect takes the current period ±\(Self.eidSkew) s"]
+            }
+            var changed = false
+            for i in use.expectations where compare(i, frame, r, at: now, eidOffset: offset, also: stale) { changed = true }
+            return changed
         default:
             guard let id = Self.identity(of: frame) else { return false }
             guard let matching = byIdentity[id] else {
@@ -197,15 +241,17 @@ public struct AirCheck: Sendable {
     }
 
     /// True when this was the entry's first frame as configured, or a new mismatch.
-    private mutating func compare(_ i: Int, _ frame: BeaconFrame, _ r: AdvertisingReport, at now: UInt64) -> Bool {
+    private mutating func compare(_ i: Int, _ frame: BeaconFrame, _ r: AdvertisingReport, at now: UInt64,
+                                  eidOffset: Int64? = nil, also: [String] = []) -> Bool {
         let e = entries[i].expected
-        var d = Self.differences(expected: e.beacon, heard: frame)
+        var d = Self.differences(expected: e.beacon, heard: frame) + also
         if let chosen = e.chosenAddress, r.addressString != chosen || r.addressType != 1 {
             d.append("from \(r.addressString) (\(r.addressTypeName)); the config chooses \(chosen)")
         }
         if d.isEmpty {
             var first = false
-            if entries[i].heard == nil { entries[i].heard = Sighting(frame, r, at: now); first = true } else { entries[i].heard!.heard(frame, r, at: now) }
+            if entries[i].heard == nil { entries[i].heard = Sighting(frame, r, at: now, eidOffset: eidOffset); first = true }
+            else { entries[i].heard!.heard(frame, r, at: now, eidOffset: eidOffset) }
             if !entries[i].addresses.contains(r.addressString), entries[i].addresses.count < Self.addressLimit {
                 entries[i].addresses.append(r.addressString)
                 first = true  // a telemetry beacon that follows this one may pair now
@@ -213,11 +259,11 @@ public struct AirCheck: Sendable {
             return first
         }
         if let k = entries[i].mismatches.firstIndex(where: { $0.differences == d && $0.sighting.address == r.addressString }) {
-            entries[i].mismatches[k].sighting.heard(frame, r, at: now)
+            entries[i].mismatches[k].sighting.heard(frame, r, at: now, eidOffset: eidOffset)
             return false
         }
         guard entries[i].mismatches.count < Self.mismatchLimit else { return false }
-        entries[i].mismatches.append(Mismatch(differences: d, sighting: Sighting(frame, r, at: now)))
+        entries[i].mismatches.append(Mismatch(differences: d, sighting: Sighting(frame, r, at: now, eidOffset: eidOffset)))
         return true
     }
 
@@ -302,7 +348,7 @@ extension AirCheck {
 
     static func sightingFields(_ s: Sighting) -> [String] {
         ["\"rssi\":\(s.rssi == 127 ? "null" : "\(s.rssi)")", "\"address\":\"\(s.address)\"", "\"address_type\":\"\(s.addressType)\"",
-         "\"packets\":\(s.packets)", "\"last_seen\":\(seconds(s.lastSeen))"]
+         "\"packets\":\(s.packets)", "\"last_seen\":\(seconds(s.lastSeen))"] + (s.eidOffset.map { ["\"eid_period_offset_s\":\($0)"] } ?? [])
     }
 
     /// One JSON line for an entry: the config's side, the verdict, and what was heard.
@@ -347,6 +393,7 @@ extension AirCheck {
         s += "  (\(x.label))"
         if let h = e.heard {
             s += "\n         heard from \(h.address) (\(h.addressType)), rssi \(h.rssi == 127 ? "n/a" : "\(h.rssi) dBm"), \(h.packets) packet\(h.packets == 1 ? "" : "s")"
+            if let o = h.eidOffset { s += o == 0 ? ", the EID of the current period" : ", the EID's period \(o > 0 ? "starts in" : "ended") \(abs(o)) s" }
             if case .eddystoneTLM(let t) = h.frame {
                 s += ": battery \(t.batteryMillivolts) mV, \(t.celsius.map { decimal($0, 1) + " °C" } ?? "no temperature"), \(t.advertisingCount) advertisements, up \(decimal(Double(t.uptimeTenths) / 10, 1)) s"
             }
@@ -354,6 +401,9 @@ extension AirCheck {
         for m in e.mismatches {
             s += "\n         heard from \(m.sighting.address) (\(m.sighting.addressType)), rssi \(m.sighting.rssi == 127 ? "n/a" : "\(m.sighting.rssi) dBm"): "
                 + m.differences.joined(separator: "; ")
+        }
+        if !e.mismatches.isEmpty, e.heard != nil {
+            s += "\n         (also heard exactly as configured: the beacon is on the air, and something else sends its identity)"
         }
         if let other = e.sameIdentityAs { s += "\n         (the same identity as expectation \(other + 1): receivers cannot tell the two apart)" }
         return s + "\n"
@@ -383,8 +433,10 @@ extension AirCheck {
             t += "# HELP \(name) \(help)\n# TYPE \(name) gauge\n"
             for (l, v) in samples { t += "\(name)\(l) \(v)\n" }
         }
-        family("beacond_verify_beacon_heard", "1 when the beacon was heard exactly as its config says in the last check, else 0.",
-               all.map { (labels($0), $0.verdict == .heard ? "1" : "0") })
+        // A beacon heard as configured and also with other content has both at 1: it is on the air, and something
+        // else sends its identity (a copy, or a second device); only the mismatch, and it is not.
+        family("beacond_verify_beacon_heard", "1 when a frame exactly as the beacon's config says was heard in the last check, else 0.",
+               all.map { (labels($0), $0.heard != nil ? "1" : "0") })
         family("beacond_verify_beacon_mismatch", "1 when a frame with the beacon's identity but other content was heard in the last check.",
                all.map { (labels($0), $0.verdict == .mismatch ? "1" : "0") })
         // The beacons heard (as configured, or with other content): their last report.

@@ -128,7 +128,7 @@ public struct EIDResolver: Sendable {
     public private(set) var rebuilds = 0
 
     public init(keys: [EIDKey], window: Int, cipher: @escaping BlockCipher) {
-        self.keys = keys.filter { $0.key != nil }
+        self.keys = keys  // a key not loaded holds no EIDs; the indices stay the caller's
         self.window = max(0, window)
         self.cipher = cipher
     }

@@ -36,6 +36,14 @@ public struct EddystoneEID: Sendable, Hashable {
     /// The time counter with its low K bits cleared: the start of the period `time` is in.
     public static func periodStart(_ time: UInt32, exponent k: UInt8) -> UInt32 { k == 0 ? time : (time >> k) << k }
 
+    /// How far time `now` is from the period that starts at `start` (2^K seconds long), in seconds: 0 within it;
+    /// positive when the period is still to come (the sender's clock is ahead), negative when it has ended (the
+    /// sender's clock is behind, or the frame is a recording).
+    public static func offset(ofPeriod start: UInt32, exponent k: UInt8, at now: UInt32) -> Int64 {
+        let (start, now, end) = (Int64(start), Int64(now), Int64(start) + (Int64(1) << k))
+        return now < start ? start - now : now >= end ? -(now - end + 1) : 0
+    }
+
     /// The block the temporary key is the encryption of: 11 × 00, FF, 00 00, the time counter's top 16 bits.
     public static func temporaryKeyInput(_ time: UInt32) -> [UInt8] {
         [UInt8](repeating: 0, count: 11) + [0xFF, 0x00, 0x00, UInt8(time >> 24), UInt8(time >> 16 & 0xFF)]

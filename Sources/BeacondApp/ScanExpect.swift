@@ -6,19 +6,26 @@ import Glibc
 import SystemCalls
 
 enum ScanExpect {
-    /// The config files named: a directory stands for every `*.conf` in it, in name order.
+    /// The config files named: a directory stands for every `*.conf` in it, in name order. A file named twice (or
+    /// as itself and through its directory) is checked once, under its first name: each beacon is one series.
     static func files(_ paths: [String]) throws(ConfigError) -> [String] {
         var out: [String] = []
+        var seen: Set<[UInt64]> = []
+        func add(_ p: String) {
+            var st = stat()
+            if stat(p, &st) == 0, !seen.insert([UInt64(st.st_dev), UInt64(st.st_ino)]).inserted { return }
+            out.append(p)
+        }
         for p in paths {
             var st = stat()
-            guard stat(p, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { out.append(p); continue }
+            guard stat(p, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { add(p); continue }
             let names: [String]
             do { names = try directoryEntries(p) } catch {
                 throw ConfigError(path: p, diagnostics: [ConfigDiagnostic("cannot list the directory: \(error.errno)", at: nil)])
             }
             let confs = names.filter { $0.hasSuffix(".conf") && !$0.hasPrefix(".") }
             if confs.isEmpty { throw ConfigError(path: p, diagnostics: [ConfigDiagnostic("no *.conf file in this directory: nothing to expect", at: nil)]) }
-            out += confs.map { (p.hasSuffix("/") ? p : p + "/") + $0 }
+            for c in confs { add((p.hasSuffix("/") ? p : p + "/") + c) }
         }
         return out
     }
@@ -37,15 +44,14 @@ enum ScanExpect {
         return expected
     }
 
-    /// A resolver holding the keys of the EID beacons expected, the i-th key for `check.eidExpectations[i]`.
+    /// A resolver holding the keys of the EID beacons expected, the i-th key for `check.eidKeys[i]`. Its window
+    /// reaches past the periods `--expect` accepts (the current one, ±`AirCheck.eidSkew`), so that an older EID is
+    /// named as such (a recording, or a clock that is off) instead of passing as someone else's frame.
     static func resolver(for check: AirCheck) -> EIDResolver? {
-        let indices = check.eidExpectations
-        guard !indices.isEmpty else { return nil }
-        let keys = indices.map { i -> EIDKey in
-            let e = check.entries[i].expected
-            return EIDKey(name: e.label, exponent: e.beacon.eid!.exponent, key: e.beacon.eid!.key)
-        }
-        return EIDResolver(keys: keys, window: 2, cipher: { key, block in try AES128.encrypt(block, key: key) })
+        guard let shortest = check.eidKeys.map(\.exponent).min() else { return nil }
+        let keys = check.eidKeys.enumerated().map { i, use in EIDKey(name: "\(i)", exponent: use.exponent, key: use.key) }
+        let window = 2 + Int(AirCheck.eidSkew >> Int64(shortest))
+        return EIDResolver(keys: keys, window: window, cipher: { key, block in try AES128.encrypt(block, key: key) })
     }
 
     /// The verdicts on stdout (text or JSON lines), the missing and mismatched beacons named on stderr, and the

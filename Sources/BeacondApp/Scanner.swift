@@ -189,11 +189,12 @@ final class Scanner {
         guard !r.isScanResponse else { return }
         let frame = BeaconFrame(advertisingData: r.data)
         if check != nil {
-            var match: Int?
-            if case .eddystoneEID(let e) = frame, let k = resolver?.resolve(e.eid, at: eidTimeCounter(unixSeconds: wallClock().seconds))?.index {
-                match = check!.eidExpectations[k]
-            }
             let now = wallClock()
+            var match: AirCheck.EIDMatch?
+            if case .eddystoneEID(let e) = frame {
+                let counter = eidTimeCounter(unixSeconds: now.seconds)
+                match = resolver?.resolve(e.eid, at: counter).map { AirCheck.EIDMatch(key: $0.index, periodStart: $0.timeCounter, heardAt: counter) }
+            }
             if check!.record(frame, r, at: now.seconds * 1_000_000 + UInt64(now.milliseconds) * 1000, eidMatch: match), check!.complete { stop() }
             return
         }

@@ -169,6 +169,81 @@ struct AirCheckTests {
         #expect(text.contains("beacond_verify_last_run_timestamp_seconds{device=\"hci1\"} 1764679990.000\n"))
         #expect(text.split(separator: "\n").filter { $0 == "# TYPE beacond_verify_beacon_rssi_dbm gauge" }.count == 1)
     }
+
+    static let eid = "[beacon]\nformat = \"eddystone-eid\"\nidentity_key_file = \"k\"\nrotation_exponent = 10\nmeasured_power = -20\n"
+
+    /// The EID expectations of `text` at `path`, with a key as the loader would give them.
+    static func eidExpectations(_ text: String = eid, path: String, base: Int = 0, key: UInt8 = 7) throws -> [ExpectedBeacon] {
+        try ExpectedBeacon.all(in: config(text), path: path, base: base).map { e in
+            var e = e
+            if case .eddystoneEID(var b) = e.beacon { b.key = IdentityKey([UInt8](repeating: key, count: 16)); e.beacon = .eddystoneEID(b) }
+            return e
+        }
+    }
+
+    @Test("an EID's period against the scanner's clock: 0 within it, + while still to come, − once ended", arguments: [
+        (UInt32(1024), UInt32(1024), Int64(0)), (1024, 2047, 0), (1024, 2048, -1), (1024, 3072, -1025), (1024, 1000, 24),
+        (0, 4_294_967_295, -4_294_966_272),
+    ])
+    func eidOffset(start: UInt32, now: UInt32, offset: Int64) {
+        #expect(EddystoneEID.offset(ofPeriod: start, exponent: 10, at: now) == offset)
+    }
+
+    @Test("--expect takes an EID of the current period ±60 s only: an older one is a recording (or a clock behind), a later one a clock ahead, each named")
+    func eidReplayWindow() throws {
+        let start = EddystoneEID.periodStart(1_764_680_000, exponent: 10)
+        let frame = EddystoneEID(txPowerAt0m: -20, eid: [1, 2, 3, 4, 5, 6, 7, 8])!.advertisingData
+        func heard(period: UInt32, at now: UInt32) throws -> AirCheck.Entry {
+            var check = AirCheck(try Self.eidExpectations(path: "/e.conf"))
+            let r = report(frame, from: "C5:00:00:00:00:01")
+            check.record(BeaconFrame(advertisingData: r.data), r, at: 1, eidMatch: AirCheck.EIDMatch(key: 0, periodStart: period, heardAt: now))
+            return check.results[0]
+        }
+        let current = try heard(period: start, at: start + 30)
+        #expect(current.verdict == .heard && current.heard?.eidOffset == 0)
+        #expect(AirCheck.jsonLine(current).contains("\"eid_period_offset_s\":0}"))
+        #expect(AirCheck.textLine(current).contains(", the EID of the current period"))
+        // The last period's EID 31 s after the boundary: within the skew a clock may have.
+        let late = try heard(period: start - 1024, at: start + 30)
+        #expect(late.verdict == .heard && late.heard?.eidOffset == -31)
+        let replay = try heard(period: start - 2048, at: start + 500)
+        #expect(replay.verdict == .mismatch && replay.heard == nil)
+        #expect(replay.mismatches.map { $0.differences } == [["the EID of 2 periods ago by this scanner's clock (a recording replayed, or the beacon's clock is behind): --expect takes the current period ±60 s"]])
+        #expect(replay.mismatches[0].sighting.eidOffset == -1525)
+        let ahead = try heard(period: start + 1024, at: start + 30)
+        #expect(ahead.verdict == .mismatch)
+        #expect(ahead.mismatches[0].differences[0].hasPrefix("the EID of 1 period ahead by this scanner's clock (the beacon's clock is ahead)"))
+        #expect(ahead.mismatches[0].sighting.eidOffset == 994)
+    }
+
+    @Test("two expectations with one key (and K): one entry in the resolver, and one frame heard for both; another key apart")
+    func eidSharedKey() throws {
+        let expected = try Self.eidExpectations(path: "/a.conf") + Self.eidExpectations(path: "/b.conf", base: 1)
+            + Self.eidExpectations(path: "/c.conf", base: 2, key: 9) + Self.eidExpectations(Self.eid.split(separator: "\n").map { $0 == "rotation_exponent = 10" ? "rotation_exponent = 12" : String($0) }.joined(separator: "\n") + "\n", path: "/d.conf", base: 3)
+        var check = AirCheck(expected)
+        #expect(check.eidKeys.map { $0.expectations } == [[0, 1], [2], [3]])
+        let start = EddystoneEID.periodStart(1_764_680_000, exponent: 10)
+        let r = report(EddystoneEID(txPowerAt0m: -20, eid: [1, 2, 3, 4, 5, 6, 7, 8])!.advertisingData, from: "C5:00:00:00:00:01")
+        check.record(BeaconFrame(advertisingData: r.data), r, at: 1, eidMatch: AirCheck.EIDMatch(key: 0, periodStart: start, heardAt: start))
+        #expect(check.results.map { $0.verdict } == [AirCheck.Verdict.heard, .heard, .missing, .missing])
+    }
+
+    @Test("a beacon heard as configured and also with other content: a mismatch, and the metrics and text say it is on the air too")
+    func heardAndMismatched() throws {
+        var check = AirCheck(ExpectedBeacon.all(in: try config("[beacon]\nuuid = \"\(uuid)\"\nmajor = 7\nminor = 1\n"), path: "/f.conf"))
+        hear(&check, ib(7, 1).advertisingData, from: "C1:00:00:00:00:01")
+        hear(&check, ib(7, 1, power: -40).advertisingData, from: "C1:00:00:00:00:02")
+        #expect(check.results[0].verdict == .mismatch)
+        let text = check.prometheusText(device: "hci1", startedAt: 0, duration: 1)
+        #expect(text.contains("beacond_verify_beacon_heard{config=\"/f.conf\",beacon=\"1\",format=\"ibeacon\",id=\"\(uuid) major 7 minor 1\",device=\"hci1\"} 1\n"))
+        #expect(text.contains("beacond_verify_beacon_mismatch{config=\"/f.conf\",beacon=\"1\",format=\"ibeacon\",id=\"\(uuid) major 7 minor 1\",device=\"hci1\"} 1\n"))
+        #expect(AirCheck.textLine(check.results[0]).contains("(also heard exactly as configured: the beacon is on the air, and something else sends its identity)"))
+        // Only the other content: heard 0.
+        var only = AirCheck(ExpectedBeacon.all(in: try config("[beacon]\nuuid = \"\(uuid)\"\nmajor = 7\nminor = 1\n"), path: "/f.conf"))
+        hear(&only, ib(7, 1, power: -40).advertisingData, from: "C1:00:00:00:00:02")
+        #expect(only.prometheusText(device: "hci1", startedAt: 0, duration: 1).contains("beacond_verify_beacon_heard{config=\"/f.conf\",beacon=\"1\",format=\"ibeacon\",id=\"\(uuid) major 7 minor 1\",device=\"hci1\"} 0\n"))
+        #expect(!AirCheck.textLine(only.results[0]).contains("also heard"))
+    }
 }
 
 private func format2(_ n: Int) -> String { let h = Array("0123456789ABCDEF"); return String(h[n >> 4 & 0xF]) + String(h[n & 0xF]) }

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 
 import pytest
 
-from conftest import APPLE_UUID, free_port, run_cli
+from conftest import APPLE_UUID, beacond_path, free_port, run_cli
 from harness.lab import Lab, wait_for
 from test_beacons import ALT, EDDY, IB, TLM
-from test_eid import KEY, write_key
+from test_eid import KEY, eid, write_key
 
 EID = '[[beacon]]\nformat = "eddystone-eid"\nidentity_key_file = "shop.key"\nrotation_exponent = 10\nmeasured_power = -20\n'
 HCI = '[controller]\nbackend = "hci"\n'
@@ -158,3 +159,64 @@ def test_the_text_report_a_directory_of_configs_and_the_mistakes(tmp_path, proce
     assert r.returncode == 78 and 'no *.conf file in this directory' in r.stderr
     r = run_cli('scan', '--device', verifier, '--expect', str(fleet), '--duration', '2')
     assert r.returncode == 64 and "'--duration' cannot be combined with '--expect'" in r.stderr
+
+
+def eid_report(eid_bytes: bytes, address: bytes = bytes.fromhex('0102030405c6')) -> bytes:
+    """An LE Advertising Report of an Eddystone-EID frame (measured power -20), as a scanner's controller sends it."""
+    ad = bytes.fromhex('0201060303aafe0d16aafe30ec') + eid_bytes
+    report = bytes([1, 3, 1]) + address + bytes([len(ad)]) + ad + bytes([(-55) & 0xFF])
+    params = bytes([0x02]) + report
+    return bytes([4, 0x3E, len(params)]) + params
+
+
+def expect_injected(tmp_path, reports: list[bytes], *configs) -> tuple[int, list[dict], str]:
+    """`scan --expect CONFIGS --json` on Bumble's controller, which hears exactly REPORTS (a recording played to the
+    receiver: what a replaying attacker's radio would make it hear)."""
+    from bumble import hci
+    port = free_port()
+    with Lab(f'tcp-server:127.0.0.1:{port}', scan=False, extended=False) as lab:
+        p = subprocess.Popen([str(beacond_path()), 'scan', '--device', f'tcp:127.0.0.1:{port}', '--timeout', '4', '--json',
+                              '--expect', *map(str, configs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for(lambda: hci.HCI_LE_SET_SCAN_ENABLE_COMMAND in lab.opcodes(), 20, what='scanning enabled')
+            lab.inject(*reports)
+            out, err = p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return p.returncode, [json.loads(l) for l in out.splitlines()], err
+
+
+def test_a_replayed_eid_is_never_heard_and_the_current_one_is_with_its_period_offset(tmp_path):
+    write_key(tmp_path / 'keys' / 'shop.key')
+    conf = tmp_path / 'eid.conf'
+    conf.write_text(EID + HCI)
+    now = int(time.time())
+    # A recording of the beacon two periods (K = 10: 2 × 1024 s) ago: a dead or stolen beacon's frame, played back.
+    code, lines, err = expect_injected(tmp_path, [eid_report(eid(KEY, 10, now - 2048))], conf)
+    assert code == 3, err
+    [entry] = [l for l in lines if l['kind'] == 'expect']
+    assert entry['status'] == 'mismatch' and 'address' not in entry, entry
+    [m] = entry['mismatches']
+    assert m['differences'] == ["the EID of 2 periods ago by this scanner's clock (a recording replayed, or the beacon's "
+                                "clock is behind): --expect takes the current period ±60 s"], m
+    assert -2048 - 60 <= m['eid_period_offset_s'] <= -1025, m
+    assert 'is on the air with other content: the EID of 2 periods ago' in err
+    # The current period's EID is heard, its offset 0.
+    code, lines, err = expect_injected(tmp_path, [eid_report(eid(KEY, 10, int(time.time())))], conf)
+    assert code == 0, err
+    [entry] = [l for l in lines if l['kind'] == 'expect']
+    assert entry['status'] == 'heard' and entry['eid_period_offset_s'] == 0, entry
+
+
+def test_two_configs_with_one_key_are_both_heard_and_a_config_named_twice_is_checked_once(tmp_path):
+    write_key(tmp_path / 'keys' / 'shop.key')
+    a, b = tmp_path / 'a.conf', tmp_path / 'b.conf'
+    a.write_text(EID + HCI)
+    b.write_text(EID.replace('measured_power = -20', 'measured_power = -20\n# the same beacon, checked from a second file') + HCI)
+    code, lines, err = expect_injected(tmp_path, [eid_report(eid(KEY, 10, int(time.time())))], a, b, tmp_path, a)
+    assert code == 0, err
+    entries = [l for l in lines if l['kind'] == 'expect']
+    # a.conf named twice and again through its directory: one expectation, so one series in the metrics.
+    assert [(e['config'], e['status']) for e in entries] == [(str(a), 'heard'), (str(b), 'heard')], entries
