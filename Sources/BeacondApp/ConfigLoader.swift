@@ -11,6 +11,8 @@ enum ConfigLoader {
 
     private static func openError(_ path: String, _ e: SystemError) -> ConfigError {
         switch e.errno {
+        case .isDirectory: fail(path, "is a directory, not a config file")
+        case .invalidArgument: fail(path, "is not a regular file (a FIFO, a device or a socket), not a config file")
         case .noEntry: fail(path, "no such file (copy the example from the package's config/beacond.conf, then run 'beacond gen-uuid --set \(path)')")
         case .accessDenied: fail(path, "permission denied reading the file")
         default: fail(path, "cannot open the file: \(e.errno)")
@@ -20,13 +22,8 @@ enum ConfigLoader {
     /// The file's bytes, refusing anything over the size limit without reading it all.
     static func readBytes(_ path: String, limit: Int = ConfigFile.maximumSize) throws(ConfigError) -> [UInt8] {
         let fd: FileDescriptor
-        do { fd = try FileDescriptor.open(path, O_RDONLY) } catch { throw openError(path, error) }
-        do {
-            if try fd.status().st_mode & S_IFMT == S_IFDIR { throw fail(path, "is a directory, not a config file") }
-            return try fd.readAll(limit: limit)
-        } catch let e as ConfigError { throw e } catch let e as SystemError {
-            throw fail(path, "cannot read the file: \(e.errno)")
-        } catch { fatalError("\(error)") }
+        do { fd = try FileDescriptor.openRegularFile(path) } catch { throw openError(path, error) }
+        do { return try fd.readAll(limit: limit) } catch { throw fail(path, "cannot read the file: \(error.errno)") }
     }
 
     /// `keys`: where a relative identity_key_file is (check-config --keys), instead of the usual places.
@@ -117,9 +114,10 @@ extension ConfigLoader {
     /// "PATH …"; it never contains the file's contents.
     static func readKey(_ path: String) -> Result<IdentityKey, KeyProblem> {
         let fd: FileDescriptor
-        do { fd = try FileDescriptor.open(path, O_RDONLY | O_NOCTTY) } catch {
+        do { fd = try FileDescriptor.openRegularFile(path) } catch {
             switch error.errno {
             case .noEntry: return .failure(KeyProblem(text: "does not exist (make one with 'beacond gen-key \(path)')"))
+            case .isDirectory, .invalidArgument: return .failure(KeyProblem(text: "is not a regular file"))
             case .accessDenied: return .failure(KeyProblem(text: "cannot be read by beacond (permission denied)"))
             default: return .failure(KeyProblem(text: "cannot be opened: \(error.errno)"))
             }
@@ -127,8 +125,11 @@ extension ConfigLoader {
         let bytes: [UInt8]
         do {
             let st = try fd.status()
-            guard st.st_mode & S_IFMT == S_IFREG else { return .failure(KeyProblem(text: "is not a regular file")) }
             let mode = st.st_mode & 0o777
+            // Whoever owns a key file can change it (chmod, then write): only root and beacond's own user may.
+            if st.st_uid != 0 && st.st_uid != geteuid() {
+                return .failure(KeyProblem(text: "is owned by user \(st.st_uid), neither root nor the user beacond runs as (\(geteuid())): whoever owns a key can change it; chown root it"))
+            }
             if isCredential(path) {
                 if mode & 0o007 != 0 {
                     return .failure(KeyProblem(text: "can be read by others (mode \(String(mode, radix: 8))): a credential must be private to the unit"))

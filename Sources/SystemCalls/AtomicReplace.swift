@@ -32,10 +32,12 @@ public final class EditableFile {
     public init(opening path: String) throws(Failure) {
         self.path = path
         do {
-            file = try FileDescriptor.open(path, O_RDONLY | O_NOCTTY)
+            file = try FileDescriptor.openRegularFile(path)
             original = try file.status()
-        } catch { throw .system(error) }
-        guard original.st_mode & S_IFMT == S_IFREG else { throw .notRegularFile(path) }
+        } catch {
+            if error.errno == .isDirectory || error.errno == .invalidArgument { throw .notRegularFile(path) }
+            throw .system(error)
+        }
         let real: String
         do { real = try Self.realPath(of: file) } catch { throw .system(error) }
         var parts = real.split(separator: "/", omittingEmptySubsequences: false).map(String.init)

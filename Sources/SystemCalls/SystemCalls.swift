@@ -34,6 +34,7 @@ public struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConvertib
     public static let hostUnreachable = Errno(rawValue: EHOSTUNREACH)
     public static let isDirectory = Errno(rawValue: EISDIR)
     public static let stale = Errno(rawValue: ESTALE)
+    public static let invalidArgument = Errno(rawValue: EINVAL)
 
     /// strerror's text: `Connection refused`.
     public var description: String { String(cString: strerror(rawValue)) }
@@ -121,10 +122,24 @@ public final class FileDescriptor {
         return bytes
     }
 
+    /// Opens an existing file to read it, refusing anything but a regular file: a directory (EISDIR) or a FIFO,
+    /// device or socket (EINVAL, "not a regular file"). The open itself does not block (O_NONBLOCK: a FIFO's open
+    /// would wait for a writer, forever), and the descriptor blocks again for the reads.
+    public static func openRegularFile(_ path: String) throws(SystemError) -> FileDescriptor {
+        let fd = try open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK)
+        let type = try fd.status().st_mode & S_IFMT
+        guard type == S_IFREG else {
+            throw SystemError("open(\(path)): not a regular file", errno: type == S_IFDIR ? .isDirectory : .invalidArgument)
+        }
+        let flags = fcntl(fd.rawValue, F_GETFL)
+        guard flags >= 0, fcntl(fd.rawValue, F_SETFL, flags & ~O_NONBLOCK) == 0 else { throw SystemError("fcntl(\(path))", errno: .current) }
+        return fd
+    }
+
     /// A whole (small) file's bytes: opened read-only, read, closed. A file over `limit` bytes is an error (EFBIG),
     /// never its first `limit` bytes: a cut file parses as something else.
     public static func readFile(_ path: String, limit: Int) throws(SystemError) -> [UInt8] {
-        let bytes = try open(path, O_RDONLY | O_NOCTTY).readAll(limit: limit)
+        let bytes = try openRegularFile(path).readAll(limit: limit)
         guard bytes.count <= limit else { throw SystemError("read(\(path)): over \(limit) bytes", errno: .tooLarge) }
         return bytes
     }

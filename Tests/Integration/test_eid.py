@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import run_cli
+from conftest import beacond_path, run_cli
 from harness.lab import Lab, wait_for
 
 KEY = '0102030405060708090A111213141516'
@@ -98,6 +98,45 @@ def test_a_bad_key_file_is_a_config_error_at_its_key(tmp_path, processes, text, 
     (tmp_path / 'keys' / 'shop.key').unlink()
     r = run_cli('check-config', '-c', str(conf))
     assert r.returncode == 78 and f"keys/shop.key does not exist (make one with 'beacond gen-key {tmp_path}/keys/shop.key')" in r.stderr
+
+
+def test_a_key_owned_by_another_user_is_refused(tmp_path):
+    """Whoever owns a key file can change it (chmod, then write): a key owned by neither root nor beacond's user is a
+    config error, whatever its mode."""
+    if os.geteuid() != 0:
+        pytest.skip('NOT RUN: giving the key to another user needs root (CI runs the suite as root)')
+    key = tmp_path / 'keys' / 'shop.key'
+    write_key(key)
+    conf = eid_config(tmp_path)
+    assert run_cli('check-config', '-c', str(conf)).returncode == 0
+    os.chown(key, 65534, 65534)
+    r = run_cli('check-config', '-c', str(conf))
+    assert r.returncode == 78, r.stderr
+    assert (f"{conf}:3:21: error: 'identity_key_file' in [beacon]: {key} is owned by user 65534, neither root nor the user "
+            f"beacond runs as (0): whoever owns a key can change it; chown root it") in r.stderr, r.stderr
+
+
+def test_a_fifo_where_a_config_key_or_keyring_belongs_is_refused_at_once(tmp_path):
+    """open(2) of a FIFO waits for a writer: check-config (the role's validate:), gen-uuid --set and the verifier
+    would hang. Each refuses it at once instead (a hang fails here by the timeout)."""
+    import subprocess
+    fifo = tmp_path / 'fifo.conf'
+    os.mkfifo(fifo)
+    def run(*args):
+        return subprocess.run([str(beacond_path()), *map(str, args)], capture_output=True, text=True, timeout=10)
+    r = run('check-config', '-c', fifo)
+    assert r.returncode == 78 and f'{fifo}: error: is not a regular file (a FIFO, a device or a socket), not a config file' in r.stderr, r.stderr
+    r = run('gen-uuid', '--set', fifo)
+    assert r.returncode == 78 and f'{fifo}: error: is not a regular file, not a config file' in r.stderr, r.stderr
+    r = run('scan', '--device', 'unix:/nonexistent', '--eid-keys', fifo)
+    assert r.returncode == 78 and 'is not a regular file (a FIFO' in r.stderr, r.stderr
+    r = run('scan', '--device', 'unix:/nonexistent', '--expect', fifo)
+    assert r.returncode == 78 and 'is not a regular file (a FIFO' in r.stderr, r.stderr
+    (tmp_path / 'keys').mkdir()
+    os.mkfifo(tmp_path / 'keys' / 'shop.key')
+    conf = eid_config(tmp_path)
+    r = run('check-config', '-c', conf)
+    assert r.returncode == 78 and f"{tmp_path}/keys/shop.key is not a regular file" in r.stderr, r.stderr
 
 
 def test_a_relative_key_is_looked_up_in_the_credentials_directory(tmp_path):

@@ -90,6 +90,19 @@ struct EditableFileTests {
         #expect(throws: SystemError("read(\(d)/f): over 9 bytes", errno: .tooLarge)) { try FileDescriptor.readFile("\(d)/f", limit: 9) }
     }
 
+    @Test("bug: opening a FIFO where a file belongs waited for a writer forever; only regular files open, at once")
+    func onlyRegularFilesOpen() throws {
+        let d = tempDir()
+        #expect(mkfifo("\(d)/fifo", 0o600) == 0)
+        #expect(throws: SystemError("open(\(d)/fifo): not a regular file", errno: .invalidArgument)) { try FileDescriptor.readFile("\(d)/fifo", limit: 9) }
+        #expect(throws: SystemError("open(\(d)): not a regular file", errno: .isDirectory)) { try FileDescriptor.readFile(d, limit: 9) }
+        #expect(throws: EditableFile.Failure.notRegularFile("\(d)/fifo")) { try EditableFile(opening: "\(d)/fifo") }
+        // The descriptor of a regular file blocks again for its reads.
+        write("\(d)/f", "x")
+        let fd = try FileDescriptor.openRegularFile("\(d)/f")
+        #expect(fcntl(fd.rawValue, F_GETFL) & O_NONBLOCK == 0)
+    }
+
     /// Two beacond processes (the service and a hand-run `beacond run` on the same state directory) write the same
     /// record. With one fixed temporary name (NAME.new) the second deleted the first's temporary file mid-write, and the
     /// first then renamed the second's half-written file into place.
