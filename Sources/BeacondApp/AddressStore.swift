@@ -27,6 +27,11 @@ enum AddressStore {
     /// The kept address of each of `keys`, made and stored first for those that have none. Never replaces a file
     /// that cannot be read as one: a damaged one is an error that says what to do, not new identities on the air.
     static func load(_ keys: [String], avoiding chosen: Set<[UInt8]>, in directory: String = directory) throws(Failure) -> [String: [UInt8]] {
+        // Read, add and write as one step: a beacond on another device may add its beacons to the same file.
+        try StateLock.whileWritingRecords(in: directory) { () throws(Failure) in try assign(keys, avoiding: chosen, in: directory) }
+    }
+
+    private static func assign(_ keys: [String], avoiding chosen: Set<[UInt8]>, in directory: String) throws(Failure) -> [String: [UInt8]] {
         var (book, legacy) = try read(in: directory)
         var randomFailure: (any Error)?
         let changed = book.assign(keys, legacy: legacy, avoiding: chosen, random: {

@@ -77,7 +77,8 @@ enum CLI {
                 EXIT STATUS:
                   0 stopped by a signal, 1 internal failure (the event loop could not be set
                   up or run; systemd restarts it), 64 usage error, 69 controller unusable,
-                  77 missing privilege, 78 config error.
+                  75 another beacond runs on the device with this state directory (systemd
+                  restarts it), 77 missing privilege, 78 config error.
 
                 """,
             parse: { p throws(UsageError) in

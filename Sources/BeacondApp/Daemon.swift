@@ -22,6 +22,8 @@ final class Daemon {
     /// What beacond put on its controllers (mgmt instances, raw HCI sets on a kernel hciN), per device, kept in the
     /// state directory: what a backend added is known to the next one, and to the next run after a crash.
     private let owned: OwnershipStore
+    /// This process's claim on its device in the state directory.
+    private let stateLock = StateLock()
     private var timer: EventSource?
     /// Eddystone-TLM: new values every Lifecycle.telemetryPeriod, while the config has such a beacon.
     private var telemetryTimer: EventSource?
@@ -75,6 +77,11 @@ final class Daemon {
             return .failure
         }
         let daemon = Daemon(loop: loop, log: log, options: options, config: config)
+        if let busy = daemon.stateLock.acquire(daemon.lifecycle.device.description) {
+            log.error("Cannot run: \(busy)")
+            Notifier.send(["STATUS=Cannot run: \(busy)", "EXIT_STATUS=\(ExitCode.busy.rawValue)"])
+            return .busy
+        }
         do {
             try daemon.start()
             let code = try loop.run()
@@ -192,6 +199,11 @@ final class Daemon {
 
     private func open(_ kind: BackendKind, mayBringUp: Bool) {
         let device = lifecycle.device
+        // A reload may name another device: its lock first (held by another beacond: retried like a busy device).
+        if let busy = stateLock.acquire(device.description) {
+            generation += 1
+            return handle(.openFailed(BackendFailure(message: "Cannot open \(device): \(busy)")), from: generation)
+        }
         let b: AdvertisingBackend
         if kind == .mgmt, case .kernel(let index) = device {
             b = MgmtBackend(device: device, index: index, loop: loop, log: log, mayPowerOn: mayBringUp, owned: owned)

@@ -40,12 +40,17 @@ final class OwnershipStore {
     subscript(device: String, kind: OwnershipRecord.Kind) -> Set<UInt8> {
         get { loaded()[device, kind] }
         set {
-            var r = loaded()
-            guard r[device, kind] != newValue else { return }
-            r[device, kind] = newValue
-            record = r
-            do {
-                try createFileDurably(named: Self.fileName, in: directory, contents: Array(r.text.utf8), replacing: true)
+            guard loaded()[device, kind] != newValue else { return }
+            do throws(SystemError) {
+                // This device's line in what the file holds now: a beacond on another device with the same state
+                // directory writes its own lines (each device's lock has one holder: StateLock).
+                try StateLock.whileWritingRecords(in: directory) { () throws(SystemError) in
+                    record = nil
+                    var r = loaded()
+                    r[device, kind] = newValue
+                    record = r
+                    try createFileDurably(named: Self.fileName, in: directory, contents: Array(r.text.utf8), replacing: true)
+                }
             } catch {
                 if !warned {
                     warned = true

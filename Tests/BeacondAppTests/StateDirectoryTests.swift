@@ -1,0 +1,54 @@
+// The state directory shared by beacond processes: one per device (StateLock), and records that keep every
+// device's lines (OwnershipStore, AddressStore), against a real directory.
+@testable import BeacondApp
+import DaemonCore
+import Glibc
+import SystemCalls
+import Testing
+
+private func temporaryDirectory() -> String {
+    var template = Array("/tmp/beacond-state-XXXXXX".utf8CString)
+    return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+}
+
+@Suite("state directory")
+struct StateDirectoryTests {
+    @Test("bug: nothing locked the state directory; one process per device now, another device free, the holder's pid said")
+    func oneProcessPerDevice() throws {
+        let d = temporaryDirectory()
+        // Two locks stand for two processes: flock(2) conflicts between open file descriptions, also in one process.
+        let service = StateLock(directory: d), byHand = StateLock(directory: d)
+        #expect(service.acquire("hci0") == nil)
+        let refused = byHand.acquire("hci0")
+        #expect(refused == "another beacond (pid \(getpid())) is running on hci0 with the state directory \(d): stop it first, or give this one a state directory of its own (STATE_DIRECTORY=/tmp/beacond-hci0)")
+        #expect(byHand.acquire("hci1") == nil)
+        // A process that moves to another device lets go of the first.
+        #expect(service.acquire("hci2") == nil)
+        #expect(byHand.acquire("hci0") == nil)
+    }
+
+    @Test("a device's lock file name: letters, digits, '.' and '-' as they are, the rest as %XX", arguments: [
+        ("hci0", "lock.hci0"), ("unix:/run/a_b", "lock.unix%3A%2Frun%2Fa%5Fb"), ("tcp:127.0.0.1:9", "lock.tcp%3A127.0.0.1%3A9"),
+    ])
+    func lockFileName(device: String, name: String) {
+        #expect(StateLock.fileName(for: device) == name)
+    }
+
+    /// Each process read the record once and wrote its whole copy back: a beacond on hci1 that read the file before
+    /// the one on hci0 changed it put its stale copy back at its next change, dropping hci0's sets. A kill then left
+    /// them on the controller for good.
+    @Test("bug: a record written by two processes lost the other device's lines; each change now keeps them")
+    func recordsKeepOtherDevices() throws {
+        let d = temporaryDirectory()
+        let log = Logger(level: .err)
+        let a = OwnershipStore(directory: d, log: log), b = OwnershipStore(directory: d, log: log)
+        #expect(b["hci1", .hciSets].isEmpty)  // b has read the (empty) record
+        a["hci0", .hciSets] = [1]
+        b["hci1", .hciSets] = [2]
+        a["hci0", .hciSets] = [1, 3]
+        let text = String(decoding: try FileDescriptor.readFile("\(d)/owned", limit: 4096), as: UTF8.self)
+        let record = OwnershipRecord(parsing: text)
+        #expect(record["hci0", .hciSets] == [1, 3])
+        #expect(record["hci1", .hciSets] == [2])
+    }
+}
