@@ -8,7 +8,7 @@ import HCIHost
 /// The state directory's `addresses` file: one random static address per beacon identity, made at that beacon's
 /// first start and kept, so a beacon keeps its address across restarts, reboots, a new adapter, a reordered file and
 /// other beacons coming and going. Entries of beacons no longer configured stay: put back, a beacon gets its address
-/// back.
+/// back; at most `limit` entries are kept, the oldest of the beacons no longer configured going first.
 public struct AddressBook: Sendable, Hashable {
     public private(set) var entries: [(key: String, address: [UInt8])]
 
@@ -18,6 +18,10 @@ public struct AddressBook: Sendable, Hashable {
     public func hash(into h: inout Hasher) { for e in entries { h.combine(e.key); h.combine(e.address) } }
 
     public init() { entries = [] }
+
+    /// How many entries the book keeps: far more than a radio carries, and a file (about 80 bytes an entry) well
+    /// under the 1 MiB beacond reads.
+    public static let limit = 4096
 
     /// A line of the file that holds no entry.
     public struct Damaged: Error, Sendable, Hashable {
@@ -48,9 +52,22 @@ public struct AddressBook: Sendable, Hashable {
     /// goes to the first key when the book is new, so an upgrade changes nothing for the first beacon; the others
     /// get fresh ones from `random`, never one another beacon has or `avoiding` names (chosen addresses). Returns
     /// whether the book changed; nil when the random bytes ran out.
-    public mutating func assign(_ keys: [String], legacy: [UInt8]?, avoiding: Set<[UInt8]> = [],
+    public mutating func assign(_ keys: [String], legacy: [UInt8]?, avoiding: Set<[UInt8]> = [], limit: Int = limit,
                                 random: () -> [UInt8]?) -> Bool? {
         var changed = false
+        defer {
+            // Over the limit: the oldest entries of beacons not configured now go (their beacons get new addresses
+            // if they ever come back).
+            if changed, entries.count > limit {
+                let current = Set(keys)
+                var excess = entries.count - limit
+                entries.removeAll { e in
+                    guard excess > 0, !current.contains(e.key) else { return false }
+                    excess -= 1
+                    return true
+                }
+            }
+        }
         var legacy = entries.isEmpty ? legacy.flatMap { RandomAddress.isStatic($0) ? $0 : nil } : nil
         for key in keys where address(for: key) == nil {
             if let l = legacy {

@@ -24,6 +24,26 @@ struct AddressBookTests {
         #expect(book.assign(["b", "a"], legacy: other, random: { Issue.record("drew"); return nil }) == false)
     }
 
+    /// Every identity ever configured stayed in the book: a fleet that renumbers its beacons reached the 1 MiB
+    /// beacond reads, and the file was then damaged (every beacon off the air until someone removed it).
+    @Test("bug: the book grew without bound; over its limit the oldest beacons not configured now go, never a current one")
+    func bounded() throws {
+        var book = AddressBook()
+        var n: UInt8 = 0
+        let random = { () -> [UInt8]? in n += 1; return [n, 0, 0, 0, 0, 0xC0] }
+        #expect(book.assign(["kept"], legacy: nil, limit: 3, random: random) == true)
+        for k in ["a", "b", "c", "d"] {
+            #expect(book.assign(["kept", k], legacy: nil, limit: 3, random: random) == true)
+        }
+        // The oldest entries no longer configured (a, b) went; the current ones stayed, and so did their addresses.
+        #expect(book.entries.map { $0.key } == ["kept", "c", "d"])
+        #expect(book.address(for: "kept") == [1, 0, 0, 0, 0, 0xC0] && book.address(for: "d") == [5, 0, 0, 0, 0, 0xC0])
+        // A config with more beacons than the limit keeps them all (the limit only drops what is not configured).
+        #expect(book.assign(["w", "x", "y", "z"], legacy: nil, limit: 3, random: random) == true)
+        #expect(book.entries.map { $0.key } == ["w", "x", "y", "z"])
+        #expect(AddressBook.limit == 4096)
+    }
+
     @Test("chosen addresses are avoided; no random bytes is nil")
     func avoiding() {
         var book = AddressBook()
