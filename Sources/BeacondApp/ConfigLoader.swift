@@ -85,6 +85,7 @@ extension ConfigLoader {
     /// Reads every EID beacon's identity key; each problem is a diagnostic at its `identity_key_file`.
     static func loadKeys(_ config: inout BeaconConfiguration, configPath: String, keys: String? = nil) throws(ConfigError) {
         var problems: [ConfigDiagnostic] = []
+        if config.beacons.contains(where: { $0.beacon.format == .eddystoneEID }) { disableCoreDumps() }
         for k in config.beacons.indices {
             guard case .eddystoneEID(var e) = config.beacons[k].beacon else { continue }
             let what = "'identity_key_file' in \(config.beacons[k].label)"
@@ -116,6 +117,10 @@ extension ConfigLoader {
         let fd: FileDescriptor
         do { fd = try FileDescriptor.openRegularFile(path) } catch {
             switch error.errno {
+            case .noEntry where isCredential(path):
+                // The unit's credentials are a copy made at its start, read-only: a key added since is not in it.
+                let name = path.split(separator: "/").last.map { String($0.hasPrefix(keyCredential + "_") ? $0.dropFirst(keyCredential.count + 1) : $0) } ?? ""
+                return .failure(KeyProblem(text: "is not among the keys the unit was started with: make it with 'sudo beacond gen-key /etc/beacond/keys/\(name)' if it is new, then restart the unit (systemctl restart; a reload does not read new keys)"))
             case .noEntry: return .failure(KeyProblem(text: "does not exist (make one with 'beacond gen-key \(path)')"))
             case .isDirectory, .invalidArgument: return .failure(KeyProblem(text: "is not a regular file"))
             case .accessDenied: return .failure(KeyProblem(text: "cannot be read by beacond (permission denied)"))

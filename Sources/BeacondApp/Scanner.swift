@@ -160,6 +160,7 @@ final class Scanner {
 
     /// The keyring file and every key file it names (relative ones beside it, or in $CREDENTIALS_DIRECTORY).
     static func loadResolver(_ path: String, window: Int) throws(ConfigError) -> EIDResolver {
+        disableCoreDumps()  // a keyring holds keys
         var keys: [EIDKey]
         do { keys = try EIDKeyring.parse(try ConfigLoader.readBytes(path, limit: EIDKeyring.maximumSize)) } catch let e as ConfigError { throw e } catch let e as ConfigDiagnostics {
             throw ConfigError(path: path, diagnostics: e.items)

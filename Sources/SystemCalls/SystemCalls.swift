@@ -287,6 +287,12 @@ public func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
 /// getpid(2).
 public func processID() -> Int32 { getpid() }
 
+/// prctl(PR_SET_DUMPABLE, 0): no core dump of this process (a crash, SIGQUIT, a core pattern that keeps them), and
+/// no ptrace or /proc/PID/mem by its own user: for a process about to hold secret keys. Idempotent.
+public func disableCoreDumps() {
+    _ = beacond_prctl_not_dumpable()
+}
+
 /// The names in a directory (without `.` and `..`), sorted bytewise.
 public func directoryEntries(_ path: String) throws(SystemError) -> [String] {
     guard let dir = opendir(path) else { throw SystemError("opendir(\(path))", errno: .current) }

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -139,6 +140,56 @@ def test_a_fifo_where_a_config_key_or_keyring_belongs_is_refused_at_once(tmp_pat
     assert r.returncode == 78 and f"{tmp_path}/keys/shop.key is not a regular file" in r.stderr, r.stderr
 
 
+def test_a_process_holding_keys_cannot_be_dumped(tcp_lab):
+    """PR_SET_DUMPABLE=0 once keys are read: no core file and no ptrace by the same user. The kernel says so by
+    giving /proc/PID's files to root instead of the process's user; beacond runs here as nobody, so the difference
+    shows. An iBeacon-only run beside it keeps its own user's files (the check can fail)."""
+    import shutil
+    import subprocess
+    import tempfile
+    if os.geteuid() != 0:
+        pytest.skip('NOT RUN: running beacond as another user needs root (CI runs the suite as root)')
+    lab, device = tcp_lab
+    d = tempfile.mkdtemp(prefix='beacond-dumpable-')
+    try:
+        os.chmod(d, 0o755)
+        os.mkdir(f'{d}/keys', 0o755)
+        write_key(Path(d) / 'keys' / 'shop.key')
+        os.chown(f'{d}/keys/shop.key', 65534, 65534)
+        os.mkdir(f'{d}/state', 0o755)
+        os.chown(f'{d}/state', 65534, 65534)
+        with open(f'{d}/eid.conf', 'w') as f:
+            f.write('[beacon]\nformat = "eddystone-eid"\nidentity_key_file = "shop.key"\n\n[controller]\nbackend = "hci"\n')
+        owners = {}
+        for name in ('eid', 'ib'):
+            env = {**os.environ, 'STATE_DIRECTORY': f'{d}/state'}
+            # An iBeacon-only process that stays up: a scan of the same controller, which reads no key.
+            from conftest import free_port
+            from harness.lab import Lab, wait_for
+            port = free_port()
+            other = Lab(f'tcp-server:127.0.0.1:{port}', scan=False) if name == 'ib' else None
+            if other:
+                other.__enter__()
+            args = (['run', '-c', f'{d}/eid.conf', '-d', device] if name == 'eid'
+                    else ['scan', '--device', f'tcp:127.0.0.1:{port}', '--duration', '30'])
+            p = subprocess.Popen([str(beacond_path()), *args], user=65534, group=65534, env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            try:
+                if name == 'eid':
+                    wait_for(lab.advertising, 10, what='the EID beacon on the air')
+                else:
+                    wait_for(lambda: {0x200C, 0x2042} & set(other.opcodes()), 10, what='scanning enabled')  # legacy or extended
+                owners[name] = os.stat(f'/proc/{p.pid}/environ').st_uid if p.poll() is None else p.stderr.read()
+            finally:
+                p.kill()
+                p.wait()
+                if other:
+                    other.__exit__(None, None, None)
+        assert owners == {'eid': 0, 'ib': 65534}, owners
+    finally:
+        shutil.rmtree(d)
+
+
 def test_a_relative_key_is_looked_up_in_the_credentials_directory(tmp_path):
     """As the units pass /etc/beacond/keys (LoadCredential=eid:…, each file as eid_NAME), or a credential of its own."""
     creds = tmp_path / 'creds'
@@ -152,6 +203,13 @@ def test_a_relative_key_is_looked_up_in_the_credentials_directory(tmp_path):
     assert r.stdout.strip() == (PREFIX + b'\xec' + eid(KEY, 1, 0)).hex()
     r = run_cli('payload', '-c', str(eid_config(tmp_path, key_name='other.key')), '--time', '0', env=env)
     assert r.stdout.strip() == (PREFIX + b'\xec' + eid('00' * 16, 1, 0)).hex()
+    # A key the unit was not started with: the credentials are a read-only copy made at start, so the way out is
+    # gen-key into /etc/beacond/keys and a restart, never gen-key into the credentials directory.
+    r = run_cli('check-config', '-c', str(eid_config(tmp_path, key_name='new.key')), env=env)
+    assert r.returncode == 78 and (f"{creds}/new.key is not among the keys the unit was started with: make it with 'sudo beacond "
+                                   "gen-key /etc/beacond/keys/new.key' if it is new, then restart the unit (systemctl restart; "
+                                   "a reload does not read new keys)") in r.stderr, r.stderr
+    assert f'gen-key {creds}' not in r.stderr
 
 
 def test_payload_time_check_config_and_gen_key(tmp_path):
