@@ -5,14 +5,20 @@
 #
 # REPO_DIR afterwards, ready for any static web server or a file: URI:
 #   pool/main/b/beacond/beacond_<version>_<arch>.deb   every version ever added (so a host can go back to one)
-#   dists/stable/{InRelease,Release,Release.gpg}      signed; Architectures: amd64 arm64, Components: main
-#   dists/stable/main/binary-{amd64,arm64}/Packages[.gz]
+#   dists/stable/{InRelease,Release,Release.gpg}      signed, Valid-Until REPO_VALID_DAYS (30) days; Architectures:
+#                                                      amd64 arm64, Components: main, Acquire-By-Hash: yes
+#   dists/stable/main/binary-{amd64,arm64}/Packages[.gz], and by-hash/SHA256/<hash> copies (the last 8 of each)
 #   beacond-archive-keyring.gpg, .asc                  the public key hosts install (Signed-By=)
 #   beacond.sources                                    the deb822 source for /etc/apt/sources.list.d/ (edit URIs:)
 #
+# A rebuild of a served repository never shows a host a mix: the packages go in first, the indexes under their hash
+# (apt fetches them by the hash its InRelease names, and the previous ones stay), and the signed Release files last,
+# each renamed into place. Re-run it within REPO_VALID_DAYS, or hosts refuse the stale index (apt: "is expired").
+#
 # REPO_KEY is looked up in GNUPGHOME (default ~/.gnupg); it must be able to sign without a prompt (gpg-agent or no
-# passphrase). Without REPO_KEY the repository is signed with a throw-away key made once beside it
-# (REPO_DIR-throwaway-gnupg), and this script says so loudly every time: fine for a test, not for a fleet.
+# passphrase). Without REPO_KEY the repository is signed with a throw-away key made once in the user's state
+# directory (${XDG_STATE_HOME:-~/.local/state}/beacond/repo-throwaway-gnupg, never in or beside the repository,
+# which is published), and this script says so loudly every time: fine for a test, not for a fleet.
 set -eu
 repo=${1:?usage: make-repo.sh REPO_DIR DEB...}
 shift
@@ -21,6 +27,8 @@ for tool in apt-ftparchive gpg gpgv dpkg-deb; do
     command -v "$tool" >/dev/null 2>&1 || { echo "repo: $tool is missing (apt-get install apt-utils gnupg gpgv dpkg-dev)" >&2; exit 2; }
 done
 suite=stable
+valid_days=${REPO_VALID_DAYS:-30}
+case $valid_days in ''|*[!0-9]*|0) echo "repo: REPO_VALID_DAYS must be a whole number of days, 1 or more" >&2; exit 2;; esac
 mkdir -p "$repo/pool/main/b/beacond"
 repo=$(cd "$repo" && pwd)
 
@@ -39,8 +47,9 @@ if [ -n "${REPO_KEY:-}" ]; then
     key=$REPO_KEY
     gpg --batch --list-secret-keys "$key" >/dev/null 2>&1 || { echo "repo: no secret key '$key' in ${GNUPGHOME:-~/.gnupg}" >&2; exit 2; }
 else
-    GNUPGHOME="$repo-throwaway-gnupg"
+    GNUPGHOME="${XDG_STATE_HOME:-$HOME/.local/state}/beacond/repo-throwaway-gnupg"
     export GNUPGHOME
+    case $GNUPGHOME/ in "$repo"/*) echo "repo: the throw-away key would be inside the repository ($GNUPGHOME): set XDG_STATE_HOME elsewhere" >&2; exit 2;; esac
     if [ ! -f "$GNUPGHOME/beacond-key-id" ]; then
         mkdir -p "$GNUPGHOME"
         chmod 0700 "$GNUPGHOME"
@@ -59,43 +68,69 @@ repo: **************************************************************************
 WARN
 fi
 
-# Indexes: one per architecture, from every package in the pool.
+# Indexes: one per architecture, from every package in the pool, made in a staging tree with the Release files.
 cd "$repo"
+stage="dists/.$suite.new"
+rm -rf "$stage"
 for arch in amd64 arm64; do
-    mkdir -p "dists/$suite/main/binary-$arch"
-    apt-ftparchive --arch "$arch" packages pool > "dists/$suite/main/binary-$arch/Packages"
+    mkdir -p "$stage/main/binary-$arch"
+    apt-ftparchive --arch "$arch" packages pool > "$stage/main/binary-$arch/Packages"
     # apt-ftparchive reports an unreadable package and goes on: every one of this architecture must be listed.
     want=$(ls pool/main/b/beacond | grep -c "_$arch\.deb\$" || true)
-    got=$(grep -c '^Package: ' "dists/$suite/main/binary-$arch/Packages" || true)
+    got=$(grep -c '^Package: ' "$stage/main/binary-$arch/Packages" || true)
     [ "$want" = "$got" ] || { echo "repo: $got of $want $arch packages made it into the index" >&2; exit 1; }
-    gzip -9nc "dists/$suite/main/binary-$arch/Packages" > "dists/$suite/main/binary-$arch/Packages.gz"
+    gzip -9nc "$stage/main/binary-$arch/Packages" > "$stage/main/binary-$arch/Packages.gz"
 done
-rm -f "dists/$suite/Release" "dists/$suite/InRelease" "dists/$suite/Release.gpg"
+# SHA256 only: the hash apt fetches the indexes by.
 apt-ftparchive \
     -o APT::FTPArchive::Release::Origin=beacond -o APT::FTPArchive::Release::Label=beacond \
     -o APT::FTPArchive::Release::Suite="$suite" -o APT::FTPArchive::Release::Codename="$suite" \
     -o APT::FTPArchive::Release::Architectures="amd64 arm64" -o APT::FTPArchive::Release::Components=main \
     -o APT::FTPArchive::Release::Description="beacond: Bluetooth LE beacon daemon" \
-    release "dists/$suite" > "$repo/Release.tmp"
-mv "$repo/Release.tmp" "dists/$suite/Release"
-gpg --batch --quiet --yes --trust-model always --local-user "$key" --digest-algo SHA512 --clearsign -o "dists/$suite/InRelease" "dists/$suite/Release"
-gpg --batch --quiet --yes --trust-model always --local-user "$key" --digest-algo SHA512 --armor --detach-sign -o "dists/$suite/Release.gpg" "dists/$suite/Release"
+    -o APT::FTPArchive::Release::Acquire-By-Hash=yes \
+    -o APT::FTPArchive::Release::ValidTime=$((valid_days * 86400)) \
+    -o APT::FTPArchive::Release::MD5=false -o APT::FTPArchive::Release::SHA1=false -o APT::FTPArchive::Release::SHA512=false \
+    release "$stage" > "$repo/Release.tmp"
+mv "$repo/Release.tmp" "$stage/Release"
+gpg --batch --quiet --yes --trust-model always --local-user "$key" --digest-algo SHA512 --clearsign -o "$stage/InRelease" "$stage/Release"
+gpg --batch --quiet --yes --trust-model always --local-user "$key" --digest-algo SHA512 --armor --detach-sign -o "$stage/Release.gpg" "$stage/Release"
+# The signatures must check with the public key alone, as apt will check them, before anything is published.
+gpg --batch --yes --export "$key" > "$repo/.keyring.new"
+gpgv --quiet --keyring "$repo/.keyring.new" "$stage/InRelease" 2>/dev/null \
+    || { echo "repo: InRelease does not verify with the exported public key" >&2; exit 1; }
+gpgv --quiet --keyring "$repo/.keyring.new" "$stage/Release.gpg" "$stage/Release" 2>/dev/null \
+    || { echo "repo: Release.gpg does not verify with the exported public key" >&2; exit 1; }
 
-# The public key, as apt reads it (binary) and as a person reads it (armored), and the source to install.
-gpg --batch --yes --export "$key" > beacond-archive-keyring.gpg
-gpg --batch --yes --armor --export "$key" > beacond-archive-keyring.asc
-cat > beacond.sources <<SOURCES
+# Into the served tree: the indexes by hash first (a host that read the previous InRelease still finds the
+# previous ones), then the indexes under their names, then the Release files, each renamed into place.
+live="dists/$suite"
+for arch in amd64 arm64; do
+    d="main/binary-$arch"
+    mkdir -p "$live/$d/by-hash/SHA256"
+    for f in Packages Packages.gz; do
+        h=$(sha256sum "$stage/$d/$f" | cut -d' ' -f1)
+        [ -f "$live/$d/by-hash/SHA256/$h" ] || { cp "$stage/$d/$f" "$live/$d/by-hash/SHA256/.$h.new" && mv "$live/$d/by-hash/SHA256/.$h.new" "$live/$d/by-hash/SHA256/$h"; }
+        touch "$live/$d/by-hash/SHA256/$h"
+    done
+    # The last 8 of each: enough for any host's update in flight.
+    ls -t "$live/$d/by-hash/SHA256" | tail -n +17 | while read -r old; do rm -f "$live/$d/by-hash/SHA256/$old"; done
+    for f in Packages Packages.gz; do mv "$stage/$d/$f" "$live/$d/$f"; done
+done
+for f in Release.gpg Release InRelease; do mv "$stage/$f" "$live/$f"; done
+rm -rf "$stage"
+
+# The public key, as apt reads it (binary) and as a person reads it (armored), and the source to install (the
+# README and the Ansible role install the key in /etc/apt/keyrings).
+mv "$repo/.keyring.new" beacond-archive-keyring.gpg
+gpg --batch --yes --armor --export "$key" > beacond-archive-keyring.asc.new && mv beacond-archive-keyring.asc.new beacond-archive-keyring.asc
+cat > beacond.sources.new <<SOURCES
 # /etc/apt/sources.list.d/beacond.sources (deb822). URIs: where this directory is served (https://…, or file:/path).
 Types: deb
 URIs: file:$repo
 Suites: $suite
 Components: main
-Signed-By: /usr/share/keyrings/beacond-archive-keyring.gpg
+Signed-By: /etc/apt/keyrings/beacond-archive-keyring.gpg
 SOURCES
+mv beacond.sources.new beacond.sources
 
-# The signatures must check with the public key alone, as apt will check them.
-gpgv --quiet --keyring "$repo/beacond-archive-keyring.gpg" "dists/$suite/InRelease" 2>/dev/null \
-    || { echo "repo: InRelease does not verify with beacond-archive-keyring.gpg" >&2; exit 1; }
-gpgv --quiet --keyring "$repo/beacond-archive-keyring.gpg" "dists/$suite/Release.gpg" "dists/$suite/Release" 2>/dev/null \
-    || { echo "repo: Release.gpg does not verify with beacond-archive-keyring.gpg" >&2; exit 1; }
 echo "repo: $repo: $(ls pool/main/b/beacond | wc -l) package(s) ($(ls pool/main/b/beacond | sed 's/^beacond_//; s/\.deb$//' | tr '\n' ' ')), signed by $key" >&2

@@ -26,9 +26,17 @@ def package(tmp: Path, version: str, arch: str) -> Path:
     return out
 
 
+def user_state(tmp: Path) -> Path:
+    """The user's state directory (the throw-away key's home), apart from the repository: a short path, since
+    gpg-agent's socket lives in it and a unix socket's path has at most 107 bytes."""
+    import hashlib
+    return Path('/tmp') / f'beacond-state-{hashlib.sha256(str(tmp).encode()).hexdigest()[:10]}'
+
+
 def make_repo(repo: Path, *debs: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    state = {'XDG_STATE_HOME': str(user_state(repo.parent))}
     return subprocess.run(['sh', str(SCRIPT), str(repo), *map(str, debs)], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=120)
+                          env={**os.environ, **state, **(env or {})}, timeout=120)
 
 
 def apt_policy(tmp: Path, repo: Path, arch: str = 'amd64') -> str:
@@ -36,9 +44,11 @@ def apt_policy(tmp: Path, repo: Path, arch: str = 'amd64') -> str:
     d = tmp / f'apt-{arch}'
     for sub in ('lists/partial', 'cache/archives/partial', 'sources'):
         (d / sub).mkdir(parents=True, exist_ok=True)
+    # The README installs the key in /etc/apt/keyrings: the source must name it there (here, the repository's copy).
+    sources = (repo / 'beacond.sources').read_text()
+    assert 'Signed-By: /etc/apt/keyrings/beacond-archive-keyring.gpg\n' in sources, sources
     (d / 'sources' / 'beacond.sources').write_text(
-        (repo / 'beacond.sources').read_text().replace('/usr/share/keyrings/beacond-archive-keyring.gpg',
-                                                       str(repo / 'beacond-archive-keyring.gpg')))
+        sources.replace('/etc/apt/keyrings/beacond-archive-keyring.gpg', str(repo / 'beacond-archive-keyring.gpg')))
     opts = ['-o', f'Dir::State::Lists={d}/lists', '-o', f'Dir::Cache={d}/cache', '-o', 'Dir::Etc::SourceList=/dev/null',
             '-o', f'Dir::Etc::SourceParts={d}/sources', '-o', f'APT::Architecture={arch}', '-o', 'Debug::NoLocking=1']
     r = subprocess.run(['apt-get', *opts, 'update'], capture_output=True, text=True, timeout=120)
@@ -51,7 +61,11 @@ def test_a_throw_away_key_is_said_loudly_reused_and_every_version_stays(tmp_path
     r = make_repo(repo, package(tmp_path, '0.3.0', 'amd64'), package(tmp_path, '0.3.0', 'arm64'))
     assert r.returncode == 0, r.stderr
     assert 'WARNING: REPO_KEY is not set: this repository is signed with a THROW-AWAY key' in r.stderr
-    first_key = (repo.parent / 'repo-throwaway-gnupg' / 'beacond-key-id').read_text().strip()
+    throwaway = user_state(tmp_path) / 'beacond' / 'repo-throwaway-gnupg'
+    first_key = (throwaway / 'beacond-key-id').read_text().strip()
+    # The private key is in the user's state directory, not in the published tree nor beside it.
+    assert not (repo.parent / 'repo-throwaway-gnupg').exists()
+    assert not [p for p in repo.rglob('*') if 'private-keys' in p.name or 'gnupg' in p.name], list(repo.rglob('*'))
     for f in ('dists/stable/InRelease', 'dists/stable/Release', 'dists/stable/Release.gpg',
               'dists/stable/main/binary-amd64/Packages.gz', 'dists/stable/main/binary-arm64/Packages',
               'beacond-archive-keyring.gpg', 'beacond-archive-keyring.asc', 'beacond.sources'):
@@ -64,7 +78,7 @@ def test_a_throw_away_key_is_said_loudly_reused_and_every_version_stays(tmp_path
     assert v.returncode == 0, v.stderr
     # A newer version: the same key signs, and the older one stays in the index (a host can go back to it).
     r = make_repo(repo, package(tmp_path, '0.3.1', 'amd64'), package(tmp_path, '0.3.1', 'arm64'))
-    assert r.returncode == 0 and (repo.parent / 'repo-throwaway-gnupg' / 'beacond-key-id').read_text().strip() == first_key
+    assert r.returncode == 0 and (throwaway / 'beacond-key-id').read_text().strip() == first_key
     packages = (repo / 'dists/stable/main/binary-arm64/Packages').read_text()
     assert 'Version: 0.3.0' in packages and 'Version: 0.3.1' in packages
     policy = apt_policy(tmp_path, repo)
@@ -83,7 +97,7 @@ def test_the_users_key_signs_without_a_warning_and_a_bad_package_is_refused(tmp_
     r = make_repo(repo, package(tmp_path, '0.3.0', 'amd64'), env={**env, 'REPO_KEY': fpr})
     assert r.returncode == 0, r.stderr
     assert 'THROW-AWAY' not in r.stderr and f'signed by {fpr}' in r.stderr
-    assert not (tmp_path / 'repo-throwaway-gnupg').exists()
+    assert not (tmp_path / 'repo-throwaway-gnupg').exists() and not user_state(tmp_path).exists()
     listed = subprocess.run(['gpg', '--batch', '--with-colons', '--show-keys', str(repo / 'beacond-archive-keyring.gpg')],
                             capture_output=True, text=True, check=True).stdout
     assert fpr in listed
@@ -97,3 +111,40 @@ def test_the_users_key_signs_without_a_warning_and_a_bad_package_is_refused(tmp_
     subprocess.run(['dpkg-deb', '--root-owner-group', '--build', str(tmp_path / 'pkg-1.0-amd64'), str(stranger)], check=True, capture_output=True)
     r = make_repo(tmp_path / 'third', stranger)
     assert r.returncode == 2 and 'is not a beacond package' in r.stderr
+
+
+def test_the_index_expires_and_a_rebuild_never_shows_a_host_a_mix(tmp_path):
+    """Valid-Until (REPO_VALID_DAYS, 30 by default), so an old signed index is not accepted forever; and the indexes
+    by hash (Acquire-By-Hash), the previous ones kept, the Release files renamed in last: a host that read the
+    previous InRelease still gets the indexes it names, and one that reads the new one gets the new ones."""
+    import email.utils
+    import re
+    import time
+    repo = tmp_path / 'repo'
+    assert make_repo(repo, package(tmp_path, '0.3.0', 'amd64')).returncode == 0
+    release = (repo / 'dists/stable/Release').read_text()
+    until = email.utils.parsedate_to_datetime(re.search(r'^Valid-Until: (.*)$', release, re.M).group(1)).timestamp()
+    date = email.utils.parsedate_to_datetime(re.search(r'^Date: (.*)$', release, re.M).group(1)).timestamp()
+    assert abs(until - date - 30 * 86400) < 120 and abs(date - time.time()) < 120, release
+    assert 'Acquire-By-Hash: yes' in release and 'MD5Sum:' not in release, release
+    old = (repo / 'dists/stable/InRelease').read_text()
+    old_hashes = re.findall(r'^ ([0-9a-f]{64}) +\d+ (main/binary-\w+/Packages(?:\.gz)?)$', old, re.M)
+    assert len(old_hashes) == 4, old
+    r = make_repo(repo, package(tmp_path, '0.3.1', 'amd64'), env={'REPO_VALID_DAYS': '7'})
+    assert r.returncode == 0, r.stderr
+    new = (repo / 'dists/stable/InRelease').read_text()
+    new_hashes = re.findall(r'^ ([0-9a-f]{64}) +\d+ (main/binary-\w+/Packages(?:\.gz)?)$', new, re.M)
+    assert set(new_hashes) != set(old_hashes)
+    # Every index either InRelease names is there under its hash, with that content.
+    import hashlib
+    for h, path in old_hashes + new_hashes:
+        f = repo / 'dists/stable' / path.rsplit('/', 1)[0] / 'by-hash/SHA256' / h
+        assert f.is_file() and hashlib.sha256(f.read_bytes()).hexdigest() == h, (path, h)
+    assert not list((repo / 'dists').glob('.*')), list((repo / 'dists').iterdir())  # no staging tree left
+    # apt fetches the indexes by hash: with the plain names gone it still reads the repository.
+    for arch in ('amd64', 'arm64'):
+        for f in ('Packages', 'Packages.gz'):
+            (repo / f'dists/stable/main/binary-{arch}/{f}').unlink()
+    assert 'Candidate: 0.3.1' in apt_policy(tmp_path, repo)
+    r = make_repo(repo, package(tmp_path, '0.3.1', 'amd64'), env={'REPO_VALID_DAYS': 'soon'})
+    assert r.returncode == 2 and 'REPO_VALID_DAYS must be a whole number of days' in r.stderr
