@@ -89,12 +89,18 @@ enum ScanExpect {
     }
 
     /// The result for node_exporter's textfile collector, replacing FILE atomically (mode 0644, whatever the umask,
-    /// so that node_exporter's own user can read it).
+    /// so that node_exporter's own user can read it). The directory is opened without following a symlink and must be
+    /// root's (or this user's) and writable by no one else: the verifier runs as root, and node_exporter's directory
+    /// sits in the prometheus user's home.
     static func writeMetrics(_ text: String, to path: String) -> Bool {
         let parts = path.split(separator: "/", omittingEmptySubsequences: false)
         let name = String(parts.last ?? "")
-        let dir = parts.count > 1 ? (parts.dropLast().joined(separator: "/").isEmpty ? "/" : parts.dropLast().joined(separator: "/")) : "."
-        do { try createFileDurably(named: name, in: dir, contents: Array(text.utf8), mode: 0o644, exactMode: true, replacing: true) } catch {
+        var dir = parts.count > 1 ? (parts.dropLast().joined(separator: "/").isEmpty ? "/" : parts.dropLast().joined(separator: "/")) : "."
+        if !dir.hasPrefix("/") { dir = currentDirectory() + "/" + dir }
+        do {
+            let fd = try FileDescriptor.openTrustedDirectory(dir)
+            try createFileDurably(named: name, in: fd, contents: Array(text.utf8), mode: 0o644, exactMode: true, replacing: true)
+        } catch {
             Output.err("Error: cannot write the metrics to \(path): \(error)\n")
             return false
         }

@@ -129,6 +129,12 @@ public func createFileDurably(named name: String, in directory: String, contents
                               exactMode: Bool = false, replacing: Bool = false) throws(SystemError) {
     if mkdir(directory, 0o755) != 0 && Glibc.errno != EEXIST { throw SystemError("mkdir(\(directory))", errno: .current) }
     let dir = try FileDescriptor.open(directory, O_RDONLY | O_DIRECTORY)
+    try createFileDurably(named: name, in: dir, contents: bytes, mode: mode, exactMode: exactMode, replacing: replacing)
+}
+
+/// The same, in the directory `dir` is open on (see `FileDescriptor.openTrustedDirectory`).
+public func createFileDurably(named name: String, in dir: FileDescriptor, contents bytes: [UInt8], mode: mode_t = 0o644,
+                              exactMode: Bool = false, replacing: Bool = false) throws(SystemError) {
     let (file, temporary) = try dir.createTemporary(beside: name, mode: mode)
     var committed = false
     defer { if !committed { _ = unlinkat(dir.rawValue, temporary, 0) } }
@@ -147,4 +153,35 @@ public func createFileDurably(named name: String, in directory: String, contents
         _ = unlinkat(dir.rawValue, temporary, 0)
     }
     try dir.sync()
+}
+
+extension FileDescriptor {
+    /// The directory at the absolute `path`, for a privileged writer in a directory other users may reach: opened
+    /// one component at a time without following a symlink anywhere (ELOOP names the component), the last one made
+    /// (mode 0755) when it is missing, and refused (EPERM) unless it belongs to root or this process's user and no
+    /// one else may write it (or it is sticky, as /tmp). Whoever can write a parent can move the directory away, but not make this process
+    /// write anywhere else: everything happens through the descriptor.
+    public static func openTrustedDirectory(_ path: String) throws(SystemError) -> FileDescriptor {
+        let parts = path.split(separator: "/").map(String.init)
+        guard path.hasPrefix("/"), !parts.contains(".."), !parts.isEmpty else { throw SystemError("open(\(path)): not an absolute path", errno: .invalidArgument) }
+        var dir = try open("/", O_RDONLY | O_DIRECTORY)
+        for (k, part) in parts.enumerated() {
+            let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+            do {
+                dir = try dir.openAt(part, flags)
+            } catch where error.errno == .noEntry && k == parts.count - 1 {
+                if mkdirat(dir.rawValue, part, 0o755) != 0 && Glibc.errno != EEXIST { throw SystemError("mkdirat(\(path))", errno: .current) }
+                dir = try dir.openAt(part, flags)
+            } catch where error.errno == Errno(rawValue: ELOOP) || error.errno == Errno(rawValue: ENOTDIR) {
+                let at = "/" + parts[...k].joined(separator: "/")
+                throw SystemError("open(\(path)): \(at) is a symbolic link (or not a directory), which is not followed", errno: error.errno)
+            }
+        }
+        let st = try dir.status()
+        // A sticky directory (/tmp) is fine too: no one else can rename or remove what this process puts there.
+        guard st.st_uid == 0 || st.st_uid == geteuid(), st.st_mode & 0o022 == 0 || st.st_mode & S_ISVTX != 0 else {
+            throw SystemError("open(\(path)): the directory belongs to user \(st.st_uid) with mode \(String(st.st_mode & 0o7777, radix: 8)): only a directory of root's (or this user's) that no one else may write is written to", errno: .notPermitted)
+        }
+        return dir
+    }
 }

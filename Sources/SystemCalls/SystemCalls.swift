@@ -311,3 +311,10 @@ public func directoryEntries(_ path: String) throws(SystemError) -> [String] {
     }
     return names.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
 }
+
+/// getcwd(3): the working directory ("/" when it cannot be had).
+public func currentDirectory() -> String {
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    guard getcwd(&buffer, buffer.count) != nil else { return "/" }
+    return String(cString: buffer)
+}

@@ -175,6 +175,7 @@ def expect_injected(tmp_path, reports: list[bytes], *configs) -> tuple[int, list
     from bumble import hci
     port = free_port()
     with Lab(f'tcp-server:127.0.0.1:{port}', scan=False, extended=False) as lab:
+        # Options after the configs: --expect takes every argument up to the next option.
         p = subprocess.Popen([str(beacond_path()), 'scan', '--device', f'tcp:127.0.0.1:{port}', '--timeout', '4', '--json',
                               '--expect', *map(str, configs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
@@ -220,3 +221,23 @@ def test_two_configs_with_one_key_are_both_heard_and_a_config_named_twice_is_che
     entries = [l for l in lines if l['kind'] == 'expect']
     # a.conf named twice and again through its directory: one expectation, so one series in the metrics.
     assert [(e['config'], e['status']) for e in entries] == [(str(a), 'heard'), (str(b), 'heard')], entries
+
+
+def test_the_metrics_never_go_through_a_symlinked_directory(tmp_path):
+    """The verifier runs as root and node_exporter's directory sits in the prometheus user's home: a symlink put there
+    must not make it write anywhere else. The check's verdict stands; the metrics are refused, and say why."""
+    conf = tmp_path / 'shop.conf'
+    conf.write_text(IB + HCI)
+    target = tmp_path / 'etc-cron.d'
+    target.mkdir()
+    (tmp_path / 'home').mkdir()
+    (tmp_path / 'home' / 'node-exporter').symlink_to(target)
+    code, _, err = expect_injected(tmp_path, [], conf, '--metrics', str(tmp_path / 'home' / 'node-exporter' / 'beacond-verify-hci1.prom'))
+    assert code == 1, err
+    assert (f"cannot write the metrics to {tmp_path}/home/node-exporter/beacond-verify-hci1.prom: open({tmp_path}/home/node-exporter): "
+            f"{tmp_path}/home/node-exporter is a symbolic link (or not a directory), which is not followed") in err, err
+    assert list(target.iterdir()) == []
+    # A real directory of root's (this user's): written, mode 0644.
+    (tmp_path / 'home' / 'node-exporter').unlink()
+    code, _, err = expect_injected(tmp_path, [], conf, '--metrics', str(tmp_path / 'home' / 'node-exporter' / 'beacond-verify-hci1.prom'))
+    assert code == 2 and (tmp_path / 'home' / 'node-exporter' / 'beacond-verify-hci1.prom').is_file(), err

@@ -103,6 +103,39 @@ struct EditableFileTests {
         #expect(fcntl(fd.rawValue, F_GETFL) & O_NONBLOCK == 0)
     }
 
+    /// The verifier runs as root and writes into node_exporter's directory, which sits in the prometheus user's home:
+    /// a symlink there made root write wherever it pointed.
+    @Test("bug: a privileged writer followed a symlinked directory; a trusted directory is opened without following one, and must be root's")
+    func trustedDirectory() throws {
+        let d = tempDir()
+        #expect(mkdir("\(d)/target", 0o755) == 0 && symlink("\(d)/target", "\(d)/link") == 0)
+        #expect(throws: SystemError("open(\(d)/link/sub): \(d)/link is a symbolic link (or not a directory), which is not followed", errno: Errno(rawValue: ENOTDIR))) {
+            try FileDescriptor.openTrustedDirectory("\(d)/link/sub")
+        }
+        #expect(throws: SystemError("open(\(d)/link): \(d)/link is a symbolic link (or not a directory), which is not followed", errno: Errno(rawValue: ENOTDIR))) {
+            try FileDescriptor.openTrustedDirectory("\(d)/link")
+        }
+        // The last component is made when missing, and written through the descriptor.
+        let made = try FileDescriptor.openTrustedDirectory("\(d)/textfile")
+        try createFileDurably(named: "m.prom", in: made, contents: Array("x 1\n".utf8), exactMode: true, replacing: true)
+        #expect(try FileDescriptor.readFile("\(d)/textfile/m.prom", limit: 10) == Array("x 1\n".utf8))
+        #expect(access("\(d)/target/m.prom", F_OK) != 0)
+        // Writable by its group: refused; sticky (as /tmp): taken.
+        #expect(mkdir("\(d)/shared", 0o775) == 0 && chmod("\(d)/shared", 0o775) == 0)
+        #expect(throws: SystemError("open(\(d)/shared): the directory belongs to user \(geteuid()) with mode 775: only a directory of root's (or this user's) that no one else may write is written to", errno: .notPermitted)) {
+            try FileDescriptor.openTrustedDirectory("\(d)/shared")
+        }
+        #expect(chmod("\(d)/shared", 0o1777) == 0)
+        _ = try FileDescriptor.openTrustedDirectory("\(d)/shared")
+        // Another user's directory (root only can give it away).
+        if geteuid() == 0 {
+            #expect(mkdir("\(d)/theirs", 0o755) == 0 && chown("\(d)/theirs", 65534, 65534) == 0)
+            #expect(throws: SystemError("open(\(d)/theirs): the directory belongs to user 65534 with mode 755: only a directory of root's (or this user's) that no one else may write is written to", errno: .notPermitted)) {
+                try FileDescriptor.openTrustedDirectory("\(d)/theirs")
+            }
+        }
+    }
+
     /// Two beacond processes (the service and a hand-run `beacond run` on the same state directory) write the same
     /// record. With one fixed temporary name (NAME.new) the second deleted the first's temporary file mid-write, and the
     /// first then renamed the second's half-written file into place.

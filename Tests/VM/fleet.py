@@ -388,7 +388,20 @@ def run_fleet():
         assert heard == [1.0], metrics
         timer = ssh('amd64', 'systemctl is-enabled beacond-verify@hci1.timer; systemctl is-active beacond-verify@hci1.timer').stdout.split()
         assert timer == ['enabled', 'active'], timer
-        return 'beacond-verify@hci1 heard pi-amd64\'s beacon from the second btvirt radio: exit 0, beacond_verify_success 1; the timer enabled'
+        # The textfile directory replaced by a symlink (whoever owns /var/lib/prometheus, the prometheus user's home,
+        # can): the verifier, root, must not write through it.
+        r = ssh('amd64', 'd=/var/lib/prometheus/node-exporter; mv $d $d.real && ln -s /etc/cron.d $d; '
+                         'systemctl start beacond-verify@hci1.service; echo "exit $?"; echo "--- cron.d"; ls /etc/cron.d; '
+                         'rm $d && mv $d.real $d; echo "--- journal"; '
+                         'journalctl -u beacond-verify@hci1.service -o cat --no-pager | tail -n 8', check=False, timeout=180)
+        status, rest = r.stdout.split('\n--- cron.d\n', 1)
+        cron, journal = rest.split('--- journal\n', 1)
+        assert status == 'exit 1', r.stdout
+        assert not any(name.startswith('beacond-verify') for name in cron.split()), cron
+        # beacond's refusal, or systemd-tmpfiles' (which runs first, and follows no such link either).
+        assert any(w in journal.lower() for w in ('not followed', 'unsafe path transition', 'not a directory')), journal
+        return ('beacond-verify@hci1 heard pi-amd64\'s beacon from the second btvirt radio: exit 0, beacond_verify_success 1; the timer enabled; '
+                'with the textfile directory a symlink to /etc/cron.d: the check failed and wrote nothing there')
 
     def second_run():
         _, out, took = playbook('2-second-run', *ALL_AT_ONCE)
