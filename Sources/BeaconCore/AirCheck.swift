@@ -410,7 +410,7 @@ extension AirCheck {
     }
 
     /// The check in Prometheus' text exposition format, for node_exporter's textfile collector.
-    public func prometheusText(device: String, startedAt: UInt64, duration: Double) -> String {
+    public func prometheusText(device: String, startedAt: UInt64, duration: Double, clockSynchronized: Bool = true) -> String {
         func label(_ s: String) -> String {
             var out = ""
             for c in s.unicodeScalars {
@@ -453,6 +453,10 @@ extension AirCheck {
                [("{device=\(label(device))}", Self.seconds(startedAt))])
         family("beacond_verify_last_run_duration_seconds", "How long the last check listened.",
                [("{device=\(label(device))}", decimal(duration, 3))])
+        if !eidKeys.isEmpty {
+            family("beacond_verify_clock_synchronized", "1 when the kernel called this receiver's clock synchronized at the last check (Eddystone-EID beacons are judged by it).",
+                   [("{device=\(label(device))}", clockSynchronized ? "1" : "0")])
+        }
         return t
     }
 }

@@ -32,6 +32,10 @@ final class Daemon {
     private var addressTimer: EventSource?
     /// Eddystone-EID: at every period boundary of the wall clock, the clock goes to the lifecycle.
     private var eidTimer: EventSource?
+    /// A step of the wall clock (an NTP client's at boot, date -s) moves the EID periods at once: the boundary timer
+    /// counts on the monotonic clock and would keep the old period's EID on the air until it fires.
+    private var clockSteps: ClockStepWatch?
+    private var clockStepSource: EventSource?
     private var watcher: DeviceWatcher?
     private var watcherSource: EventSource?
     /// Events that arrive while actions are being carried out (a backend may answer at once) wait their turn, so
@@ -79,8 +83,8 @@ final class Daemon {
         let daemon = Daemon(loop: loop, log: log, options: options, config: config)
         if let busy = daemon.stateLock.acquire(daemon.lifecycle.device.description) {
             log.error("Cannot run: \(busy)")
-            Notifier.send(["STATUS=Cannot run: \(busy)", "EXIT_STATUS=\(ExitCode.busy.rawValue)"])
-            return .busy
+            Notifier.send(["STATUS=Cannot run: \(busy)", "EXIT_STATUS=\(ExitCode.temporaryFailure.rawValue)"])
+            return .temporaryFailure
         }
         do {
             try daemon.start()
@@ -101,6 +105,7 @@ final class Daemon {
         telemetryTimer = try loop.addIdleTimer { [unowned self] in self.telemetryTick() }
         addressTimer = try loop.addIdleTimer { [unowned self] in self.handle(.addressPeriod) }
         eidTimer = try loop.addIdleTimer { [unowned self] in self.clockTick() }
+        watchClockSteps()
         try loop.enableWatchdog()
         startWatcher()
         // The first telemetry (the temperature now) before the first frame goes out.
@@ -134,6 +139,20 @@ final class Daemon {
     // MARK: Eddystone-EID
 
     private var clockUnknownSaid = false
+
+    private func watchClockSteps() {
+        do {
+            let w = try ClockStepWatch()
+            clockSteps = w
+            clockStepSource = try loop.addReader(fd: w.file.rawValue) { [unowned self] _ in
+                guard w.stepped() else { return }
+                if self.lifecycle.hasEID { self.log.notice("The wall clock was set: the Eddystone-EID beacons follow it now") }
+                self.clockTick()
+            }
+        } catch {
+            log.warning("Cannot watch for steps of the wall clock (\(error)): after one, the Eddystone-EID beacons follow it at their next period boundary")
+        }
+    }
 
     private func clockTick() {
         let synchronized = systemClockSynchronized()

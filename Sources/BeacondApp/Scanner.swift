@@ -43,6 +43,8 @@ final class Scanner {
     private var stopping = false
     /// `--eid-keys`: every key's EIDs around now, precomputed.
     private var resolver: EIDResolver?
+    /// `--expect` with EID beacons on a receiver whose clock the kernel calls unsynchronized.
+    private var clockUnsynchronized = false
     /// `--expect`: the beacons the configs put on the air, what was heard of them, and since when.
     private var check: AirCheck?
     private var startedAt: (wall: UInt64, monotonic: UInt64) = (0, 0)
@@ -67,6 +69,13 @@ final class Scanner {
         if !options.expect.isEmpty {
             let check: AirCheck
             do { check = AirCheck(try ScanExpect.load(options.expect)) } catch { return Tools.report(error) }
+            // An EID is judged by this receiver's clock: unsynchronized (at boot, before NTP), an EID beacon may be
+            // reported missing or as a recording. Said, and in the metrics (the unit orders itself after
+            // time-sync.target, which waits for the sync where systemd-time-wait-sync is enabled).
+            if !check.eidKeys.isEmpty, systemClockSynchronized() == false {
+                s.clockUnsynchronized = true
+                Output.err("Warning: this receiver's clock is not synchronized (timedatectl): an Eddystone-EID beacon is judged by it, so one may be reported missing or as a recording when the clocks differ by more than \(AirCheck.eidSkew) s\n")
+            }
             s.check = check
             s.resolver = ScanExpect.resolver(for: check)
             // The table for now, before scanning starts (not at the first EID heard).
@@ -254,7 +263,8 @@ final class Scanner {
             let device = options.device.description
             let code = ScanExpect.report(check, device: device, seconds: seconds, timeout: options.timeout ?? Self.defaultTimeout, json: json)
             let written = options.metrics.map {
-                ScanExpect.writeMetrics(check.prometheusText(device: device, startedAt: startedAt.wall, duration: seconds), to: $0)
+                ScanExpect.writeMetrics(check.prometheusText(device: device, startedAt: startedAt.wall, duration: seconds,
+                                                             clockSynchronized: !clockUnsynchronized), to: $0)
             } ?? true
             exitCode = written ? code : .failure
             return loop.exit(code: exitCode.rawValue)

@@ -5,3 +5,4 @@
 #include <sys/prctl.h>
 
 static inline int beacond_prctl_not_dumpable(void) { return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
+#include <sys/timerfd.h>

@@ -175,8 +175,9 @@ public enum ExitCode: Int32, Sendable, Hashable {
     case usage = 64
     /// No controller reachable.
     case unavailable = 69
-    /// Another beacond uses the device with the same state directory (EX_TEMPFAIL: the unit tries again).
-    case busy = 75
+    /// EX_TEMPFAIL: not now, later. `run`: another beacond uses the device with the same state directory (the unit
+    /// tries again).
+    case temporaryFailure = 75
     /// Missing privilege (a capability).
     case noPermission = 77
     /// Config file errors.

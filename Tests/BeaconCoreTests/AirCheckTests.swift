@@ -226,6 +226,11 @@ struct AirCheckTests {
         let r = report(EddystoneEID(txPowerAt0m: -20, eid: [1, 2, 3, 4, 5, 6, 7, 8])!.advertisingData, from: "C5:00:00:00:00:01")
         check.record(BeaconFrame(advertisingData: r.data), r, at: 1, eidMatch: AirCheck.EIDMatch(key: 0, periodStart: start, heardAt: start))
         #expect(check.results.map { $0.verdict } == [AirCheck.Verdict.heard, .heard, .missing, .missing])
+        // The receiver's clock is in the metrics when EIDs are judged by it (and only then).
+        #expect(check.prometheusText(device: "hci1", startedAt: 0, duration: 1, clockSynchronized: false).contains("beacond_verify_clock_synchronized{device=\"hci1\"} 0\n"))
+        #expect(check.prometheusText(device: "hci1", startedAt: 0, duration: 1).contains("beacond_verify_clock_synchronized{device=\"hci1\"} 1\n"))
+        let plain = AirCheck(ExpectedBeacon.all(in: try config("[beacon]\nuuid = \"\(uuid)\"\nmajor = 7\nminor = 1\n"), path: "/f.conf"))
+        #expect(!plain.prometheusText(device: "hci1", startedAt: 0, duration: 1, clockSynchronized: false).contains("clock_synchronized"))
     }
 
     @Test("a beacon heard as configured and also with other content: a mismatch, and the metrics and text say it is on the air too")

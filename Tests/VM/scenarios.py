@@ -926,7 +926,29 @@ def s21_eid_key_as_a_credential():
     creds = sh('ls -l /run/credentials/beacond.service/').strip().replace('\n', '; ')
     journal = sh('journalctl -u beacond --no-pager -o cat --since=-5min')
     assert key.lower() not in journal.lower(), 'the identity key is in the journal'
-    return f'{st} | {len(first_seen)} EIDs from {flat}, uid {uid}; credentials: {creds}'
+    steps = eid_follows_clock_steps()
+    return f'{st} | {len(first_seen)} EIDs from {flat}, uid {uid}; credentials: {creds} | {steps}'
+
+
+def eid_follows_clock_steps():
+    """A step of the wall clock (a Pi without a real-time clock boots with fake-hwclock's time and steps at its NTP
+    sync) moves the EID period at once: at K = 10 the boundary timer alone would keep the old period's EID on the
+    air for up to 17 minutes. Forward 2048 s (two periods), then back again, each checked within 5 s from btmon."""
+    sh(f"sed -i 's/^rotation_exponent = .*/rotation_exponent = 10/' {CONF}", check=True)
+    sh('systemctl reload beacond', check=True)
+    def eid_now():
+        return bytes.fromhex(sh(f'beacond payload -c {CONF} --time $(date +%s)', check=True).strip())
+    wait_on_air(eid_now(), 10)
+    out = []
+    for delta in (2048, -2048):
+        t0 = time.monotonic()
+        sh(f'date -s @$(( $(date +%s) + {delta} )) >/dev/null', check=True)
+        expected = eid_now()
+        wait_on_air(expected, 5)
+        out.append(f'{delta:+d} s: the new period\'s EID on the air within {time.monotonic() - t0:.1f} s')
+    journal = sh('journalctl -u beacond --no-pager -o cat --since=-1min')
+    assert 'The wall clock was set' in journal, journal[-500:]
+    return '; '.join(out)
 
 
 # ---- ownership: what beacond put on the controller comes off again ----------------------------------------------
@@ -1166,7 +1188,7 @@ def main():
         run_('18. mgmt: three beacons, then SIGKILL and a start with one: the killed run\'s other two instances go, and stop leaves nothing', s18_mgmt_kill_then_fewer_beacons)
         run_('19. mgmt: another program\'s instances (one from before the start, one added meanwhile) are neither taken nor removed', s19_mgmt_foreign_instances_survive)
         run_('20. an hciN whose kernel setup failed (mgmt: Invalid Index): beacond says so and backend auto tries raw HCI, not "waiting to appear"', s20_setup_failed_device_goes_to_raw_hci)
-        run_('21. Eddystone-EID with its key in /etc/beacond/keys as a credential of the DynamicUser service: the EIDs on the air for their moments, a new address each period, the key never in the journal', leaving_one_beacon(s21_eid_key_as_a_credential))
+        run_('21. Eddystone-EID with its key in /etc/beacond/keys as a credential of the DynamicUser service: the EIDs on the air for their moments, a new address each period, the key never in the journal; a step of the wall clock either way moves the EID at once', leaving_one_beacon(s21_eid_key_as_a_credential))
         run_('13. apt-get purge: nothing left behind (files, units, enablement, state), nothing on the air', s13_purge_leaves_nothing)
         run_('14. upgrade from the previous package with an edited conffile (and beacond@hci1 running beside it on amd64): edit kept, new default as .dpkg-dist, both restarted, beacons back', s14_upgrade_keeps_the_edited_conffile)
         if fleet:
