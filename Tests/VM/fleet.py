@@ -11,7 +11,7 @@ for arm64 also the second Bumble radio on this machine), never from beacond's ow
      their exact frames on the air; the amd64 host, also a verifier, checks its beacon from the air with its second
      btvirt radio (beacond-verify@hci1: exit 0, and its metrics file says so);
   2. a second run changes nothing, and runs no module (no Python) on either host;
-  3. an inventory mistake (major 70000) fails at validate with beacond's own message, the running config stays as it
+  3. an inventory mistake (major 70000) fails at the role's check-config with beacond's own message, the running config stays as it
      was, and both hosts keep advertising the old frame throughout;
   4. a new package version in the signed repository (make-repo.sh) reaches both hosts through apt (pi-amd64 through
      the role's beacond_version: latest, pi-arm64 through `apt-get update && apt-get upgrade`): the new version
@@ -422,7 +422,9 @@ def run_fleet():
         assert code != 0, 'the play did not fail'
         message = "error: 'major' in [[beacon]] #1 must be from 0 to 65535, found 70000"
         assert message in out, out[-1500:]
-        assert 'failed to validate' in out and 'NO MORE HOSTS LEFT' in out, out[-1500:]
+        # Refused at the role's check on the host, before anything was replaced (not at the template's validate:).
+        assert 'TASK [beacond : beacond check-config on them]' in out, out[-1500:]
+        assert NAMES['arm64'] not in recap(out), f'the rollout went on past the failed canary: {recap(out)}'
         def check(a):
             assert conf_sha(a) == state[a]['sha'], 'the config changed'
             eids = eid_frames(key, since[a] // 1_000_000) if a == 'arm64' else []
@@ -433,6 +435,30 @@ def run_fleet():
         r = recap(out)
         return f'beacond\'s message in the play ("{message}"); {"; ".join(notes)}; recap {r}'
 
+    def bad_key():
+        # A malformed key from Vault (31 hex digits) for a new EID beacon on pi-amd64: refused by beacond before anything
+        # is replaced, in --check --diff as in a real run; the old config, the keys and the frame stay.
+        since = guest_now_us('amd64')
+        pid = main_pid('amd64')
+        extra = os.path.join(work, 'bad-key.yml')
+        with open(extra, 'w') as f:
+            json.dump({'beacond_beacons': [{'uuid': uuid, 'major': MAJOR, 'minor': MINOR['amd64']},
+                                           {'format': 'eddystone-eid', 'identity_key_file': 'new.key'}],
+                       'beacond_eid_keys': {'new.key': key[:31]}}, f)
+        message = 'holds 31 hex digits; an Eddystone-EID identity key is 128 bits: 32 hex digits'
+        notes = []
+        for name, flags in (('3b-bad-key-check', ['--check', '--diff']), ('3c-bad-key', [])):
+            code, out, took = playbook(name, '--limit', NAMES['amd64'], '-e', f'@{extra}', *flags, expect_ok=False)
+            assert code != 0 and message in out, out[-1500:]
+            assert key[:31] not in out and key[:31].lower() not in out, 'the key is in the playbook output'
+            notes.append(f'{" ".join(flags) or "a real run"}: failed with beacond\'s message ({took:.0f} s)')
+        assert conf_sha('amd64') == state['amd64']['sha'], 'the config changed'
+        assert ssh('amd64', 'ls /etc/beacond/keys').stdout.split() == [], 'a key was put in place'
+        assert main_pid('amd64') == pid, 'beacond was restarted'
+        ok, rc, now = on_air('amd64', frames['amd64'], since_us=since)
+        assert ok, f'the old frame is not on the air, or another was meanwhile (btsnoop exit {rc}: {now})'
+        return '; '.join(notes) + '; the config, the keys and the process unchanged, the frame on the air throughout'
+
     def upgrade():
         repo = os.path.join(work, 'repo')
         make_repo = ['sh', os.path.join(TOP, 'scripts', 'make-repo.sh'), repo]
@@ -442,6 +468,9 @@ def run_fleet():
         r = subprocess.run(make_repo + nexts, check=True, capture_output=True, text=True)
         assert 'THROW-AWAY key' in r.stderr, 'make-repo.sh did not warn about its throw-away key'
         port = serve(repo)
+        # An earlier run that copied pi-arm64's key and then lost its connection: Ansible dropped its restart, and the
+        # key in place is newer than the running service. This run must restart it (the probe compares the two).
+        ssh('arm64', 'sleep 1; touch /etc/beacond/keys/shop7-2.key')
         before = dict(zip(ARCHES, each(main_pid)))
         since = dict(zip(ARCHES, each(guest_now_us)))
         repo_vars = os.path.join(work, 'repository.yml')
@@ -453,6 +482,8 @@ def run_fleet():
                        'beacond_apt_repository': {'url': f'http://10.0.2.2:{port}/', 'key': os.path.join(repo, 'beacond-archive-keyring.gpg')}}, f)
         _, out, took = playbook('4-upgrade', '-e', f'@{repo_vars}', *ALL_AT_ONCE)
         assert installed_version('arm64') == version, 'the role upgraded pi-arm64 itself'
+        restarted = re.search(r'TASK \[beacond : Restart beacond, which started before its newest key was written\][^\n]*\n(?:[^\n]*\n)*?changed: \[pi-arm64\]', out)
+        assert restarted and main_pid('arm64') != before['arm64'], 'the lost restart did not happen: ' + out[-1500:]
         t0 = time.monotonic()
         r = ssh('arm64', 'apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get upgrade -y -q '
                          '-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold < /dev/null', timeout=900)
@@ -478,12 +509,14 @@ def run_fleet():
             how = 'apt-get upgrade' if a == 'arm64' else 'the role'
             return f'{NAMES[a]} {version} → {got} through {how}, pid {before[a]} → {pid}, off the air {" + ".join(gaps) or "never"}'
         notes = each(check)
-        return '; '.join(notes) + f'; the edited conffiles kept, the new defaults beside them as .dpkg-dist; frames back ({took:.0f} s)'
+        return '; '.join(notes) + (f'; the edited conffiles kept, the new defaults beside them as .dpkg-dist; frames back ({took:.0f} s); '
+                                   'pi-arm64\'s key newer than its service (a lost restart): the role restarted it')
 
     for title, fn in (('the first run installs the package for each architecture and puts each host\'s own frame on the air', first_run),
                       ('the verifier (pi-amd64, second radio hci1) hears the beacon from the air', verifier),
                       ('a second run changes nothing', second_run),
-                      ('major 70000 in the inventory fails at validate with beacond\'s message; both hosts keep the old config and frame on the air', mistake),
+                      ('major 70000 in the inventory fails at the role\'s beacond check-config with beacond\'s message; both hosts keep the old config and frame on the air', mistake),
+                      ('a malformed EID key from Vault fails the play with beacond\'s message before anything is replaced, in --check --diff as in a real run: config, keys, process and frame unchanged', bad_key),
                       ('a new version in the signed repository reaches both hosts through apt (pi-amd64 through the role, pi-arm64 through apt-get upgrade): the edited conffile kept (the new default as .dpkg-dist), restarted, back on the air', upgrade)):
         step(title, fn)
 
