@@ -121,7 +121,10 @@ private func scanReports(_ sub: UInt8, _ p: [UInt8]) {
         let frame = BeaconFrame(advertisingData: r.data)
         clock &+= 100_000
         table.record(ScanEntry.key(for: frame, r), make: { ScanEntry(frame: frame, report: r) }) { $0.heard(r, at: clock) }
-        check.record(frame, r, at: clock, eidMatch: r.data.first.map { Int($0) - 128 })
+        // Any key index (also out of range) and any period against any time: the replay window's arithmetic too.
+        check.record(frame, r, at: clock, eidMatch: r.data.first.map {
+            AirCheck.EIDMatch(key: Int($0) - 128, periodStart: UInt32(truncatingIfNeeded: r.data.count &* 2_654_435_761), heardAt: UInt32(truncatingIfNeeded: clock))
+        })
         if case .iBeacon(let b) = frame {
             let d = Ranging.distance(rssi: Double(r.rssi), measuredPower: b.measuredPower)
             precondition(d.map { $0.isFinite && $0 >= 0 } ?? true, "distance \(String(describing: d))")

@@ -334,7 +334,7 @@ def test_a_name_goes_into_a_scan_response_and_makes_only_that_beacon_scannable(t
     conf.write_text(IB + 'name = "Shelf 12 – Café"\n' + ALT)
     sock = tmp_path / 'hci.sock'
     with Lab(f'unix-server:{sock}') as lab:
-        processes('run', '-c', str(conf), '-d', f'unix:{sock}')
+        first = processes('run', '-c', str(conf), '-d', f'unix:{sock}')
         sets = wait_for(lambda: (s := enabled_sets(lab)) and len(s) == 2 and s, 10, what='two sets')
         by_data = {s['data']: s for s in sets.values()}
         named, plain = by_data[IB_BYTES], by_data[ALT_BYTES]
@@ -343,6 +343,8 @@ def test_a_name_goes_into_a_scan_response_and_makes_only_that_beacon_scannable(t
         # Bumble's own AD parser reads the name back.
         assert AdvertisingData.from_bytes(named['scan_response']).get(AdvertisingData.COMPLETE_LOCAL_NAME) == 'Shelf 12 – Café'
         assert plain['properties'] == 0x0010 and plain['scan_response'] == b''  # without a name nothing changes
+    # One beacond per device and state directory: the first goes before the second starts on the same socket.
+    assert first.stop() == 0
     # A legacy-only controller: ADV_SCAN_IND and LE Set Scan Response Data.
     conf.write_text(IB + 'name = "Shelf 12"\n')
     with Lab(f'unix-server:{sock}', extended=False) as lab:
