@@ -120,7 +120,14 @@ public struct EIDResolver: Sendable {
     public let keys: [EIDKey]
     public let window: Int
     private let cipher: BlockCipher
-    private var table: [UInt64: Match] = [:]
+    /// By the EID's 8 bytes: the key's index and the period's counter, 8 bytes (a Match with its name was 40, and
+    /// --eid-window 1000 with 1,000 keys took 257 MB).
+    private var table: [UInt64: Entry] = [:]
+    private struct Entry { var index: UInt32; var counter: UInt32 }
+
+    /// The most EIDs the table may hold (keys × (2 × window + 1)): about 150 MiB (bench/eid_window_memory.py: 80 MiB
+    /// for 2,001,000).
+    public static let maximumEntries = 4_000_000
     /// The table holds until this time counter (the first key's next boundary).
     private var validFrom: UInt32 = 1
     private var validUntil: UInt32 = 0
@@ -136,7 +143,8 @@ public struct EIDResolver: Sendable {
     /// The key and period of `eid` heard at time counter `now`; nil when no key gives it in the window.
     public mutating func resolve(_ eid: [UInt8], at now: UInt32) -> Match? {
         if now < validFrom || now >= validUntil { rebuild(at: now) }
-        return table[Self.word(eid)]
+        guard let e = table[Self.word(eid)] else { return nil }
+        return Match(index: Int(e.index), name: keys[Int(e.index)].name, timeCounter: e.counter)
     }
 
     private static func word(_ eid: [UInt8]) -> UInt64 { eid.prefix(8).reduce(0) { $0 << 8 | UInt64($1) } }
@@ -144,6 +152,8 @@ public struct EIDResolver: Sendable {
     private mutating func rebuild(at now: UInt32) {
         rebuilds += 1
         table.removeAll(keepingCapacity: true)
+        // Its size is known: made once, not grown by doubling (each growth held the old table and the new at once).
+        table.reserveCapacity(keys.count * (2 * window + 1))
         var until = UInt32.max
         for (i, k) in keys.enumerated() {
             guard let key = k.key else { continue }
@@ -164,7 +174,7 @@ public struct EIDResolver: Sendable {
                     tk = made
                 }
                 guard let block = try? cipher(tk, EddystoneEID.identifierInput(counter, exponent: k.exponent)) else { continue }
-                table[Self.word(Array(block.prefix(8)))] = Match(index: i, name: k.name, timeCounter: counter)
+                table[Self.word(Array(block.prefix(8)))] = Entry(index: UInt32(i), counter: counter)
             }
         }
         validFrom = keys.isEmpty ? 0 : keys.map { EddystoneEID.periodStart(now, exponent: $0.exponent) }.max()!

@@ -186,6 +186,11 @@ final class Scanner {
             }
         }
         if !problems.isEmpty { throw ConfigError(path: path, diagnostics: problems) }
+        let entries = keys.count * (2 * window + 1)
+        guard entries <= EIDResolver.maximumEntries else {
+            throw ConfigError(path: path, diagnostics: [ConfigDiagnostic(
+                "\(keys.count) keys with --eid-window \(window) make \(entries) EIDs to hold, more than the \(EIDResolver.maximumEntries) allowed: give a smaller window (it only needs to cover how far the beacons' clocks may be off)", at: nil)])
+        }
         var resolver = EIDResolver(keys: keys, window: window, cipher: { key, block in try AES128.encrypt(block, key: key) })
         // The table for now, before scanning starts (not at the first EID heard).
         _ = resolver.resolve([UInt8](repeating: 0, count: 8), at: eidTimeCounter(unixSeconds: wallClock().seconds))

@@ -158,6 +158,10 @@ def test_a_process_holding_keys_cannot_be_dumped(tcp_lab):
         os.chown(f'{d}/keys/shop.key', 65534, 65534)
         os.mkdir(f'{d}/state', 0o755)
         os.chown(f'{d}/state', 65534, 65534)
+        # A copy of the binary nobody may run (the checkout may be in a private directory, as CI's mktemp -d is).
+        binary = f'{d}/beacond'
+        shutil.copy(beacond_path(), binary)
+        os.chmod(binary, 0o755)
         with open(f'{d}/eid.conf', 'w') as f:
             f.write('[beacon]\nformat = "eddystone-eid"\nidentity_key_file = "shop.key"\n\n[controller]\nbackend = "hci"\n')
         owners = {}
@@ -172,7 +176,7 @@ def test_a_process_holding_keys_cannot_be_dumped(tcp_lab):
                 other.__enter__()
             args = (['run', '-c', f'{d}/eid.conf', '-d', device] if name == 'eid'
                     else ['scan', '--device', f'tcp:127.0.0.1:{port}', '--duration', '30'])
-            p = subprocess.Popen([str(beacond_path()), *args], user=65534, group=65534, env=env,
+            p = subprocess.Popen([binary, *args], user=65534, group=65534, env=env,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             try:
                 if name == 'eid':
@@ -348,3 +352,16 @@ def test_a_key_pasted_without_quotes_is_never_printed(tmp_path):
     assert f"{keyring}:3:16: error: 'identity_key' in [beacon]: the value (32 hex digits) is not valid here" in r.stderr, r.stderr
     for out in (r.stderr, r.stdout):
         assert all(KEY[i:i + 8].lower() not in out.lower() for i in range(0, 25)), out
+
+
+def test_a_resolver_table_past_its_bound_is_refused_with_what_to_do(tmp_path):
+    """keys × (2 × window + 1) EIDs are computed and held: 1,000 keys at --eid-window 1000 took 257 MB. At most
+    4,000,000 (about 150 MiB); past that, a clear error before anything is computed."""
+    keyring = tmp_path / 'keys.toml'
+    keyring.write_text(''.join(f'[[beacon]]\nname = "b{i}"\nidentity_key = "{i:032x}"\n\n' for i in range(2000)))
+    r = run_cli('scan', '--device', 'unix:/nonexistent', '--eid-keys', str(keyring), '--eid-window', '1000')
+    assert r.returncode == 78, r.stderr
+    assert ('2000 keys with --eid-window 1000 make 4002000 EIDs to hold, more than the 4000000 allowed: give a smaller '
+            'window') in r.stderr, r.stderr
+    r = run_cli('scan', '--device', 'unix:/nonexistent', '--eid-keys', str(keyring), '--eid-window', '2')
+    assert r.returncode == 69, r.stderr  # read and computed; then no such device
