@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
+import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from parse_scaling import keyring_run  # noqa: E402
 
 
 def run(beacond: str, keyring: str, window: int) -> tuple[float, float]:
-    with tempfile.TemporaryFile() as err:
-        p = subprocess.Popen([beacond, 'scan', '--eid-keys', keyring, '--eid-window', str(window),
-                              '--device', 'unix:/nonexistent/beacond-bench', '--duration', '1'], stdout=subprocess.DEVNULL, stderr=err)
-        _, status, usage = os.wait4(p.pid, 0)
-        if os.waitstatus_to_exitcode(status) != 69:
-            err.seek(0)
-            raise SystemExit(f'{beacond} exited {os.waitstatus_to_exitcode(status)}: {err.read(300).decode(errors="replace")}')
+    usage = keyring_run(beacond, keyring, '--eid-window', str(window), codes=(69,))
     return usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 

@@ -30,17 +30,22 @@ def many_tables(lines: int) -> str:
     return ''.join(f'[t{i}]\n' for i in range(lines))
 
 
-def cpu(beacond: str, path: str) -> float:
+def keyring_run(beacond: str, path: str, *extra: str, codes=(69, 78)):
+    """`beacond scan --eid-keys PATH EXTRA…` on a device that does not exist: the process's resource usage (wait4).
+    Exit 69: the device was not there, so the whole keyring was read (and the resolver's table made) first; 78: the
+    file's mistakes, also after reading it all."""
     with tempfile.TemporaryFile() as err:  # a file, not a pipe: thousands of diagnostics would fill a pipe
-        p = subprocess.Popen([beacond, 'scan', '--eid-keys', path, '--device', 'unix:/nonexistent/beacond-bench', '--duration', '1'],
-                             stdout=subprocess.DEVNULL, stderr=err)
+        p = subprocess.Popen([beacond, 'scan', '--eid-keys', path, *extra, '--device', 'unix:/nonexistent/beacond-bench',
+                              '--duration', '1'], stdout=subprocess.DEVNULL, stderr=err)
         _, status, usage = os.wait4(p.pid, 0)
-        p.returncode = os.waitstatus_to_exitcode(status)
-        # Exit 69: the device was not there, so the whole file was read first; 78: the file's mistakes, also after
-        # reading it all.
-        if p.returncode not in (69, 78):
+        if os.waitstatus_to_exitcode(status) not in codes:
             err.seek(0)
-            raise SystemExit(f'beacond exited {p.returncode}: {err.read(300).decode(errors="replace")}')
+            raise SystemExit(f'{beacond} exited {os.waitstatus_to_exitcode(status)}: {err.read(300).decode(errors="replace")}')
+    return usage
+
+
+def cpu(beacond: str, path: str) -> float:
+    usage = keyring_run(beacond, path)
     return usage.ru_utime + usage.ru_stime
 
 

@@ -933,7 +933,7 @@ def s21_eid_key_as_a_credential():
 def eid_follows_clock_steps():
     """A step of the wall clock (a Pi without a real-time clock boots with fake-hwclock's time and steps at its NTP
     sync) moves the EID period at once: at K = 10 the boundary timer alone would keep the old period's EID on the
-    air for up to 17 minutes. Forward 2048 s (two periods), then back again, each checked within 5 s from btmon."""
+    air for up to 17 minutes. Forward 2048 s (two periods), then back again, each checked from btmon."""
     sh(f"sed -i 's/^rotation_exponent = .*/rotation_exponent = 10/' {CONF}", check=True)
     sh('systemctl reload beacond', check=True)
     def eid_now():
@@ -944,7 +944,8 @@ def eid_follows_clock_steps():
         t0 = time.monotonic()
         sh(f'date -s @$(( $(date +%s) + {delta} )) >/dev/null', check=True)
         expected = eid_now()
-        wait_on_air(expected, 5)
+        # A bound only a missed step breaks (without the watch: up to 17 min at K = 10); it takes under a second.
+        wait_on_air(expected, 20)
         out.append(f'{delta:+d} s: the new period\'s EID on the air within {time.monotonic() - t0:.1f} s')
     journal = sh('journalctl -u beacond --no-pager -o cat --since=-1min')
     assert 'The wall clock was set' in journal, journal[-500:]
