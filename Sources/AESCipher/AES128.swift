@@ -11,6 +11,8 @@ public final class AES128 {
 
     /// libgcrypt's one-time initialization, done on first use.
     private static let initialized: Bool = beacond_gcrypt_initialize() == 0
+    /// libgcrypt initialized (its one-time setup, done on first use by any of its users here).
+    static var libraryReady: Bool { initialized }
 
     /// A cipher keyed with `key` (16 bytes).
     public init(key: [UInt8]) throws(Failure) {

@@ -36,3 +36,190 @@ public func decimal(_ x: Double, _ digits: Int) -> String {
     let sign = x < 0 && scaled != 0 ? "-" : ""
     return digits == 0 ? "\(sign)\(whole)" : "\(sign)\(whole).\(frac)"
 }
+
+/// A parsed JSON value (RFC 8259), for what beacond reads back: its own state file. Strict, bounded in depth, and
+/// total: any input gives a value or nil, never a crash.
+public indirect enum JSONValue: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    /// Members in document order.
+    case object([String: JSONValue], order: [String])
+
+    public static let maximumDepth = 64
+
+    public init?(parsing text: [UInt8]) {
+        var p = JSONParser(bytes: text)
+        guard let v = p.value(depth: 0) else { return nil }
+        p.skipSpace()
+        guard p.at == text.count else { return nil }
+        self = v
+    }
+
+    public subscript(key: String) -> JSONValue? {
+        if case .object(let m, _) = self { return m[key] }
+        return nil
+    }
+    public var string: String? { if case .string(let s) = self { s } else { nil } }
+    public var number: Double? { if case .number(let n) = self { n } else { nil } }
+    public var int: Int? { number.flatMap { $0.isFinite && abs($0) < 9e15 && $0 == $0.rounded() ? Int($0) : nil } }
+    public var bool: Bool? { if case .bool(let b) = self { b } else { nil } }
+    public var array: [JSONValue]? { if case .array(let a) = self { a } else { nil } }
+    public var isNull: Bool { self == .null }
+
+    /// Compact JSON text again (members in their order).
+    public var text: String {
+        switch self {
+        case .null: "null"
+        case .bool(let b): b ? "true" : "false"
+        case .number(let n): n == n.rounded() && abs(n) < 9e15 ? "\(Int(n))" : "\(n)"
+        case .string(let s): jsonString(s)
+        case .array(let a): "[" + a.map(\.text).joined(separator: ",") + "]"
+        case .object(let m, let order): "{" + order.map { jsonString($0) + ":" + m[$0]!.text }.joined(separator: ",") + "}"
+        }
+    }
+}
+
+private struct JSONParser {
+    let bytes: [UInt8]
+    var at = 0
+
+    mutating func skipSpace() {
+        while at < bytes.count, bytes[at] == 0x20 || bytes[at] == 0x0A || bytes[at] == 0x0D || bytes[at] == 0x09 { at += 1 }
+    }
+
+    mutating func literal(_ word: String) -> Bool {
+        let w = Array(word.utf8)
+        guard at + w.count <= bytes.count, Array(bytes[at..<at + w.count]) == w else { return false }
+        at += w.count
+        return true
+    }
+
+    mutating func value(depth: Int) -> JSONValue? {
+        guard depth < JSONValue.maximumDepth else { return nil }
+        skipSpace()
+        guard at < bytes.count else { return nil }
+        switch bytes[at] {
+        case UInt8(ascii: "n"): return literal("null") ? .null : nil
+        case UInt8(ascii: "t"): return literal("true") ? .bool(true) : nil
+        case UInt8(ascii: "f"): return literal("false") ? .bool(false) : nil
+        case UInt8(ascii: "\""): return string().map { .string($0) }
+        case UInt8(ascii: "["):
+            at += 1
+            var items: [JSONValue] = []
+            skipSpace()
+            if at < bytes.count, bytes[at] == UInt8(ascii: "]") { at += 1; return .array(items) }
+            while true {
+                guard let v = value(depth: depth + 1) else { return nil }
+                items.append(v)
+                skipSpace()
+                guard at < bytes.count else { return nil }
+                if bytes[at] == UInt8(ascii: ",") { at += 1; continue }
+                if bytes[at] == UInt8(ascii: "]") { at += 1; return .array(items) }
+                return nil
+            }
+        case UInt8(ascii: "{"):
+            at += 1
+            var members: [String: JSONValue] = [:]
+            var order: [String] = []
+            skipSpace()
+            if at < bytes.count, bytes[at] == UInt8(ascii: "}") { at += 1; return .object(members, order: order) }
+            while true {
+                skipSpace()
+                guard at < bytes.count, bytes[at] == UInt8(ascii: "\""), let k = string() else { return nil }
+                skipSpace()
+                guard at < bytes.count, bytes[at] == UInt8(ascii: ":") else { return nil }
+                at += 1
+                guard let v = value(depth: depth + 1) else { return nil }
+                if members.updateValue(v, forKey: k) == nil { order.append(k) }
+                skipSpace()
+                guard at < bytes.count else { return nil }
+                if bytes[at] == UInt8(ascii: ",") { at += 1; continue }
+                if bytes[at] == UInt8(ascii: "}") { at += 1; return .object(members, order: order) }
+                return nil
+            }
+        default:
+            return number()
+        }
+    }
+
+    mutating func number() -> JSONValue? {
+        let start = at
+        func digits() -> Int {
+            let s = at
+            while at < bytes.count, (0x30...0x39).contains(bytes[at]) { at += 1 }
+            return at - s
+        }
+        if at < bytes.count, bytes[at] == UInt8(ascii: "-") { at += 1 }
+        guard digits() > 0 else { return nil }
+        if at < bytes.count, bytes[at] == UInt8(ascii: ".") {
+            at += 1
+            guard digits() > 0 else { return nil }
+        }
+        if at < bytes.count, bytes[at] == UInt8(ascii: "e") || bytes[at] == UInt8(ascii: "E") {
+            at += 1
+            if at < bytes.count, bytes[at] == UInt8(ascii: "+") || bytes[at] == UInt8(ascii: "-") { at += 1 }
+            guard digits() > 0 else { return nil }
+        }
+        return Double(String(decoding: bytes[start..<at], as: UTF8.self)).map { .number($0) }
+    }
+
+    mutating func hex4() -> UInt32? {
+        guard at + 4 <= bytes.count else { return nil }
+        var v: UInt32 = 0
+        for b in bytes[at..<at + 4] {
+            guard let d = hexDigitValue(b) else { return nil }
+            v = v << 4 | UInt32(d)
+        }
+        at += 4
+        return v
+    }
+
+    mutating func string() -> String? {
+        at += 1  // the opening quote
+        var out: [UInt8] = []
+        while at < bytes.count {
+            let b = bytes[at]
+            at += 1
+            switch b {
+            case UInt8(ascii: "\""): return String(validating: out, as: UTF8.self)
+            case UInt8(ascii: "\\"):
+                guard at < bytes.count else { return nil }
+                let e = bytes[at]
+                at += 1
+                switch e {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(e)
+                case UInt8(ascii: "b"): out.append(0x08)
+                case UInt8(ascii: "f"): out.append(0x0C)
+                case UInt8(ascii: "n"): out.append(0x0A)
+                case UInt8(ascii: "r"): out.append(0x0D)
+                case UInt8(ascii: "t"): out.append(0x09)
+                case UInt8(ascii: "u"):
+                    guard var u = hex4() else { return nil }
+                    if (0xD800...0xDBFF).contains(u) {
+                        guard literal("\\u"), let low = hex4(), (0xDC00...0xDFFF).contains(low) else { return nil }
+                        u = 0x10000 + ((u - 0xD800) << 10) + (low - 0xDC00)
+                    }
+                    guard let scalar = Unicode.Scalar(u) else { return nil }
+                    out += Array(String(Character(scalar)).utf8)
+                default: return nil
+                }
+            default:
+                guard b >= 0x20 else { return nil }
+                out.append(b)
+            }
+        }
+        return nil
+    }
+}
+
+private func hexDigitValue(_ b: UInt8) -> UInt8? {
+    switch b {
+    case 0x30...0x39: b - 0x30
+    case 0x41...0x46: b - 0x41 + 10
+    case 0x61...0x66: b - 0x61 + 10
+    default: nil
+    }
+}

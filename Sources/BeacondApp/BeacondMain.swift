@@ -22,6 +22,8 @@ public enum BeacondMain {
                 code = Tools.genUUID(count: count, lowercase: lower, setPath: set, replacing: replace)
             case .run(let options): code = Daemon.run(options)
             case .scan(let options): code = Scanner.run(options)
+            case .status(let options): code = StatusCommand.status(options)
+            case .reload(let options): code = StatusCommand.reload(options)
             }
         } catch {
             Output.err(error.rendered)

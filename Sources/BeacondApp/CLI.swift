@@ -15,6 +15,8 @@ enum Invocation: Equatable {
     case genKey(path: String)
     case genUUID(count: Int, lowercase: Bool, setPath: String?, replace: Bool)
     case scan(ScanOptions)
+    case status(StatusOptions)
+    case reload(ReloadOptions)
 }
 
 struct RunOptions: Equatable {
@@ -339,6 +341,81 @@ enum CLI {
                     }
                 }
                 return .scan(o)
+            }),
+        Command(
+            name: "status", abstract: "Show what every running beacond has on the air, and what is wrong.",
+            usage: "beacond status [--json] [--device SPEC] [--config PATH]",
+            description: """
+                Reads the state each running beacond keeps in its runtime directory (the units'
+                /run/beacond and /run/beacond-hciN; readable by every user): per daemon its
+                phase, controller and config, one line per beacon (format, identity, address,
+                interval, on the air since when, warnings), and each problem with what to do.
+                With --json, one object with the fields the README's output vocabulary lists.
+                """,
+            options: """
+                OPTIONS:
+                  --json                  One JSON object: ok, problems, daemons.
+                  -d, --device SPEC       Only the beacond on this controller.
+                  -c, --config PATH       Only the beacond that runs this config file.
+                \(helpOption)
+                EXIT STATUS:
+                  0 every beacon of every beacond shown is on the air, 1 something is wrong (the
+                  problems say what), 3 no beacond is running, 64 usage error.
+
+                """,
+            parse: { p throws(UsageError) in
+                var o = StatusOptions()
+                while let opt = try p.nextOption() {
+                    switch opt {
+                    case "--json": o.json = true
+                    case "-d", "--device": o.device = try p.device(for: opt).description
+                    case "-c", "--config": o.configPath = try p.value(for: opt)
+                    case "-h", "--help": return .help("status")
+                    default: throw p.unknown(opt)
+                    }
+                }
+                return .status(o)
+            }),
+        Command(
+            name: "reload", abstract: "Make a running beacond read its config again, and wait for its answer.",
+            usage: "beacond reload [--device SPEC] [--config PATH] [--pid PID] [--timeout SECONDS]",
+            description: """
+                Sends SIGHUP and waits until beacond has taken the file and put it on the air,
+                or refused it (the errors are printed; the previous beacons stay on the air).
+                The units' ExecReload runs it, so 'systemctl reload beacond' tells the truth.
+                """,
+            options: """
+                OPTIONS:
+                  -d, --device SPEC       The beacond on this controller.
+                  -c, --config PATH       The beacond that runs this config file.
+                  --pid PID               The beacond with this pid (the units pass $MAINPID).
+                  --timeout SECONDS       Give up after this long (default: 60).
+                \(helpOption)
+                EXIT STATUS:
+                  0 the new config is on the air, 1 it was taken but is not on the air (the
+                  controller is missing or refused it) or the wait timed out, 3 no beacond is
+                  running, 64 usage error, 77 not allowed to signal it, 78 the file was refused.
+
+                """,
+            parse: { p throws(UsageError) in
+                var o = ReloadOptions()
+                while let opt = try p.nextOption() {
+                    switch opt {
+                    case "-d", "--device": o.device = try p.device(for: opt).description
+                    case "-c", "--config": o.configPath = try p.value(for: opt)
+                    case "--pid":
+                        let v = try p.value(for: opt)
+                        guard let n = Int32(v), n > 0 else { throw p.invalid(opt, v, expected: "a process id") }
+                        o.pid = n
+                    case "--timeout":
+                        let v = try p.value(for: opt)
+                        guard let d = Double(v), d > 0, d <= 3600 else { throw p.invalid(opt, v, expected: "seconds, at most 3600") }
+                        o.timeout = d
+                    case "-h", "--help": return .help("reload")
+                    default: throw p.unknown(opt)
+                    }
+                }
+                return .reload(o)
             }),
         Command(
             name: "help", abstract: "Show help for a command.", usage: "beacond help [COMMAND]", description: "", options: "",

@@ -1,5 +1,6 @@
 // Reads a config file from disk (bounded, one clear error for I/O problems), validates it, and replaces it
 // atomically for `gen-uuid --set` — from the one descriptor it was read through.
+import AESCipher
 import BeaconCore
 import Glibc
 import SystemCalls
@@ -28,13 +29,18 @@ enum ConfigLoader {
 
     /// `keys`: where a relative identity_key_file is (check-config --keys), instead of the usual places.
     static func load(_ path: String, keys: String? = nil) throws(ConfigError) -> BeaconConfiguration {
+        try loadWithDigest(path, keys: keys).config
+    }
+
+    /// The same, with the SHA-256 of the bytes it was made from (what `beacond status` shows and `reload` compares).
+    static func loadWithDigest(_ path: String, keys: String? = nil) throws(ConfigError) -> (config: BeaconConfiguration, digest: String) {
         let bytes = try readBytes(path)
         var config: BeaconConfiguration
         do { config = try BeaconConfiguration.parse(bytes) } catch {
             throw ConfigError(path: path, diagnostics: error.items)
         }
         try loadKeys(&config, configPath: path, keys: keys)
-        return config
+        return (config, SHA256.hex(bytes))
     }
 
     /// Opens `path` once for an edit: the bytes and the handle that replaces exactly that file later. Symlinks are

@@ -43,8 +43,16 @@ final class Daemon {
     /// backend that sent them, if one did.
     private var queued: [(event: Lifecycle.Event, generation: Int?)] = []
     private var handling = false
+    /// SHA-256 of the config file the lifecycle has now.
+    private var configDigest: String
+    /// Where the state for `beacond status` goes (nil: nowhere this user may write), and what was last written.
+    private let stateDirectory: String?
+    private var lastState: RuntimeState?
+    private var stateFailureSaid = false
 
-    private init(loop: EventLoop, log: Logger, options: RunOptions, config: BeaconConfiguration) {
+    private init(loop: EventLoop, log: Logger, options: RunOptions, config: BeaconConfiguration, digest: String) {
+        configDigest = digest
+        stateDirectory = RuntimeStateFile.directory(device: (options.device ?? config.controller.device).description)
         self.loop = loop
         self.log = log
         self.options = options
@@ -60,7 +68,8 @@ final class Daemon {
     static func run(_ options: RunOptions) -> ExitCode {
         let bootLog = Logger(level: options.logLevel ?? .info)
         let config: BeaconConfiguration
-        do { config = try ConfigLoader.load(options.configPath) } catch {
+        let digest: String
+        do { (config, digest) = try ConfigLoader.loadWithDigest(options.configPath) } catch {
             for d in error.diagnostics {
                 bootLog.error(d.formatted(path: error.path), ["CONFIG_FILE=\(error.path)"] + (d.location.map { ["CONFIG_LINE=\($0.line)"] } ?? []))
             }
@@ -80,7 +89,7 @@ final class Daemon {
             Notifier.send(["ERRNO=\(error.errno.rawValue)"])
             return .failure
         }
-        let daemon = Daemon(loop: loop, log: log, options: options, config: config)
+        let daemon = Daemon(loop: loop, log: log, options: options, config: config, digest: digest)
         if let busy = daemon.stateLock.acquire(daemon.lifecycle.device.description) {
             log.error("Cannot run: \(busy)")
             Notifier.send(["STATUS=Cannot run: \(busy)", "EXIT_STATUS=\(ExitCode.temporaryFailure.rawValue)"])
@@ -89,6 +98,7 @@ final class Daemon {
         do {
             try daemon.start()
             let code = try loop.run()
+            if let d = daemon.stateDirectory { RuntimeStateFile.remove(in: d) }
             return ExitCode(rawValue: code) ?? .failure
         } catch {
             log.error("Event loop failed: \(error)")
@@ -127,6 +137,24 @@ final class Daemon {
             for action in lifecycle.handle(e) { perform(action) }
         }
         handling = false
+        publishState()
+    }
+
+    /// Writes the state file when what it says changed (`beacond status`, `beacond reload`).
+    private func publishState() {
+        guard let dir = stateDirectory else { return }
+        if case .exited = lifecycle.phase { return }
+        let state = RuntimeState(lifecycle, pid: processID(), configDigest: configDigest, now: wallClock().seconds, previous: lastState)
+        guard state != lastState else { return }
+        do {
+            try RuntimeStateFile.write(state, in: dir)
+            lastState = state
+            stateFailureSaid = false
+        } catch {
+            guard !stateFailureSaid else { return }
+            stateFailureSaid = true
+            log.warning("Cannot write \(dir)/\(RuntimeStateFile.fileName) for 'beacond status': \(error)")
+        }
     }
 
     // MARK: Eddystone-TLM
@@ -194,7 +222,11 @@ final class Daemon {
             backend?.close()
             backend = nil
         case .loadConfig:
-            do { handle(.configLoaded(try ConfigLoader.load(options.configPath))) } catch { handle(.configRefused(error)) }
+            do {
+                let (config, digest) = try ConfigLoader.loadWithDigest(options.configPath)
+                configDigest = digest
+                handle(.configLoaded(config))
+            } catch { handle(.configRefused(error)) }
         case .armTimer(let d): timer?.rearm(after: d)
         case .cancelTimer: timer?.disarm()
         case .armPeriodic(.eidRotation, let d): eidTimer?.rearm(after: untilBoundary(of: d))

@@ -312,11 +312,16 @@ final class HCIBackend: AdvertisingBackend {
 
     /// The advertiser's report, with each beacon's address: once for all when they share one, else per beacon.
     private var onAir: OnAir? {
-        guard let r = advertiser?.report else { return nil }
-        if advertiser?.publicWhileScanning == true {
+        guard let a = advertiser, let r = a.report else { return nil }
+        let n = a.applied?.count ?? 1
+        let controller = ControllerSummary(backend: .hci, family: "\(a.family)", bluetoothVersion: a.info.version.coreVersionName,
+                                           manufacturer: a.info.version.manufacturer, sets: a.family == .extended ? a.capacity : nil,
+                                           timeSliced: a.family == .legacy && n > 1)
+        if a.publicWhileScanning {
             // Every beacon from the public address until the controller takes beacond's own again.
             return OnAir(interval: r.interval, details: r.details + ["public address while another program scans on \(device)"], txPower: r.txPower,
-                         beacons: r.beacons.map { BeaconOnAir(every: $0.every, details: $0.details, txPower: $0.txPower) })
+                         beacons: r.beacons.map { BeaconOnAir(every: $0.every, details: $0.details, txPower: $0.txPower) },
+                         controller: controller, addresses: Array(repeating: "public", count: n))
         }
         let shared = Set(addressNotes).count <= 1
         var beacons = r.beacons.map { BeaconOnAir(every: $0.every, details: $0.details, txPower: $0.txPower) }
@@ -326,7 +331,8 @@ final class HCIBackend: AdvertisingBackend {
                 beacons[k].address = k < ownAddresses.count ? ownAddresses[k].description : nil
             }
         }
-        return OnAir(interval: r.interval, details: r.details + (shared ? addressNotes.prefix(1) : []), txPower: r.txPower, beacons: beacons)
+        return OnAir(interval: r.interval, details: r.details + (shared ? addressNotes.prefix(1) : []), txPower: r.txPower, beacons: beacons,
+                     controller: controller, addresses: ownAddresses.map { $0.description })
     }
 
     func stop(_ done: @escaping () -> Void) {

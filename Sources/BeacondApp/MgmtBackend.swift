@@ -30,6 +30,8 @@ final class MgmtBackend: AdvertisingBackend {
     /// What beacond added, kept in the state directory per device (the advertiser starts from it).
     private let owned: OwnershipStore
     private var closed = false
+    /// Read Controller Information's answer (for `beacond status`).
+    private var controllerInfo: MgmtControllerInformation?
     /// What reaches the controller, through the raw channel (HCIHost's AirWatch), while beacond's instances are
     /// registered; nil before the first apply, after a stop, or when the raw channel cannot be opened.
     private var watch: AirWatch?
@@ -155,6 +157,7 @@ final class MgmtBackend: AdvertisingBackend {
                 guard let info = try? MgmtControllerInformation(returnParameters: params) else {
                     return done(BackendFailure(message: "The kernel sent a malformed controller information reply for \(self.device)"))
                 }
+                self.controllerInfo = info
                 guard info.supportsLE else {
                     return done(BackendFailure(message: "\(self.device) has no Bluetooth Low Energy: it cannot advertise an iBeacon"))
                 }
@@ -239,9 +242,15 @@ final class MgmtBackend: AdvertisingBackend {
             return "TX \(selected) dBm"
         }
         let kernelNote = kernel == .addAdvertisingDefault ? ["kernel default interval"] : []
+        let controller = ControllerSummary(backend: .mgmt, family: using == .legacy ? "legacy" : "extended",
+                                           bluetoothVersion: controllerInfo.map { LocalVersionInformation.coreVersionName(hciVersion: $0.bluetoothVersion) },
+                                           manufacturer: controllerInfo?.manufacturer, instances: Int(features.maxInstances), timeSliced: rotated && n > 1)
+        // The kernel picks the address of each instance (beacond's own commands never run here).
+        let addresses = [String?](repeating: nil, count: n)
         if n == 1 {
             return OnAir(interval: kernel?.typical ?? wanted[0].interval,
-                         details: ["mgmt instance \(slots[0])"] + kernelNote + (tx(slots[0]).map { [$0] } ?? []), kernelInterval: kernel)
+                         details: ["mgmt instance \(slots[0])"] + kernelNote + (tx(slots[0]).map { [$0] } ?? []), kernelInterval: kernel,
+                         controller: controller, addresses: addresses)
         }
         var details = ["mgmt", "\(n) instances"]
         if rotated { details.append("the kernel rotates them, \(formatDuration(KernelInterval.rotation)) each") }
@@ -257,7 +266,8 @@ final class MgmtBackend: AdvertisingBackend {
             }
             return BeaconOnAir(every: every, details: d)
         }
-        return OnAir(interval: kernel?.typical ?? wanted[0].interval, details: details, kernelInterval: kernel, beacons: beacons)
+        return OnAir(interval: kernel?.typical ?? wanted[0].interval, details: details, kernelInterval: kernel, beacons: beacons,
+                     controller: controller, addresses: addresses)
     }
 
     // MARK: proving the air

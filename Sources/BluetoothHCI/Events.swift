@@ -102,7 +102,10 @@ public struct LocalVersionInformation: Sendable, Hashable {
     public var isAtLeastCore50: Bool { hciVersion >= 9 }
 
     /// `5.0`, `4.2`… as the Assigned Numbers name the HCI versions.
-    public var coreVersionName: String {
+    public var coreVersionName: String { Self.coreVersionName(hciVersion: hciVersion) }
+
+    /// The same for a bare version number (mgmt's Read Controller Information reports the HCI version too).
+    public static func coreVersionName(hciVersion: UInt8) -> String {
         let names: [UInt8: String] = [0: "1.0b", 1: "1.1", 2: "1.2", 3: "2.0", 4: "2.1", 5: "3.0", 6: "4.0", 7: "4.1",
                                       8: "4.2", 9: "5.0", 10: "5.1", 11: "5.2", 12: "5.3", 13: "5.4", 14: "6.0", 15: "6.1"]
         return names[hciVersion] ?? "HCI version \(hciVersion)"

@@ -68,6 +68,35 @@ public struct BeaconOnAir: Sendable, Hashable {
     }
 }
 
+/// What `beacond status` says about the controller in use: facts, not prose.
+public struct ControllerSummary: Sendable, Hashable {
+    public var backend: BackendKind
+    /// The advertising commands in use: "legacy" or "extended" (HCI commands, or mgmt's Add Advertising and Add
+    /// Extended Advertising).
+    public var family: String
+    /// "5.0", "4.2"… as the controller reports it.
+    public var bluetoothVersion: String?
+    /// The company identifier of the controller's maker (Bluetooth Assigned Numbers).
+    public var manufacturer: UInt16?
+    /// Raw HCI, extended: the controller's advertising sets.
+    public var sets: Int?
+    /// mgmt: the kernel's advertising instances on this controller.
+    public var instances: Int?
+    /// Several beacons take turns on one advertiser (legacy time slices, or the kernel's rotation).
+    public var timeSliced: Bool
+
+    public init(backend: BackendKind, family: String, bluetoothVersion: String? = nil, manufacturer: UInt16? = nil, sets: Int? = nil,
+                instances: Int? = nil, timeSliced: Bool = false) {
+        self.backend = backend
+        self.family = family
+        self.bluetoothVersion = bluetoothVersion
+        self.manufacturer = manufacturer
+        self.sets = sets
+        self.instances = instances
+        self.timeSliced = timeSliced
+    }
+}
+
 /// What the controller (or the kernel) confirmed is on the air.
 public struct OnAir: Sendable, Hashable {
     /// The interval actually used (may differ from the config: raised for an old controller, or the kernel's
@@ -81,14 +110,21 @@ public struct OnAir: Sendable, Hashable {
     public var txPower: Int8?
     /// Per beacon, in the schedule's order (empty: a single beacon described by the fields above).
     public var beacons: [BeaconOnAir]
+    /// The controller, for `beacond status` (nil from a backend that does not say).
+    public var controller: ControllerSummary?
+    /// Each beacon's own address as the backend set it, in the schedule's order ("C6:12:34:56:78:9A", "public"; nil
+    /// where the kernel or the controller picks it); empty when the backend does not say.
+    public var addresses: [String?]
 
     public init(interval: AdvertisingInterval, details: [String], kernelInterval: KernelInterval? = nil, txPower: Int8? = nil,
-                beacons: [BeaconOnAir] = []) {
+                beacons: [BeaconOnAir] = [], controller: ControllerSummary? = nil, addresses: [String?] = []) {
         self.interval = interval
         self.details = details
         self.kernelInterval = kernelInterval
         self.txPower = txPower
         self.beacons = beacons
+        self.controller = controller
+        self.addresses = addresses
     }
 
     /// The TX power of beacon `k` of `count`, when the controller reported one.
@@ -172,6 +208,8 @@ public enum ExitCode: Int32, Sendable, Hashable {
     case beaconMissing = 2
     /// `scan --expect`: a frame with a beacon's identity but other content than its config's was heard.
     case beaconMismatch = 3
+    /// `status`, `reload`: no beacond runs (LSB's "program is not running", as `systemctl status` says it).
+    public static let notRunning = ExitCode.beaconMismatch
     case usage = 64
     /// No controller reachable.
     case unavailable = 69

@@ -168,7 +168,7 @@ public struct Lifecycle: Sendable {
     public private(set) var config: BeaconConfiguration
     private let deviceOverride: DeviceSpec?
     private let logLevelOverride: LogLevel?
-    private let configPath: String
+    public let configPath: String
 
     /// The backend in use (nil when none is open).
     public private(set) var backend: BackendKind?
@@ -182,7 +182,7 @@ public struct Lifecycle: Sendable {
     private var lastBackendNote = ""
     /// What was last confirmed on air.
     private var applied: AdvertisingSchedule?
-    private var onAir: OnAir?
+    private(set) var onAir: OnAir?
     private var backoff: Backoff
     /// Failures in a row on a kernel device in which the controller answered nothing (since the last time the
     /// beacons were on the air): the 2nd, 4th, 8th … power-cycle it.
@@ -193,7 +193,7 @@ public struct Lifecycle: Sendable {
     private var readySent = false
     /// Between RELOADING=1 and its READY=1.
     private var reloading = false
-    private var lastStatus = ""
+    private(set) var lastStatus = ""
     /// What the Eddystone-TLM beacons report now.
     private var telemetry = Telemetry()
     /// The apply running now only puts new telemetry on the air: no log lines for it.
@@ -203,13 +203,28 @@ public struct Lifecycle: Sendable {
     /// The periodic timers armed now.
     private var periodicArmed: Set<PeriodicTimer> = []
     /// The wall clock as last told (Eddystone's time counter), and whether it was synchronized.
-    private var clock: (time: UInt32, synchronized: Bool)?
+    private(set) var clock: (time: UInt32, synchronized: Bool)?
     /// AES-128 for the EID beacons (libgcrypt's, passed in by the executor; nil in configs without them).
     private let cipher: BlockCipher?
     /// The apply running now only puts new EIDs on the air: no notice for it.
     private var eidRefresh = false
     /// The unsynchronized clock was said (once until it is synchronized again).
     private var clockWarned = false
+
+    /// How a reload (SIGHUP) ended, for `beacond reload` and `beacond status`.
+    public enum ReloadResult: String, Sendable, Hashable {
+        /// The file was taken and what it asks for settled (on the air, or waiting for the controller).
+        case applied
+        /// The file has errors: the previous configuration stays.
+        case refused
+        case inProgress = "in-progress"
+    }
+    /// Reloads begun since the start (SIGHUPs taken; several before one is handled count once).
+    public private(set) var reloadCount = 0
+    public private(set) var reloadResult: ReloadResult?
+    /// The last file refused, and how many were refused since the start (a new refusal of the same errors counts).
+    public private(set) var lastRefusal: ConfigError?
+    public private(set) var refusalCount = 0
 
     public init(config: BeaconConfiguration, configPath: String, device: DeviceSpec? = nil, logLevel: LogLevel? = nil,
                 seed: UInt64, cipher: BlockCipher? = nil) {
@@ -297,6 +312,8 @@ public struct Lifecycle: Sendable {
             }
             out.append(.notifyReloading)
             reloading = true
+            reloadCount += 1
+            reloadResult = .inProgress
             out.append(.log(.notice, "Reloading configuration from \(configPath)", ["CONFIG_FILE=\(configPath)"]))
             out.append(.loadConfig)
         case .configLoaded(let new):
@@ -308,6 +325,9 @@ public struct Lifecycle: Sendable {
             // lastStatus stays the plain state: the note lasts in systemd until the state changes, and a second bad
             // reload does not stack notes.
             reloading = false
+            reloadResult = .refused
+            lastRefusal = error
+            refusalCount += 1
             out.append(.notify(["READY=1", "STATUS=\(lastStatus); kept previous configuration: \(error.summary)"]))
         case .terminate(let signal):
             terminate(signal, &out)
@@ -805,6 +825,7 @@ public struct Lifecycle: Sendable {
     private mutating func settle(_ out: inout [Action]) {
         guard reloading else { return }
         reloading = false
+        reloadResult = .applied
         out.append(.notify(["READY=1", "STATUS=\(lastStatus)"]))
     }
 
@@ -856,10 +877,10 @@ public struct Lifecycle: Sendable {
         closeBackend(&out)
         switch then {
         case .reopen:
-            // The stop was for a controller change, not for exiting.
+            // The stop was for a controller change, not for exiting. A reload is done when the beacons are on the
+            // air there or the open failed (both settle), not when the open starts.
             out.append(.cancelTimer)
             open(&out)
-            settle(&out)
             return
         case .unprovisioned:
             return unprovision(&out)

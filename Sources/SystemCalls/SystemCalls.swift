@@ -318,3 +318,33 @@ public func currentDirectory() -> String {
     guard getcwd(&buffer, buffer.count) != nil else { return "/" }
     return String(cString: buffer)
 }
+
+/// geteuid(2).
+public func processEffectiveUserID() -> UInt32 { geteuid() }
+
+/// unlink(2), ignoring a name that is gone already.
+public func removeFile(_ path: String) { _ = unlink(path) }
+
+/// Whether a process with this pid exists (kill(pid, 0): EPERM means it does, another user's).
+public func processExists(_ pid: Int32) -> Bool {
+    guard pid > 0 else { return false }
+    return kill(pid, 0) == 0 || Glibc.errno == EPERM
+}
+
+/// kill(pid, SIGHUP): a daemon's request to reload.
+public func sendHangup(to pid: Int32) throws(SystemError) {
+    if kill(pid, SIGHUP) != 0 { throw SystemError("kill(\(pid), SIGHUP)", errno: .current) }
+}
+
+/// The owner's uid of `path` (stat, following symlinks), or nil when it cannot be stat'ed.
+public func fileOwner(_ path: String) -> UInt32? {
+    var st = stat()
+    return stat(path, &st) == 0 ? st.st_uid : nil
+}
+
+/// nanosleep(2) for `ms` milliseconds (a command-line tool's poll, never the daemon's loop).
+public func sleepMilliseconds(_ ms: Int) {
+    var t = timespec(tv_sec: ms / 1000, tv_nsec: (ms % 1000) * 1_000_000)
+    var left = timespec()
+    while nanosleep(&t, &left) != 0 && Glibc.errno == EINTR { t = left }
+}

@@ -22,7 +22,7 @@ UUID_RE = re.compile(r'^[0-9A-F]{8}-[0-9A-F]{4}-4[0-9A-F]{3}-[89AB][0-9A-F]{3}-[
     (['--help'], 'help.txt'), (['help', 'run'], 'help-run.txt'), (['gen-uuid', '--help'], 'help-gen-uuid.txt'),
     (['help', 'payload'], 'help-payload.txt'), (['help', 'check-config'], 'help-check-config.txt'),
     (['gen-key', '--help'], 'help-gen-key.txt'),
-    (['scan', '--help'], 'help-scan.txt'),
+    (['scan', '--help'], 'help-scan.txt'), (['help', 'status'], 'help-status.txt'), (['reload', '--help'], 'help-reload.txt'),
 ])
 def test_help_text_matches_golden_file(args, golden):
     r = run_cli(*args)

@@ -114,6 +114,8 @@ def run(title, fn):
         for line in f'{type(e).__name__}: {e}'.splitlines():
             tap.write(f'#   {line}\n')
         tap.write(f'#   StatusText: {status()}\n')
+        for line in sh('journalctl -u beacond --no-pager -o cat -n 12').splitlines():
+            tap.write(f'#   journal: {line}\n')
     log(f'scenario {counter} took {time.monotonic() - t0:.1f} s')
 
 
@@ -290,23 +292,51 @@ def s2_reload_new_minor_mgmt():
     return f'the kernel disabled and re-enabled advertising itself ({len(disables)} disable, {gap:.0f} ms without the beacon)'
 
 
+def beacond_status_as_nobody():
+    """`beacond status --json` as an unprivileged user: (exit code, the object)."""
+    r = subprocess.run(['runuser', '-u', 'nobody', '--', '/usr/bin/beacond', 'status', '--json'], capture_output=True, text=True, timeout=60)
+    return r.returncode, json.loads(r.stdout)
+
+
 def s3_broken_reload_keeps_beacon():
+    # From a known file (the one 2b leaves; when run alone, 0's is another).
+    write_conf(minor=2)
+    sh('systemctl reload beacond', check=True)
+    wait_on_air(ibeacon(minor=2), 20)
     with open(CONF) as f:
         good = f.read()
     with open(CONF, 'w') as f:
         f.write(good.replace('major = 1', 'major = -5'))
-    sh('systemctl reload beacond', check=True)
-    wait(lambda: 'kept previous configuration' in status(), 30, 'the refused reload in StatusText')
+    # systemctl reload fails (ExecReload is beacond reload, which waits for the daemon's answer).
+    r = subprocess.run(['systemctl', 'reload', 'beacond'], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0, f'systemctl reload of a broken file exited 0: {r.stdout} {r.stderr}'
     st = status()
     assert f'kept previous configuration: {CONF}:4:9: error: ' in st, st
     assert show('ActiveState')['ActiveState'] == 'active'
     assert on_air(ibeacon(minor=2)), 'the old beacon is not on the air any more'
-    journal = sh('journalctl -u beacond --no-pager -o cat')
-    assert f'{CONF}:4:9: error: ' in journal, 'no PATH:LINE:COL in the journal'
+    # The error text where systemctl's failure points: systemctl status shows the reload's own lines.
+    shown = sh('systemctl status beacond --no-pager --lines=30')
+    assert f'{CONF}:4:9: error: ' in shown and 'was refused' in shown, shown
+    # beacond status, as a user with no privilege at all.
+    code, st = beacond_status_as_nobody()
+    (d,) = st['daemons']
+    assert code == 1 and d['unit'] == 'beacond.service' and d['reload']['result'] == 'refused', st
+    assert any(f'{CONF}:4:9: error: ' in e for e in d['reload']['errors']) and all(b['on_air'] for b in d['beacons']), st
+    # A good file: systemctl reload exits 0 once the new data is on the controller (btmon has it).
+    with open(CONF, 'w') as f:
+        f.write(good.replace('minor = 2', 'minor = 3'))
+    sh('systemctl reload beacond', check=True)
+    returned = time.monotonic()
+    wait_on_air(ibeacon(minor=3), 0.5)
+    lag = time.monotonic() - returned
+    code, st = beacond_status_as_nobody()
+    assert code == 0 and st['ok'] and st['daemons'][0]['beacons'][0]['identity']['minor'] == 3, st
     with open(CONF, 'w') as f:
         f.write(good)
     sh('systemctl reload beacond', check=True)
-    wait(lambda: 'kept previous' not in status() and status().startswith('Advertising'), 30, 'a clean reload')
+    wait_on_air(ibeacon(minor=2), 0.5)
+    return (f'broken: systemctl reload exited {r.returncode}, the error in systemctl status; good: btmon had the new data '
+            f'{lag * 1000:.0f} ms after systemctl reload returned; beacond status as nobody')
 
 
 def gap_after(action, expected, timeout=30):
@@ -1170,7 +1200,7 @@ def main():
         run_('1d. backend=hci, bluetoothd running: works or fails with a clear message', s1_hci_with_bluetoothd)
         run_('2a. reload (backend=hci): a new measured power in place, no disable; a new minor, a new identity, from its own address', s2_reload_hci_data_in_place_and_a_new_identity_from_its_own_address)
         run_('2b. reload with a new minor (mgmt): new bytes on air; any disable is the kernel\'s and short', s2_reload_new_minor_mgmt)
-        run_('3. reload with a broken config: still active, old bytes on air, PATH:LINE:COL in the journal', s3_broken_reload_keeps_beacon)
+        run_('3. reload with a broken config: systemctl reload fails, still active, old bytes on air, PATH:LINE:COL in systemctl status and beacond status (as nobody); a good one: on the air when systemctl reload returns', s3_broken_reload_keeps_beacon)
         run_('4. restart bluetoothd: the instance is back as soon as the controller is usable', s4_bluetoothd_restart)
         run_('5. btvirt killed and restarted, hciconfig down/up: back as soon as hci0 returns', s5_controller_gone_and_back)
         run_('6. beacond started before hci0 exists: READY, waiting, then advertising', s6_boot_order)

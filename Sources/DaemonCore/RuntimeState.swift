@@ -1,0 +1,176 @@
+// What `beacond status` and `beacond reload` read: the daemon's state as a value, made from the lifecycle, and its
+// JSON. The executor writes it to $RUNTIME_DIRECTORY/state.json whenever it differs from the last one written: on
+// changes of phase, config, controller, addresses or reloads, never per time slice or telemetry refresh. No secrets:
+// an Eddystone-EID beacon shows its key's name only.
+import BeaconCore
+import BluetoothHCI
+
+public struct RuntimeState: Sendable, Hashable {
+    public struct BeaconState: Sendable, Hashable {
+        /// 1-based, in config order.
+        public var index: Int
+        /// The config's `format` value ("ibeacon", "eddystone-uid" …).
+        public var format: String
+        /// The identity as the config's keys name it, each value already JSON ("\"E2C5…\"", "1").
+        public var identity: [Field]
+        /// The address it advertises from when beacond set it ("C6:12:34:56:78:9A", "public"); nil when the kernel
+        /// or the controller picks it, or it is not on the air.
+        public var address: String?
+        /// static, chosen, public, rotating, eid (a new one with each EID), kernel (the kernel's choice, through mgmt).
+        public var addressKind: String
+        /// How often it is on the air (its interval, or a time-sliced beacon's whole round), in ms.
+        public var intervalMs: Double?
+        public var onAir: Bool
+        /// Unix seconds; kept while it stays on the air with the same identity.
+        public var onAirSince: UInt64?
+        public var warnings: [String]
+    }
+
+    public struct Field: Sendable, Hashable {
+        public var name: String
+        /// JSON text.
+        public var value: String
+    }
+
+    public var version: String
+    public var pid: Int32
+    public var configPath: String
+    /// SHA-256 of the config file's bytes as last taken (hex).
+    public var configDigest: String
+    public var phase: String
+    /// The STATUS= text.
+    public var status: String
+    public var device: String
+    public var controller: ControllerSummary?
+    public var beacons: [BeaconState]
+    public var reloadCount: Int
+    public var reloadResult: String?
+    /// The refused file's errors (PATH:LINE:COL: error: …), when the last reload was refused.
+    public var reloadErrors: [String]
+    public var lastRefused: (at: UInt64, errors: [String])?
+    /// Set when an Eddystone-EID beacon is configured: whether the kernel calls the clock synchronized.
+    public var clockSynchronized: Bool?
+
+    public static func == (a: Self, b: Self) -> Bool { a.json == b.json }
+    public func hash(into h: inout Hasher) { h.combine(json) }
+
+    /// The lifecycle's state now. `previous`: the state last written (keeps each beacon's on-air time and the
+    /// refusal's time); `now`: Unix seconds.
+    public init(_ l: Lifecycle, pid: Int32, configDigest: String, now: UInt64, previous: RuntimeState?) {
+        version = beacondVersion
+        self.pid = pid
+        configPath = l.configPath
+        self.configDigest = configDigest
+        phase = Self.name(l.phase)
+        status = l.lastStatus
+        device = l.device.description
+        let onAir = l.phase == .advertising ? l.onAir : nil
+        controller = l.backend == nil ? nil : l.onAir?.controller
+        let n = l.config.beacons.count
+        let wanted = l.config.addressesWanted
+        beacons = l.config.beacons.enumerated().map { k, b in
+            var warnings: [String] = []
+            var interval: Double?
+            if let o = onAir {
+                let every = k < o.beacons.count ? o.beacons[k].every
+                    : Duration.microseconds(Int64((o.kernelInterval?.typical ?? o.interval).units) * 625)
+                interval = Double(every.components.seconds) * 1000 + Double(every.components.attoseconds) / 1e15
+                if let ki = o.kernelInterval { warnings.append(ki.warning(configured: l.config.interval(of: b))) }
+                if let tx = o.txPower(of: k, count: n), let m = b.beacon.measuredPowerAt1m,
+                   let off = MeasuredPowerCheck.offBy(measuredAt1m: m, tx: Int(tx)) {
+                    warnings.append("measured_power \(m) dBm at 1 m is \(abs(off)) dB \(off > 0 ? "stronger" : "weaker") than a \(tx) dBm transmitter is usually heard at 1 m; measure it with 'beacond scan --calibrate 30'")
+                }
+            }
+            if b.beacon.eid != nil, l.clock?.synchronized == false {
+                warnings.append("the system clock is not synchronized: receivers will not resolve the EIDs")
+            }
+            let kind: String
+            if b.beacon.eid != nil { kind = "eid" } else {
+                switch k < wanted.count ? wanted[k].setting : nil {
+                case .chosen?: kind = "chosen"
+                case .policy(let p)?: kind = l.backend == .mgmt && p != .public ? "kernel" : p.rawValue
+                case nil: kind = l.backend == .mgmt ? "kernel" : "static"
+                }
+            }
+            let address: String? = onAir.flatMap { k < $0.addresses.count ? $0.addresses[k] : nil }
+            var s = BeaconState(index: k + 1, format: b.beacon.format.rawValue, identity: Self.identity(b.beacon), address: address,
+                                addressKind: kind, intervalMs: interval, onAir: onAir != nil, onAirSince: nil, warnings: warnings)
+            if s.onAir {
+                let before = previous.flatMap { k < $0.beacons.count ? $0.beacons[k] : nil }
+                s.onAirSince = before.flatMap { $0.onAir && $0.identity == s.identity && $0.format == s.format ? $0.onAirSince : nil } ?? now
+            }
+            return s
+        }
+        reloadCount = l.reloadCount
+        reloadResult = l.reloadResult?.rawValue
+        reloadErrors = l.reloadResult == .refused ? Self.lines(l.lastRefusal) : []
+        if let r = l.lastRefusal {
+            let same = previous?.lastRefused != nil && previous?.refusals == l.refusalCount
+            lastRefused = (same ? previous!.lastRefused!.at : now, Self.lines(r))
+        }
+        refusals = l.refusalCount
+        clockSynchronized = l.hasEID ? (l.clock?.synchronized ?? true) : nil
+    }
+
+    /// How many refusals `lastRefused` is the last of (to keep its time).
+    private var refusals = 0
+
+    private static func lines(_ e: ConfigError?) -> [String] { e.map { e in e.diagnostics.map { $0.formatted(path: e.path) } } ?? [] }
+
+    public static func name(_ p: Lifecycle.Phase) -> String {
+        switch p {
+        case .idle: "starting"
+        case .unprovisioned: "unprovisioned"
+        case .opening: "opening"
+        case .applying: "applying"
+        case .advertising: "advertising"
+        case .reapplyWait: "reapply-wait"
+        case .waiting: "waiting"
+        case .powerCycling: "power-cycling"
+        case .stopping: "stopping"
+        case .exited: "exited"
+        }
+    }
+
+    /// The identity by the config's own key names; an EID beacon's key by its file's name only.
+    public static func identity(_ b: Beacon) -> [Field] {
+        func s(_ v: String) -> String { jsonString(v) }
+        switch b {
+        case .iBeacon(let x): return [Field(name: "uuid", value: s("\(x.uuid)")), Field(name: "major", value: "\(x.major)"), Field(name: "minor", value: "\(x.minor)")]
+        case .altBeacon(let x): return [Field(name: "uuid", value: s("\(x.uuid)")), Field(name: "major", value: "\(x.major)"), Field(name: "minor", value: "\(x.minor)")]
+        case .eddystoneUID(let x): return [Field(name: "namespace", value: s(hexString(x.namespace))), Field(name: "instance", value: s(hexString(x.instance)))]
+        case .eddystoneEID(let x): return [Field(name: "key", value: s(x.keyFile)), Field(name: "rotation_exponent", value: "\(x.exponent)")]
+        case .eddystoneTLM: return []
+        }
+    }
+
+    /// The state file's text: one JSON object (field names in the README's output vocabulary).
+    public var json: String {
+        func opt(_ v: String?) -> String { v.map(jsonString) ?? "null" }
+        func list(_ v: [String]) -> String { "[" + v.map(jsonString).joined(separator: ",") + "]" }
+        var c = "null"
+        if let x = controller {
+            c = "{\"device\":\(jsonString(device)),\"backend\":\(jsonString(x.backend.rawValue)),\"family\":\(jsonString(x.family))"
+                + ",\"bluetooth_version\":\(opt(x.bluetoothVersion)),\"manufacturer\":\(x.manufacturer.map { "\($0)" } ?? "null")"
+                + ",\"sets\":\(x.sets.map { "\($0)" } ?? "null"),\"instances\":\(x.instances.map { "\($0)" } ?? "null")"
+                + ",\"time_sliced\":\(x.timeSliced)}"
+        } else {
+            c = "{\"device\":\(jsonString(device)),\"backend\":null,\"family\":null,\"bluetooth_version\":null,\"manufacturer\":null,\"sets\":null,\"instances\":null,\"time_sliced\":false}"
+        }
+        let bs = beacons.map { b in
+            "{\"index\":\(b.index),\"format\":\(jsonString(b.format)),\"identity\":{"
+                + b.identity.map { "\(jsonString($0.name)):\($0.value)" }.joined(separator: ",") + "}"
+                + ",\"address\":\(opt(b.address)),\"address_kind\":\(jsonString(b.addressKind))"
+                + ",\"interval_ms\":\(b.intervalMs.map { decimal($0, 3) } ?? "null"),\"on_air\":\(b.onAir)"
+                + ",\"on_air_since\":\(b.onAirSince.map { "\($0)" } ?? "null"),\"warnings\":\(list(b.warnings))}"
+        }
+        var reload = "{\"count\":\(reloadCount),\"result\":\(opt(reloadResult))"
+        if !reloadErrors.isEmpty { reload += ",\"errors\":\(list(reloadErrors))" }
+        reload += "}"
+        let refused = lastRefused.map { "{\"at\":\($0.at),\"errors\":\(list($0.errors))}" } ?? "null"
+        let clock = clockSynchronized.map { "{\"synchronized\":\($0)}" } ?? "null"
+        return "{\"version\":\(jsonString(version)),\"pid\":\(pid),\"config\":{\"path\":\(jsonString(configPath)),\"sha256\":\(jsonString(configDigest))}"
+            + ",\"phase\":\(jsonString(phase)),\"status\":\(jsonString(status)),\"controller\":\(c),\"beacons\":[\(bs.joined(separator: ","))]"
+            + ",\"reload\":\(reload),\"last_refused\":\(refused),\"clock\":\(clock)}\n"
+    }
+}

@@ -1,0 +1,158 @@
+// The state `beacond status` and `beacond reload` read: made from the lifecycle alone, with each reload's outcome,
+// the refused file's errors, the on-air times kept while nothing changes, and no key material.
+import BeaconCore
+import BluetoothHCI
+import DaemonCore
+import HCIHost
+import Testing
+
+private let two = """
+    [[beacon]]
+    uuid = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"
+    major = 1
+    minor = 2
+
+    [[beacon]]
+    format = "eddystone-uid"
+    namespace = "00112233445566778899"
+    instance = "a1b2c3d4e5f6"
+    interval_ms = 250
+
+    [controller]
+    device = "tcp:127.0.0.1:9"
+
+    """
+
+private func parse(_ text: String) -> BeaconConfiguration { try! BeaconConfiguration.parse(Array(text.utf8)) }
+
+private let controller = ControllerSummary(backend: .hci, family: "extended", bluetoothVersion: "5.0", manufacturer: 2, sets: 6)
+
+private func onAir(_ addresses: [String?]) -> OnAir {
+    OnAir(interval: AdvertisingInterval(units: 160)!, details: ["extended", "2 sets"],
+          beacons: [BeaconOnAir(every: .milliseconds(100), details: []), BeaconOnAir(every: .milliseconds(250), details: [])],
+          controller: controller, addresses: addresses)
+}
+
+private func json(_ s: RuntimeState) -> JSONValue { JSONValue(parsing: Array(s.json.utf8))! }
+
+@Suite("runtime state")
+struct RuntimeStateTests {
+    @Test("advertising: the controller, each beacon's identity, address and interval, on the air since the time it went on")
+    func advertising() throws {
+        var lc = Lifecycle(config: parse(two), configPath: "/etc/beacond/beacond.conf", seed: 1)
+        _ = lc.handle(.start)
+        _ = lc.handle(.opened())
+        _ = lc.handle(.applied(onAir(["C6:12:34:56:78:9A", "D1:00:00:00:00:01"])))
+        let s = RuntimeState(lc, pid: 42, configDigest: "ab", now: 1000, previous: nil)
+        let j = json(s)
+        #expect(j["phase"]?.string == "advertising")
+        #expect(j["pid"]?.int == 42)
+        #expect(j["config"]?["sha256"]?.string == "ab")
+        #expect(j["controller"]?["family"]?.string == "extended")
+        #expect(j["controller"]?["sets"]?.int == 6)
+        #expect(j["controller"]?["instances"]?.isNull == true)
+        let b = try #require(j["beacons"]?.array)
+        #expect(b.count == 2)
+        #expect(b[0]["identity"]?["uuid"]?.string == "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0")
+        #expect(b[0]["identity"]?["minor"]?.int == 2)
+        #expect(b[1]["identity"]?["namespace"]?.string == "00112233445566778899")
+        #expect(b[0]["address"]?.string == "C6:12:34:56:78:9A")
+        #expect(b[0]["address_kind"]?.string == "static")
+        #expect(b[1]["interval_ms"]?.number == 250)
+        #expect(b[0]["on_air"]?.bool == true)
+        #expect(b[0]["on_air_since"]?.int == 1000)
+        // Later, nothing changed: the same state (no write), the same on-air time.
+        let later = RuntimeState(lc, pid: 42, configDigest: "ab", now: 2000, previous: s)
+        #expect(later == s)
+    }
+
+    @Test("a reload: in progress, then applied; a refused one keeps the old beacons with the errors and the time it came")
+    func reloads() throws {
+        var lc = Lifecycle(config: parse(two), configPath: "/c", seed: 1)
+        _ = lc.handle(.start)
+        _ = lc.handle(.opened())
+        _ = lc.handle(.applied(onAir(["C6:12:34:56:78:9A", "D1:00:00:00:00:01"])))
+        let s0 = RuntimeState(lc, pid: 1, configDigest: "a", now: 10, previous: nil)
+        #expect(json(s0)["reload"]?["count"]?.int == 0)
+        #expect(json(s0)["reload"]?["result"]?.isNull == true)
+        _ = lc.handle(.hangup)
+        let s1 = RuntimeState(lc, pid: 1, configDigest: "a", now: 11, previous: s0)
+        #expect(json(s1)["reload"]?["count"]?.int == 1)
+        #expect(json(s1)["reload"]?["result"]?.string == "in-progress")
+        let refusal = ConfigError(path: "/c", diagnostics: [ConfigDiagnostic("'major' must be an integer", at: SourceLocation(line: 4, column: 9), key: "beacon.major")])
+        _ = lc.handle(.configRefused(refusal))
+        let s2 = RuntimeState(lc, pid: 1, configDigest: "a", now: 12, previous: s1)
+        let j = json(s2)
+        #expect(j["reload"]?["result"]?.string == "refused")
+        #expect(j["reload"]?["errors"]?.array?.first?.string == "/c:4:9: error: 'major' must be an integer")
+        #expect(j["last_refused"]?["at"]?.int == 12)
+        #expect(j["beacons"]?.array?.allSatisfy { $0["on_air"]?.bool == true } == true)
+        #expect(j["beacons"]?.array?.first?["on_air_since"]?.int == 10)
+        // A good reload after it: applied, the refusal kept with its time, no errors on the reload.
+        _ = lc.handle(.hangup)
+        let again = lc.handle(.configLoaded(parse(two.split(separator: "\n", omittingEmptySubsequences: false).map { $0 == "minor = 2" ? "minor = 3" : String($0) }.joined(separator: "\n"))))
+        #expect(again.contains { if case .apply = $0 { true } else { false } })
+        _ = lc.handle(.applied(onAir(["C6:12:34:56:78:9B", "D1:00:00:00:00:01"])))
+        let s3 = RuntimeState(lc, pid: 1, configDigest: "b", now: 20, previous: s2)
+        let k = json(s3)
+        #expect(k["reload"]?["count"]?.int == 2)
+        #expect(k["reload"]?["result"]?.string == "applied")
+        #expect(k["reload"]?["errors"] == nil)
+        #expect(k["last_refused"]?["at"]?.int == 12)
+        // The new identity went on the air now; the unchanged beacon keeps its time.
+        #expect(k["beacons"]?.array?[0]["on_air_since"]?.int == 20)
+        #expect(k["beacons"]?.array?[1]["on_air_since"]?.int == 10)
+    }
+
+    @Test("a lost controller: every beacon off the air, no controller, the phase says why")
+    func lost() {
+        var lc = Lifecycle(config: parse(two), configPath: "/c", seed: 1)
+        _ = lc.handle(.start)
+        _ = lc.handle(.opened())
+        _ = lc.handle(.applied(onAir([nil, nil])))
+        _ = lc.handle(.lost(BackendFailure(message: "gone")))
+        let j = json(RuntimeState(lc, pid: 1, configDigest: "a", now: 5, previous: nil))
+        #expect(j["phase"]?.string == "waiting")
+        #expect(j["controller"]?["backend"]?.isNull == true)
+        #expect(j["beacons"]?.array?.allSatisfy { $0["on_air"]?.bool == false && $0["on_air_since"]?.isNull == true } == true)
+    }
+
+    @Test("an EID beacon shows its key's name and K only, and the clock's synchronization")
+    func eid() {
+        var config = parse("[beacon]\nformat = \"eddystone-eid\"\nidentity_key_file = \"shelf.key\"\nrotation_exponent = 10\n")
+        if case .eddystoneEID(var e) = config.beacons[0].beacon {
+            e.key = IdentityKey(hex: "00112233445566778899aabbccddeeff")
+            config.beacons[0].beacon = .eddystoneEID(e)
+        }
+        var lc = Lifecycle(config: config, configPath: "/c", seed: 1, cipher: { _, b in b })
+        _ = lc.handle(.clock(unixSeconds: 1_700_000_000, synchronized: false))
+        let s = RuntimeState(lc, pid: 1, configDigest: "a", now: 5, previous: nil)
+        #expect(!s.json.contains("00112233445566778899aabbccddeeff"))
+        let j = json(s)
+        #expect(j["beacons"]?.array?.first?["identity"] == JSONValue(parsing: Array(#"{"key":"shelf.key","rotation_exponent":10}"#.utf8)))
+        #expect(j["beacons"]?.array?.first?["address_kind"]?.string == "eid")
+        #expect(j["clock"]?["synchronized"]?.bool == false)
+    }
+}
+
+@Suite("reload outcome")
+struct ReloadOutcomeTests {
+    @Test("a reload that moves to another controller is done when the beacon is on the air there, not when the open starts")
+    func controllerChange() {
+        var lc = Lifecycle(config: parse(two), configPath: "/c", seed: 1)
+        _ = lc.handle(.start)
+        _ = lc.handle(.opened())
+        _ = lc.handle(.applied(onAir([nil, nil])))
+        _ = lc.handle(.hangup)
+        _ = lc.handle(.configLoaded(parse(two.split(separator: "\n", omittingEmptySubsequences: false).map { $0.hasPrefix("device") ? "device = \"tcp:127.0.0.1:10\"" : String($0) }.joined(separator: "\n"))))
+        #expect(lc.phase == .stopping)
+        let reopen = lc.handle(.stopped)
+        #expect(lc.phase == .opening)
+        #expect(lc.reloadResult == .inProgress)
+        #expect(!reopen.contains(.notify(["READY=1", "STATUS=Probing the controller on tcp:127.0.0.1:10"])))
+        _ = lc.handle(.opened())
+        let done = lc.handle(.applied(onAir([nil, nil])))
+        #expect(lc.reloadResult == .applied)
+        #expect(done.contains { if case .notify(let a) = $0 { a.first == "READY=1" } else { false } })
+    }
+}

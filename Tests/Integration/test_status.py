@@ -1,0 +1,136 @@
+"""`beacond status` and `beacond reload` against Bumble's controller: three beacons, where every fact `status --json`
+gives (data, addresses, family, sets, intervals) is checked against the controller's own state; then a good reload
+(the new data is on the controller when `reload` returns), a broken one (errors shown with file:line:col, the old
+beacons still on the air and listed), and a controller loss.
+
+The state file comes from `run` ($RUNTIME_DIRECTORY here, as the units' RuntimeDirectory= gives it).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import subprocess
+
+from conftest import APPLE_UUID, beacond_path, ibeacon_bytes
+from harness.lab import Lab, wait_for
+from test_beacons import ALT, ALT_BYTES, EDDY, EDDY_BYTES, IB, IB_BYTES, enabled_sets
+from test_formats import INSTANCE, NAMESPACE
+
+
+def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([str(beacond_path()), *args], capture_output=True, text=True, timeout=90, env={**os.environ, **env})
+
+
+def status(conf, env) -> tuple[int, dict]:
+    r = cli('status', '--json', '--config', str(conf), env=env)
+    return r.returncode, json.loads(r.stdout)
+
+
+def test_status_matches_the_controller_through_reloads_and_a_loss(tmp_path, processes):
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(IB + ALT + EDDY)
+    run_dir = tmp_path / 'run'
+    env = {'RUNTIME_DIRECTORY': str(run_dir)}
+    sock = tmp_path / 'hci.sock'
+    with Lab(f'unix-server:{sock}', max_sets=6) as lab:
+        b = processes('run', '-c', str(conf), '-d', f'unix:{sock}', env=env)
+        sets = wait_for(lambda: (s := enabled_sets(lab)) and len(s) == 3 and s, 10, what='three sets enabled')
+        by_data = {s['data']: s for s in sets.values()}
+        code, st = wait_for(lambda: (r := status(conf, env)) and r[1]['ok'] and r, 5, what='status ok')
+        assert code == 0 and st['problems'] == []
+        (d,) = st['daemons']
+        assert d['unit'] is None and d['state_file'] == str(run_dir / 'state.json')
+        assert d['pid'] == b.proc.pid and d['phase'] == 'advertising'
+        assert d['config'] == {'path': str(conf), 'sha256': hashlib.sha256(conf.read_bytes()).hexdigest()}
+        # The controller as Bumble is: extended commands (its sets are the ones enabled), 6 sets, Bluetooth 5.0.
+        manufacturer = lab.controller.manufacturer_company_identifier
+        assert d['controller'] == {'device': f'unix:{sock}', 'backend': 'hci', 'family': 'extended', 'bluetooth_version': '5.0',
+                                   'manufacturer': manufacturer, 'sets': 6, 'instances': None, 'time_sliced': False}
+        beacons = d['beacons']
+        assert [x['format'] for x in beacons] == ['ibeacon', 'altbeacon', 'eddystone-uid']
+        assert beacons[0]['identity'] == {'uuid': APPLE_UUID, 'major': 1, 'minor': 2}
+        assert beacons[1]['identity'] == {'uuid': APPLE_UUID, 'major': 513, 'minor': 1027}
+        assert beacons[2]['identity'] == {'namespace': NAMESPACE, 'instance': INSTANCE}
+        # Each address is the one the controller's set has for that beacon's data.
+        for x, data in zip(beacons, [IB_BYTES, ALT_BYTES, EDDY_BYTES]):
+            assert x['address'] == by_data[data]['random_address'] and x['address_kind'] == 'static'
+            assert x['interval_ms'] == by_data[data]['interval_min'] * 0.625
+            assert x['on_air'] is True and isinstance(x['on_air_since'], int) and x['warnings'] == []
+        assert d['reload'] == {'count': 0, 'result': None} and d['last_refused'] is None and d['clock'] is None
+        # Readable by any user, whatever the umask.
+        assert stat.S_IMODE(os.stat(run_dir / 'state.json').st_mode) == 0o644
+        text = cli('status', '--config', str(conf), env=env)
+        assert text.returncode == 0
+        assert f'1. ibeacon uuid {APPLE_UUID} major 1 minor 2 from {by_data[IB_BYTES]["random_address"]} (static), every 100 ms' in text.stdout
+        assert 'controller: ' in text.stdout and 'extended advertising' in text.stdout and '6 advertising sets' in text.stdout
+
+        # A good reload: the new minor is on the controller when `reload` returns.
+        conf.write_text(IB.replace('minor = 2', 'minor = 3') + ALT + EDDY)
+        r = cli('reload', '--config', str(conf), env=env)
+        assert r.returncode == 0, r.stderr
+        new_ib = ibeacon_bytes(major=1, minor=3)
+        assert new_ib in {s['data'] for s in enabled_sets(lab).values()}
+        code, st = status(conf, env)
+        (d,) = st['daemons']
+        assert code == 0 and d['reload'] == {'count': 1, 'result': 'applied'}
+        assert d['config']['sha256'] == hashlib.sha256(conf.read_bytes()).hexdigest()
+        assert d['beacons'][0]['identity']['minor'] == 3
+
+        # A broken reload: refused with file:line:col, the old beacons still on the air and listed.
+        good = conf.read_bytes()
+        conf.write_text(IB.replace('minor = 2', 'minor = 3') + ALT + EDDY.replace('measured_power = -20', 'measured_power = "loud"'))
+        bad_line = conf.read_text().splitlines().index('measured_power = "loud"') + 1
+        r = cli('reload', '--config', str(conf), env=env)
+        assert r.returncode == 78
+        assert f'{conf}:{bad_line}:18: error:' in r.stderr and 'measured_power' in r.stderr
+        assert 'previous configuration stays on the air' in r.stderr
+        assert sorted(s['data'] for s in enabled_sets(lab).values()) == sorted([new_ib, ALT_BYTES, EDDY_BYTES])
+        code, st = status(conf, env)
+        (d,) = st['daemons']
+        assert code == 1 and st['ok'] is False
+        assert d['reload']['result'] == 'refused' and any(f'{conf}:{bad_line}:18' in e for e in d['reload']['errors'])
+        assert d['last_refused']['errors'] == d['reload']['errors']
+        assert d['config']['sha256'] == hashlib.sha256(good).hexdigest()  # the file on the air, not the refused one
+        assert all(x['on_air'] for x in d['beacons']) and d['beacons'][0]['identity']['minor'] == 3
+        assert any('refused' in p and f'{conf}:{bad_line}:18' in p for p in st['problems'])
+
+        # The controller goes away: nothing on the air, and status says so (exit 1).
+        lab.disconnect(reopen_after=None)
+        code, st = wait_for(lambda: (r := status(conf, env)) and r[1]['daemons'][0]['phase'] != 'advertising' and r, 10,
+                            what='status to see the loss')
+        (d,) = st['daemons']
+        assert code == 1 and not any(x['on_air'] for x in d['beacons'])
+        assert any('not on the air' in p for p in st['problems'])
+
+        b.stop()
+        assert not (run_dir / 'state.json').exists()
+        r = cli('status', '--config', str(conf), env=env)
+        assert r.returncode == 3 and 'No beacond is running' in r.stdout
+
+
+def test_reload_of_a_refused_file_then_a_fixed_one_and_status_without_json_lists_problems(tmp_path, processes):
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(IB)
+    run_dir = tmp_path / 'run'
+    env = {'RUNTIME_DIRECTORY': str(run_dir)}
+    sock = tmp_path / 'hci.sock'
+    with Lab(f'unix-server:{sock}', extended=False) as lab:
+        processes('run', '-c', str(conf), '-d', f'unix:{sock}', env=env)
+        wait_for(lambda: lab.advertising(), 10, what='advertising')
+        wait_for(lambda: status(conf, env)[0] == 0, 5, what='status ok')
+        conf.write_text(IB.replace(APPLE_UUID, 'nope'))
+        r = cli('reload', '--config', str(conf), env=env)
+        assert r.returncode == 78 and f'{conf}:2:9: error:' in r.stderr
+        t = cli('status', '--config', str(conf), env=env)
+        assert t.returncode == 1 and 'Problems:' in t.stdout and 'the last reload was refused' in t.stdout
+        assert 'legacy advertising' in t.stdout
+        conf.write_text(IB.replace('minor = 2', 'minor = 9'))
+        r = cli('reload', '--config', str(conf), env=env)
+        assert r.returncode == 0, r.stderr
+        assert lab.advertising()[1]['data'] == ibeacon_bytes(major=1, minor=9)
+        code, st = status(conf, env)
+        (d,) = st['daemons']
+        assert code == 0 and d['reload'] == {'count': 2, 'result': 'applied'} and d['last_refused'] is not None
+        assert d['controller']['family'] == 'legacy' and d['controller']['sets'] is None
