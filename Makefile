@@ -105,7 +105,7 @@ fuzz-long: deps
 	fuzz/run.sh --runs 10000000
 
 # The packages are files: rebuilt when a tracked file they are made from changed, so `make test` builds each once.
-PACKAGE_SOURCES := $(shell git ls-files Package.swift Sources systemd config scripts README.md 2>/dev/null)
+PACKAGE_SOURCES := $(shell git ls-files Package.swift Sources systemd config scripts README.md deploy/prometheus 2>/dev/null)
 
 $(DEB_AMD64): $(PACKAGE_SOURCES) | deps-all
 	$(STAGE) deb-amd64 sh scripts/build-deb.sh amd64

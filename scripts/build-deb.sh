@@ -127,6 +127,8 @@ install -D -m 0644 "$work/man/beacond.conf.5" "$stage/usr/share/man/man5/beacond
 install -D -m 0644 "$top/scripts/deb/copyright" "$stage/usr/share/doc/beacond/copyright"
 install -m 0644 "$top/scripts/deb/changelog" "$stage/usr/share/doc/beacond/changelog"
 install -m 0644 "$top/README.md" "$stage/usr/share/doc/beacond/README.md"
+# The verifier's alerting rules, for a Prometheus server's rule_files: (docs/fleet.md; scripts/install.sh likewise).
+install -D -m 0644 "$top/deploy/prometheus/beacond-alerts.yml" "$stage/usr/share/beacond/prometheus/beacond-alerts.yml"
 gzip -9n "$stage/usr/share/man/man8/beacond.8" "$stage/usr/share/man/man5/beacond.conf.5" \
     "$stage/usr/share/doc/beacond/changelog"
 

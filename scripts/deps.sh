@@ -7,7 +7,9 @@
 set -eu
 # libgcrypt20-dev: AES-128 for Eddystone-EID (the library itself, libgcrypt20, is already there through libsystemd0).
 # apt-utils, gnupg, gpgv and dpkg-dev: make repo and its tests (apt-ftparchive, gpg, gpgv, dpkg-deb).
-packages="libbluetooth-dev libsystemd-dev libgcrypt20-dev pkg-config python3-venv make gcc systemd procps strace apt-utils gnupg gpgv dpkg-dev"
+# prometheus: its promtool checks and unit-tests the shipped alerting rules (deploy/prometheus/check.sh,
+# test_alert_rules.py). Only promtool is wanted: the server the package would start is stopped and disabled below.
+packages="libbluetooth-dev libsystemd-dev libgcrypt20-dev pkg-config python3-venv make gcc systemd procps strace apt-utils gnupg gpgv dpkg-dev prometheus"
 if [ "${1:-}" = "--all" ]; then
     packages="$packages debootstrap qemu-system-x86 qemu-system-arm e2fsprogs file openssh-client"
 fi
@@ -26,3 +28,12 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 # shellcheck disable=SC2086
 apt-get install -y -q --no-install-recommends $missing
+case " $missing " in
+*" prometheus "*)
+    # Where systemd runs, the package enabled and started a Prometheus server (port 9090): the tests need promtool only.
+    if [ -d /run/systemd/system ]; then
+        systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+        echo "deps: stopped and disabled the prometheus.service the package started (only promtool is used)"
+    fi
+    ;;
+esac

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Installs a prebuilt beacond (no Swift needed on the target), its systemd units and the example config.
+# Installs a prebuilt beacond (no Swift needed on the target), its systemd units, the example config and the
+# Prometheus alerting rules for its verifier.
 #
 #   sh scripts/install.sh [BINARY]        BINARY defaults to build/beacond (make release)
 #
@@ -14,6 +15,7 @@ PREFIX=${PREFIX:-/usr}
 SYSCONFDIR=${SYSCONFDIR:-/etc}
 UNITDIR=${UNITDIR:-"$PREFIX/lib/systemd/system"}
 DOCDIR=${DOCDIR:-"$PREFIX/share/doc/beacond"}
+DATADIR=${DATADIR:-"$PREFIX/share/beacond"}
 
 if [ ! -x "$binary" ]; then
     echo "install.sh: no executable at $binary (run 'make release' first, or name the binary)" >&2
@@ -34,6 +36,9 @@ for unit in beacond.service beacond@.service beacond-verify@.service beacond-ver
 done
 install -m 0644 "$here/config/beacond.conf" "$DESTDIR$DOCDIR/beacond.conf.example"
 install -m 0644 "$here/README.md" "$DESTDIR$DOCDIR/README.md"
+# The verifier's alerting rules, for a Prometheus server's rule_files: (docs/fleet.md).
+install -d "$DESTDIR$DATADIR/prometheus"
+install -m 0644 "$here/deploy/prometheus/beacond-alerts.yml" "$DESTDIR$DATADIR/prometheus/beacond-alerts.yml"
 if [ -e "$DESTDIR$SYSCONFDIR/beacond/beacond.conf" ]; then
     echo "kept existing $SYSCONFDIR/beacond/beacond.conf (the new example is $DOCDIR/beacond.conf.example)"
 else
@@ -45,6 +50,7 @@ if [ -z "$DESTDIR" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev
     systemctl daemon-reload
 fi
 echo "installed $PREFIX/bin/beacond and $UNITDIR/beacond.service, beacond@.service, beacond-verify@.service and .timer"
+echo "installed the verifier's alerting rules $DATADIR/prometheus/beacond-alerts.yml (for Prometheus' rule_files)"
 if [ -z "$DESTDIR" ]; then
     echo "next: beacond gen-uuid --set $SYSCONFDIR/beacond/beacond.conf && systemctl enable --now beacond"
 fi

@@ -424,8 +424,26 @@ extension AirCheck {
             return "\"" + out + "\""
         }
         let all = results
+        // The beacon's identity, one label a field, as its config writes them: uuid (uppercase), major and minor;
+        // an Eddystone-UID's namespace and instance in lowercase hex as `eddystone_namespace` and
+        // `eddystone_instance`, since Prometheus gives every scraped series an `instance` label of its own (the
+        // target: node_exporter's host:port), which would rename ours to `exported_instance`, and Kubernetes' service
+        // discovery is commonly relabelled to `namespace`; an Eddystone-EID's key file by its name as the config
+        // writes it (`key_file`; never the key). Telemetry has no identity of its own: `config` and `beacon` name it.
+        // Each format has only its own labels (an absent label is an empty one to PromQL, and node_exporter's textfile
+        // collector fills in the others of a family as empty).
+        func identityLabels(_ b: Beacon) -> String {
+            switch b {
+            case .iBeacon(let x): ",uuid=\(label(x.uuid.description)),major=\"\(x.major)\",minor=\"\(x.minor)\""
+            case .altBeacon(let x): ",uuid=\(label(x.uuid.description)),major=\"\(x.major)\",minor=\"\(x.minor)\""
+            case .eddystoneUID(let x): ",eddystone_namespace=\"\(hexString(x.namespace))\",eddystone_instance=\"\(hexString(x.instance))\""
+            case .eddystoneEID(let x): ",key_file=\(label(x.keyFile))"
+            case .eddystoneTLM: ""
+            }
+        }
         func labels(_ e: Entry) -> String {
-            "{config=\(label(e.expected.configPath)),beacon=\"\(e.expected.index)\",format=\"\(e.expected.beacon.format.rawValue)\",id=\(label(e.expected.beacon.summary)),device=\(label(device))}"
+            "{config=\(label(e.expected.configPath)),beacon=\"\(e.expected.index)\",format=\"\(e.expected.beacon.format.rawValue)\""
+                + identityLabels(e.expected.beacon) + ",device=\(label(device))}"
         }
         var t = ""
         func family(_ name: String, _ help: String, _ samples: [(String, String)]) {

@@ -161,8 +161,13 @@ struct AirCheckTests {
         #expect(line.hasPrefix("{\"kind\":\"expect\",\"status\":\"heard\",\"config\":\"/etc/beacond/shop \\\"7\\\".conf\",\"line\":1,\"beacon\":1,\"format\":\"ibeacon\",\"uuid\":\"\(uuid)\",\"major\":7,\"minor\":1,\"measured_power\":-59,"))
         #expect(line.contains("\"rssi\":-60,\"address\":\"C1:00:00:00:00:01\",\"address_type\":\"random\",\"packets\":1,\"last_seen\":1764680000.250}"))
         let text = check.prometheusText(device: "hci1", startedAt: 1_764_679_990_000_000, duration: 30)
-        #expect(text.contains("beacond_verify_beacon_heard{config=\"/etc/beacond/shop \\\"7\\\".conf\",beacon=\"1\",format=\"ibeacon\",id=\"\(uuid) major 7 minor 1\",device=\"hci1\"} 1\n"))
-        #expect(text.contains("beacond_verify_beacon_heard{config=\"/etc/beacond/shop \\\"7\\\".conf\",beacon=\"2\",format=\"altbeacon\""))
+        // One label per identifier, as the config writes them (Eddystone's hex in lowercase), and no prose `id`.
+        #expect(text.contains("beacond_verify_beacon_heard{config=\"/etc/beacond/shop \\\"7\\\".conf\",beacon=\"1\",format=\"ibeacon\",uuid=\"\(uuid)\",major=\"7\",minor=\"1\",device=\"hci1\"} 1\n"))
+        #expect(text.contains("beacond_verify_beacon_heard{config=\"/etc/beacond/shop \\\"7\\\".conf\",beacon=\"2\",format=\"altbeacon\",uuid=\"\(uuid)\",major=\"7\",minor=\"2\",device=\"hci1\"} 0\n"))
+        #expect(text.contains("beacond_verify_beacon_heard{config=\"/etc/beacond/shop \\\"7\\\".conf\",beacon=\"3\",format=\"eddystone-uid\",eddystone_namespace=\"00112233445566778899\",eddystone_instance=\"a1b2c3d4e5f6\",device=\"hci1\"} 0\n"))
+        #expect(text.contains("beacond_verify_beacon_mismatch{config=\"/etc/beacond/shop \\\"7\\\".conf\",beacon=\"4\",format=\"eddystone-tlm\",device=\"hci1\"} 0\n"))
+        // Prometheus' own `instance` (the scrape target's) and Kubernetes' `namespace` are not taken.
+        #expect(!text.contains(",id=") && !text.contains(",instance=") && !text.contains(",namespace="))
         #expect(text.contains("beacond_verify_beacon_last_seen_timestamp_seconds{config=\"/etc/beacond/shop \\\"7\\\".conf\",beacon=\"1\""))
         #expect(text.contains("beacond_verify_beacons{state=\"missing\",device=\"hci1\"} 3\n"))
         #expect(text.contains("beacond_verify_success{device=\"hci1\"} 0\n"))
@@ -229,6 +234,11 @@ struct AirCheckTests {
         // The receiver's clock is in the metrics when EIDs are judged by it (and only then).
         #expect(check.prometheusText(device: "hci1", startedAt: 0, duration: 1, clockSynchronized: false).contains("beacond_verify_clock_synchronized{device=\"hci1\"} 0\n"))
         #expect(check.prometheusText(device: "hci1", startedAt: 0, duration: 1).contains("beacond_verify_clock_synchronized{device=\"hci1\"} 1\n"))
+        // An EID beacon is named by its key file, as the config writes it; the key itself (07 × 16) is in no label.
+        let text = check.prometheusText(device: "hci1", startedAt: 0, duration: 1)
+        #expect(text.contains("beacond_verify_beacon_heard{config=\"/a.conf\",beacon=\"1\",format=\"eddystone-eid\",key_file=\"k\",device=\"hci1\"} 1\n"))
+        #expect(text.contains("beacond_verify_beacon_heard{config=\"/c.conf\",beacon=\"1\",format=\"eddystone-eid\",key_file=\"k\",device=\"hci1\"} 0\n"))
+        #expect(!text.contains("0707070707070707"))
         let plain = AirCheck(ExpectedBeacon.all(in: try config("[beacon]\nuuid = \"\(uuid)\"\nmajor = 7\nminor = 1\n"), path: "/f.conf"))
         #expect(!plain.prometheusText(device: "hci1", startedAt: 0, duration: 1, clockSynchronized: false).contains("clock_synchronized"))
     }
@@ -240,13 +250,13 @@ struct AirCheckTests {
         hear(&check, ib(7, 1, power: -40).advertisingData, from: "C1:00:00:00:00:02")
         #expect(check.results[0].verdict == .mismatch)
         let text = check.prometheusText(device: "hci1", startedAt: 0, duration: 1)
-        #expect(text.contains("beacond_verify_beacon_heard{config=\"/f.conf\",beacon=\"1\",format=\"ibeacon\",id=\"\(uuid) major 7 minor 1\",device=\"hci1\"} 1\n"))
-        #expect(text.contains("beacond_verify_beacon_mismatch{config=\"/f.conf\",beacon=\"1\",format=\"ibeacon\",id=\"\(uuid) major 7 minor 1\",device=\"hci1\"} 1\n"))
+        #expect(text.contains("beacond_verify_beacon_heard{config=\"/f.conf\",beacon=\"1\",format=\"ibeacon\",uuid=\"\(uuid)\",major=\"7\",minor=\"1\",device=\"hci1\"} 1\n"))
+        #expect(text.contains("beacond_verify_beacon_mismatch{config=\"/f.conf\",beacon=\"1\",format=\"ibeacon\",uuid=\"\(uuid)\",major=\"7\",minor=\"1\",device=\"hci1\"} 1\n"))
         #expect(AirCheck.textLine(check.results[0]).contains("(also heard exactly as configured: the beacon is on the air, and something else sends its identity)"))
         // Only the other content: heard 0.
         var only = AirCheck(ExpectedBeacon.all(in: try config("[beacon]\nuuid = \"\(uuid)\"\nmajor = 7\nminor = 1\n"), path: "/f.conf"))
         hear(&only, ib(7, 1, power: -40).advertisingData, from: "C1:00:00:00:00:02")
-        #expect(only.prometheusText(device: "hci1", startedAt: 0, duration: 1).contains("beacond_verify_beacon_heard{config=\"/f.conf\",beacon=\"1\",format=\"ibeacon\",id=\"\(uuid) major 7 minor 1\",device=\"hci1\"} 0\n"))
+        #expect(only.prometheusText(device: "hci1", startedAt: 0, duration: 1).contains("beacond_verify_beacon_heard{config=\"/f.conf\",beacon=\"1\",format=\"ibeacon\",uuid=\"\(uuid)\",major=\"7\",minor=\"1\",device=\"hci1\"} 0\n"))
         #expect(!AirCheck.textLine(only.results[0]).contains("also heard"))
     }
 }

@@ -15,6 +15,7 @@ from conftest import APPLE_UUID, beacond_path, free_port, run_cli
 from harness.lab import Lab, wait_for
 from test_beacons import ALT, EDDY, IB, TLM
 from test_eid import KEY, eid, write_key
+from test_formats import INSTANCE, NAMESPACE
 
 EID = '[[beacon]]\nformat = "eddystone-eid"\nidentity_key_file = "shop.key"\nrotation_exponent = 10\nmeasured_power = -20\n'
 HCI = '[controller]\nbackend = "hci"\n'
@@ -34,9 +35,15 @@ def metrics(path) -> dict[tuple[str, tuple], float]:
     return out
 
 
-def per_beacon(m: dict, name: str) -> dict[str, float]:
-    """One metric by the beacon's id label."""
-    return {dict(labels)['id']: v for (n, labels), v in m.items() if n == name}
+def per_beacon(m: dict, name: str) -> dict[tuple, float]:
+    """One metric by the beacon's identity: its labels but config, beacon (its number in the file) and device."""
+    return {tuple((k, v) for k, v in labels if k not in ('config', 'beacon', 'device')): v
+            for (n, labels), v in m.items() if n == name}
+
+
+def identity(format: str, **labels: str) -> tuple:
+    """A beacon's identity labels as per_beacon keys them (sorted by name, as metrics() keeps them)."""
+    return tuple(sorted({'format': format, **labels}.items()))
 
 
 @pytest.fixture
@@ -76,6 +83,15 @@ def test_every_beacon_heard_exits_0_early_with_each_address_and_writes_the_metri
     m = metrics(prom)
     assert set(per_beacon(m, 'beacond_verify_beacon_heard').values()) == {1.0}
     assert len(per_beacon(m, 'beacond_verify_beacon_heard')) == 5
+    # One label per identifier (Eddystone's prefixed: Prometheus' own `instance` is the scrape target's); the EID
+    # beacon by its key file's name, and the key itself nowhere in the file.
+    assert set(per_beacon(m, 'beacond_verify_beacon_heard')) == {
+        identity('ibeacon', uuid=APPLE_UUID, major='1', minor='2'),
+        identity('altbeacon', uuid=APPLE_UUID, major='513', minor='1027'),
+        identity('eddystone-uid', eddystone_namespace=NAMESPACE.lower(), eddystone_instance=INSTANCE.lower()),
+        identity('eddystone-tlm'),
+        identity('eddystone-eid', key_file='shop.key')}
+    assert KEY.lower() not in prom.read_text().lower()
     assert set(per_beacon(m, 'beacond_verify_beacon_rssi_dbm').values()) == {-50.0}
     seen = per_beacon(m, 'beacond_verify_beacon_last_seen_timestamp_seconds').values()
     assert all(abs(t - time.time()) < 120 for t in seen)
@@ -100,8 +116,12 @@ def test_a_beacon_not_on_the_air_is_missing_exit_2_naming_it(tmp_path, processes
     assert 'address' not in missing and missing['minor'] == 99 and missing['line'] == 12
     assert f'1 of 3 beacons not heard on {verifier} within 10.0 s: {APPLE_UUID} major 1 minor 99 (beacon 3 of 3 in {expected}:12)' in err
     m = metrics(prom)
-    assert per_beacon(m, 'beacond_verify_beacon_heard')[f'{APPLE_UUID} major 1 minor 99'] == 0.0
-    assert f'{APPLE_UUID} major 1 minor 99' not in per_beacon(m, 'beacond_verify_beacon_last_seen_timestamp_seconds')
+    minor99 = identity('ibeacon', uuid=APPLE_UUID, major='1', minor='99')
+    assert per_beacon(m, 'beacond_verify_beacon_heard')[minor99] == 0.0
+    assert minor99 not in per_beacon(m, 'beacond_verify_beacon_last_seen_timestamp_seconds')
+    # PromQL selects it by its identifiers.
+    assert m[('beacond_verify_beacon_heard', (('beacon', '3'), ('config', str(expected)), ('device', verifier),
+                                              ('format', 'ibeacon'), ('major', '1'), ('minor', '99'), ('uuid', APPLE_UUID)))] == 0.0
     assert m[('beacond_verify_beacons', (('device', verifier), ('state', 'missing')))] == 1.0
     assert m[('beacond_verify_success', (('device', verifier),))] == 0.0
 

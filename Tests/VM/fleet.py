@@ -384,8 +384,11 @@ def run_fleet():
         metrics = {(s.name, tuple(sorted(s.labels.items()))): s.value
                    for fam in text_string_to_metric_families(r.stdout.split('\n', 2)[2]) for s in fam.samples}
         assert metrics[('beacond_verify_success', (('device', 'hci1'),))] == 1.0, metrics
-        heard = [v for (n, l), v in metrics.items() if n == 'beacond_verify_beacon_heard']
-        assert heard == [1.0], metrics
+        heard = [(dict(l), v) for (n, l), v in metrics.items() if n == 'beacond_verify_beacon_heard']
+        assert [v for _, v in heard] == [1.0], metrics
+        # The beacon by its identifiers, as alerting rules select it (deploy/prometheus/beacond-alerts.yml).
+        assert {k: heard[0][0].get(k) for k in ('format', 'uuid', 'major', 'minor', 'device')} == {
+            'format': 'ibeacon', 'uuid': uuid, 'major': str(MAJOR), 'minor': str(MINOR['amd64']), 'device': 'hci1'}, heard
         timer = ssh('amd64', 'systemctl is-enabled beacond-verify@hci1.timer; systemctl is-active beacond-verify@hci1.timer').stdout.split()
         assert timer == ['enabled', 'active'], timer
         # The textfile directory replaced by a symlink (whoever owns /var/lib/prometheus, the prometheus user's home,
