@@ -4,6 +4,7 @@ unit file, a path or a shell, and the template renders what beacond reads as the
 against real hosts is the fleet test's (Tests/VM/fleet.py)."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -19,6 +20,14 @@ PLAY = """
 - hosts: localhost
   connection: local
   gather_facts: false
+  vars:
+    beacond_config_header: Ansible managed (the beacond role)
+    beacond_render:
+      beacons: "{{ beacond_beacons }}"
+      advertising: "{{ beacond_advertising | default({}) }}"
+      controller: "{{ beacond_controller | default({}) }}"
+      daemon: "{{ beacond_daemon | default({}) }}"
+      key_prefix: "{{ prefix | default('') }}"
   tasks:
     - name: The role's argument specs
       ansible.builtin.validate_argument_spec:
@@ -31,14 +40,11 @@ PLAY = """
       ansible.builtin.template:
         src: "{{ role_dir }}/templates/beacond.conf.j2"
         dest: "{{ out }}"
-      vars:
-        beacond_config_header: Ansible managed (the beacond role)
-        beacond_render:
-          beacons: "{{ beacond_beacons }}"
-          advertising: "{{ beacond_advertising | default({}) }}"
-          controller: "{{ beacond_controller | default({}) }}"
-          daemon: "{{ beacond_daemon | default({}) }}"
-          key_prefix: "{{ prefix | default('') }}"
+    # As tasks/config.yml has it: what the health check wants `beacond status` to say of the file's bytes.
+    - name: The SHA-256 of the rendered config
+      ansible.builtin.copy:
+        content: "{{ lookup('ansible.builtin.template', role_dir ~ '/templates/beacond.conf.j2') | hash('sha256') }}"
+        dest: "{{ out }}.sha256"
 """
 
 
@@ -95,6 +101,8 @@ def test_the_template_renders_what_beacond_reads_as_the_inventory_meant(tmp_path
     checked = run_cli('check-config', '-c', str(conf))
     assert checked.returncode == 0, checked.stderr
     assert 'Café 🍰 "7"' in run_cli('check-config', '-c', str(conf)).stdout
+    # The health check's SHA-256 (from the rendering on the control node) is that of the file's bytes on the host.
+    assert (tmp_path / 'beacond.conf.sha256').read_text() == hashlib.sha256(conf.read_bytes()).hexdigest()
 
 
 @pytest.mark.parametrize('key_file,rendered', [
@@ -109,3 +117,164 @@ def test_a_verifier_renders_each_checked_hosts_key_as_its_own_copy(tmp_path, key
                            beacond_beacons=[{'format': 'eddystone-eid', 'identity_key_file': key_file}])
     assert code == 0, out[-3000:]
     assert f'identity_key_file = "{rendered}"\n' in text, text
+
+
+# The health check (tasks/config.yml): `beacond status --json` on the host, and beacond_health_problems
+# (vars/main.yml) what in its report differs from the host's config. Here the role's own vars file judges canned
+# reports, as the raw task would bring them back (stdout and stderr together, \r\n under a tty).
+HEALTH_PLAY = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: The role's vars
+      ansible.builtin.include_vars: "{{ role_dir }}/vars/main.yml"
+    - name: What the health check makes of the report
+      ansible.builtin.copy:
+        content: "{{ beacond_health_problems | to_json }}"
+        dest: "{{ out }}"
+"""
+DEPLOYED = hashlib.sha256(b'# the config the role deployed\n').hexdigest()
+PREVIOUS = hashlib.sha256(b'# the config before\n').hexdigest()
+# A host's beacons as an inventory gives them: case, hex and string numbers as the template passes them on.
+INVENTORY = [
+    {'uuid': UUID.lower(), 'major': '0x8', 'minor': 1, 'address': 'c6:12:34:56:78:9a'},
+    {'format': 'eddystone-uid', 'namespace': '00112233445566778899', 'instance': 'AABBCCDDEEFF', 'address': 'public'},
+    {'format': 'eddystone-eid', 'identity_key_file': 'shop8.key'},
+    {'format': 'eddystone-tlm'},
+]
+PUBLIC = '00:1A:7D:DA:71:13'
+
+
+def healthy_report() -> dict:
+    """What `beacond status --json` says of INVENTORY's config on the air."""
+    def beacon(index, fmt, identity, address, kind):
+        return {'index': index, 'format': fmt, 'identity': identity, 'address': address, 'address_kind': kind,
+                'interval_ms': 100.0, 'on_air': True, 'on_air_since': 1764826200, 'warnings': []}
+    return {'ok': True, 'problems': [], 'daemons': [{
+        'unit': 'beacond.service', 'state_file': '/run/beacond/state.json', 'version': '0.3.0', 'pid': 1234,
+        'config': {'path': '/etc/beacond/beacond.conf', 'sha256': DEPLOYED},
+        'phase': 'advertising', 'status': 'Advertising 4 beacons on hci0: …',
+        'controller': {'device': 'hci0', 'backend': 'hci', 'family': 'extended', 'bluetooth_version': '5.0',
+                       'manufacturer': 305, 'sets': 4, 'instances': None, 'time_sliced': False},
+        'beacons': [
+            beacon(1, 'ibeacon', {'uuid': UUID, 'major': 8, 'minor': 1}, 'C6:12:34:56:78:9A', 'chosen'),
+            beacon(2, 'eddystone-uid', {'namespace': '00112233445566778899', 'instance': 'aabbccddeeff'}, PUBLIC, 'public'),
+            beacon(3, 'eddystone-eid', {'key': 'shop8.key', 'rotation_exponent': 10}, 'D6:01:02:03:04:05', 'eid'),
+            beacon(4, 'eddystone-tlm', {}, PUBLIC, 'public'),
+        ],
+        'reload': {'count': 2, 'result': 'applied'}, 'last_refused': None, 'clock': {'synchronized': True},
+    }]}
+
+
+def health(tmp_path, stdout: str, rc: int = 0, beacons=None, **variables) -> list[str]:
+    """beacond_health_problems for this output of the raw `beacond status --json`."""
+    ansible = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+    (tmp_path / 'health.yml').write_text(HEALTH_PLAY)
+    out = tmp_path / 'problems.json'
+    v = {'role_dir': str(ROLE), 'out': str(out), 'beacond_config_sha256': DEPLOYED, 'beacond_advertising': {},
+         'beacond_beacons': INVENTORY if beacons is None else beacons,
+         'beacond_status_run': {'rc': rc, 'stdout': stdout, 'stderr': ''}, **variables}
+    (tmp_path / 'vars.json').write_text(json.dumps(v))
+    r = subprocess.run([ansible, '-i', 'localhost,', str(tmp_path / 'health.yml'), '-e', f'@{tmp_path / "vars.json"}',
+                        '-e', f'ansible_python_interpreter={sys.executable}'], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, 'ANSIBLE_NOCOLOR': '1'})
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    return json.loads(out.read_text())
+
+
+def changed(fn):
+    def make():
+        report = healthy_report()
+        fn(report, report['daemons'][0])
+        return report
+    return make
+
+
+def beacon_field(n, **fields):
+    return changed(lambda r, d: d['beacons'][n - 1].update(fields))
+
+
+def identity(n, **fields):
+    return changed(lambda r, d: d['beacons'][n - 1]['identity'].update(fields))
+
+
+ERROR = '/etc/beacond/beacond.conf:3:9: error: the key file shop9.key is not among the keys the unit was started with'
+
+
+@pytest.mark.parametrize('report,rc,problems', [
+    pytest.param(healthy_report, 0, [], id='healthy'),
+    pytest.param(identity(1, minor=2), 1, ['beacon 1 (ibeacon): minor 2 on the air, 1 in the config'], id='minor'),
+    pytest.param(identity(1, uuid='E2C56DB5-DFFB-48D2-B060-D0F5A71096E1'), 1,
+                 [f'beacon 1 (ibeacon): uuid E2C56DB5-DFFB-48D2-B060-D0F5A71096E1 on the air, {UUID} in the config'], id='uuid'),
+    pytest.param(identity(2, instance='aabbccddee00'), 1,
+                 ['beacon 2 (eddystone-uid): instance aabbccddee00 on the air, aabbccddeeff in the config'], id='instance'),
+    pytest.param(identity(3, key='shop7.key', rotation_exponent=12), 1,
+                 ['beacon 3 (eddystone-eid): key shop7.key on the air, shop8.key in the config',
+                  'beacon 3 (eddystone-eid): rotation_exponent 12 on the air, 10 in the config'], id='eid key'),
+    pytest.param(beacon_field(2, format='ibeacon'), 1, ['beacon 2 (eddystone-uid): ibeacon on the air'], id='format'),
+    pytest.param(beacon_field(3, on_air=False, warnings=['the system clock is not synchronized']), 1,
+                 ['beacon 3 (eddystone-eid): not on the air (the system clock is not synchronized)'], id='off the air'),
+    pytest.param(beacon_field(1, address=PUBLIC, address_kind='public'), 1,
+                 [f'beacon 1 (ibeacon): from {PUBLIC} (public), the config chooses C6:12:34:56:78:9A'], id='chosen address'),
+    pytest.param(beacon_field(2, address='C6:00:00:00:00:01', address_kind='static'), 1,
+                 ['beacon 2 (eddystone-uid): from C6:00:00:00:00:01 (static), the config says public'], id='public address'),
+    pytest.param(changed(lambda r, d: d['config'].update(sha256=PREVIOUS)), 1,
+                 [f'beacond runs another config (SHA-256 {PREVIOUS[:12]}…) than the role deployed to '
+                  f'/etc/beacond/beacond.conf ({DEPLOYED[:12]}…)'], id='old config'),
+    pytest.param(changed(lambda r, d: d.update(
+        config={'path': '/etc/beacond/beacond.conf', 'sha256': PREVIOUS},
+        reload={'count': 3, 'result': 'refused', 'errors': [ERROR]}, last_refused={'at': 1764826300, 'errors': [ERROR]})),
+        1, [f'beacond refused the new config and kept the previous one: {ERROR}'], id='refused reload'),
+    pytest.param(changed(lambda r, d: d.update(reload={'count': 3, 'result': 'in-progress'})), 1,
+                 ['beacond is still taking the new config'], id='reload in progress'),
+    # Not advertising: said once, not again for each beacon off the air (nor for their addresses, unknown then).
+    pytest.param(changed(lambda r, d: [d.update(phase='waiting', status='Waiting for hci0 to appear, retrying in 4 s')]
+                         + [b.update(on_air=False, address=None, on_air_since=None) for b in d['beacons']]), 1,
+                 ['beacond is waiting, not advertising: Waiting for hci0 to appear, retrying in 4 s'], id='waiting'),
+    pytest.param(changed(lambda r, d: d.update(phase='opening', status='Opening hci0', beacons=[])), 1,
+                 ['beacond is opening, not advertising: Opening hci0', 'beacond has 0 beacon(s), the config 4'],
+                 id='no beacons yet'),
+    pytest.param(changed(lambda r, d: d['beacons'].pop()), 1, ['beacond has 3 beacon(s), the config 4'], id='a beacon fewer'),
+    pytest.param(lambda: {'ok': False, 'problems': ['no beacond runs (no state file in /run/beacond)'], 'daemons': []}, 3,
+                 ['beacond.service is not running: no beacond runs (no state file in /run/beacond)'], id='none runs'),
+    # Another instance on the air is not the role's service.
+    pytest.param(changed(lambda r, d: d.update(unit='beacond@hci1.service')), 0, ['beacond.service is not running'],
+                 id='only an instance'),
+])
+def test_the_health_check_names_what_differs_from_the_config(tmp_path, report, rc, problems):
+    assert health(tmp_path, json.dumps(report()), rc) == problems
+
+
+def test_the_health_check_reads_the_report_through_a_terminal(tmp_path):
+    # raw runs under a tty: \r\n line endings, stderr in the same stream, ssh's goodbye after the object.
+    text = json.dumps(healthy_report(), indent=2).replace('\n', '\r\n')
+    assert health(tmp_path, text + '\r\nShared connection to shop8-pi1 closed.\r\n') == []
+
+
+def test_the_health_check_says_when_there_is_no_report(tmp_path):
+    assert health(tmp_path, 'sh: 1: /usr/bin/beacond: not found\r\n', 127) == [
+        '`beacond status --json` printed no report (exit 127): sh: 1: /usr/bin/beacond: not found']
+
+
+def test_the_health_check_takes_the_advertising_address_for_beacons_without_their_own(tmp_path):
+    beacons = [{'uuid': UUID, 'major': 8, 'minor': 1}]
+    report = healthy_report()
+    report['daemons'][0]['beacons'][1:] = []
+    report['daemons'][0]['beacons'][0].update(address='C6:12:34:56:78:9A', address_kind='static')
+    assert health(tmp_path, json.dumps(report), beacons=beacons, beacond_advertising={'address': 'static'}) == []
+    assert health(tmp_path, json.dumps(report), beacons=beacons, beacond_advertising={'address': 'public'}) == [
+        'beacon 1 (ibeacon): from C6:12:34:56:78:9A (static), the config says public']
+
+
+def test_the_role_takes_reload_and_health_from_beacond_not_from_its_log():
+    text = '\n'.join(p.read_text() for p in sorted(ROLE.rglob('*')) if p.is_file())
+    for gone in ('journalctl', 'Reloading configuration', 'StatusText', 'kept previous configuration', 'beacond_healthy'):
+        assert gone not in text, gone
+    import yaml
+    handler = {h['name']: h for h in yaml.safe_load((ROLE / 'handlers' / 'main.yml').read_text())}['Reload beacond']
+    assert handler['ansible.builtin.systemd_service'] == {'name': 'beacond.service', 'state': 'reloaded'}
+    # A run with nothing to change starts no Python on the host (the fleet test): the check is a raw command.
+    check = next(t for t in yaml.safe_load((ROLE / 'tasks' / 'config.yml').read_text())
+                 if t.get('register') == 'beacond_status_run')
+    assert check['ansible.builtin.raw'] == '/usr/bin/beacond status --json' and check['check_mode'] is False
