@@ -22,7 +22,7 @@ public enum BeacondMain {
                 code = Tools.genUUID(count: count, lowercase: lower, setPath: set, replacing: replace)
             case .run(let options): code = Daemon.run(options)
             case .scan(let options): code = Scanner.run(options)
-            case .status(let options): code = StatusCommand.status(options)
+            case .status(let options): code = options.check ? AdapterCheck.run(options) : StatusCommand.status(options)
             case .reload(let options): code = StatusCommand.reload(options)
             }
         } catch {

@@ -344,23 +344,33 @@ enum CLI {
             }),
         Command(
             name: "status", abstract: "Show what every running beacond has on the air, and what is wrong.",
-            usage: "beacond status [--json] [--device SPEC] [--config PATH]",
+            usage: "beacond status [--json] [--device SPEC] [--config PATH]\n       beacond status --check [--json] [--device SPEC] [--config PATH]",
             description: """
                 Reads the state each running beacond keeps in its runtime directory (the units'
                 /run/beacond and /run/beacond-hciN; readable by every user): per daemon its
                 phase, controller and config, one line per beacon (format, identity, address,
                 interval, on the air since when, warnings), and each problem with what to do.
                 With --json, one object with the fields the README's output vocabulary lists.
+
+                With --check, looks at the adapter before anything goes on the air: the
+                controllers, rfkill blocks, whether bluetoothd runs, what the kernel's management
+                interface and the controller say (advertising instances, sets, TX power; the
+                controller's LE answers need root), and what 'run' would do with the config
+                there: backend, command family, sets or time slices, addresses.
                 """,
             options: """
                 OPTIONS:
-                  --json                  One JSON object: ok, problems, daemons.
+                  --json                  One JSON object: ok, problems, daemons (with --check:
+                                          ok, problems, controllers, bluetoothd, mgmt, hci, run).
+                  --check                 Check the adapter and the config instead (the config:
+                                          --config, else /etc/beacond/beacond.conf).
                   -d, --device SPEC       Only the beacond on this controller.
                   -c, --config PATH       Only the beacond that runs this config file.
                 \(helpOption)
                 EXIT STATUS:
-                  0 every beacon of every beacond shown is on the air, 1 something is wrong (the
-                  problems say what), 3 no beacond is running, 64 usage error.
+                  0 every beacon of every beacond shown is on the air (--check: run would put
+                  every beacon on the air), 1 something is wrong (the problems say what), 3 no
+                  beacond is running, 64 usage error, 78 --check: the config has errors.
 
                 """,
             parse: { p throws(UsageError) in
@@ -368,6 +378,7 @@ enum CLI {
                 while let opt = try p.nextOption() {
                     switch opt {
                     case "--json": o.json = true
+                    case "--check": o.check = true
                     case "-d", "--device": o.device = try p.device(for: opt).description
                     case "-c", "--config": o.configPath = try p.value(for: opt)
                     case "-h", "--help": return .help("status")

@@ -82,6 +82,8 @@ public enum HCICommand: Sendable, Hashable, CustomStringConvertible {
     /// The random address one advertising set uses (6 bytes, least significant first).
     case leSetAdvertisingSetRandomAddress(handle: UInt8, address: [UInt8])
     case leReadNumberOfSupportedAdvertisingSets
+    /// The controller's TX power range (Core 5.0; `beacond status --check`).
+    case leReadTransmitPower
     /// Operation 0x03 (complete data), fragment preference 0x01 (do not fragment).
     case leSetExtendedAdvertisingData(handle: UInt8, data: AdvertisingData)
     /// Operation 0x03 (complete data), fragment preference 0x01 (do not fragment).
@@ -114,6 +116,7 @@ public enum HCICommand: Sendable, Hashable, CustomStringConvertible {
         case .leSetExtendedAdvertisingParameters: .leSetExtendedAdvertisingParameters
         case .leSetAdvertisingSetRandomAddress: .leSetAdvertisingSetRandomAddress
         case .leReadNumberOfSupportedAdvertisingSets: .leReadNumberOfSupportedAdvertisingSets
+        case .leReadTransmitPower: .leReadTransmitPower
         case .leSetExtendedAdvertisingData: .leSetExtendedAdvertisingData
         case .leSetExtendedScanResponseData: .leSetExtendedScanResponseData
         case .leSetExtendedAdvertisingEnable: .leSetExtendedAdvertisingEnable
@@ -132,7 +135,7 @@ public enum HCICommand: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .reset, .readLocalVersionInformation, .readLocalSupportedCommands, .readBDAddr,
             .leReadLocalSupportedFeatures, .leReadAdvertisingPhysicalChannelTxPower, .leClearAdvertisingSets,
-            .leReadNumberOfSupportedAdvertisingSets:
+            .leReadNumberOfSupportedAdvertisingSets, .leReadTransmitPower:
             break
         case .setEventMask(let mask), .leSetEventMask(let mask):
             w.u32(UInt32(truncatingIfNeeded: mask))

@@ -55,6 +55,7 @@ public struct Opcode: RawRepresentable, Hashable, Sendable, CustomStringConverti
     public static let leClearAdvertisingSets = Opcode(ogf: 0x08, ocf: 0x003D)
     /// Vol 4 Part E §7.8.58
     public static let leReadNumberOfSupportedAdvertisingSets = Opcode(ogf: 0x08, ocf: 0x003B)
+    public static let leReadTransmitPower = Opcode(ogf: 0x08, ocf: 0x004B)
     /// Vol 4 Part E §7.8.64
     public static let leSetExtendedScanParameters = Opcode(ogf: 0x08, ocf: 0x0041)
     /// Vol 4 Part E §7.8.65
@@ -84,6 +85,7 @@ public struct Opcode: RawRepresentable, Hashable, Sendable, CustomStringConverti
         .leRemoveAdvertisingSet: "LE Remove Advertising Set",
         .leClearAdvertisingSets: "LE Clear Advertising Sets",
         .leReadNumberOfSupportedAdvertisingSets: "LE Read Number of Supported Advertising Sets",
+        .leReadTransmitPower: "LE Read Transmit Power",
         .leSetExtendedScanParameters: "LE Set Extended Scan Parameters",
         .leSetExtendedScanEnable: "LE Set Extended Scan Enable",
     ]

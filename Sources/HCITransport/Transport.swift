@@ -109,6 +109,15 @@ public final class Transport {
         return beacond_hci_dev_info(socket.rawValue, Int32(index), &info) != -ENODEV
     }
 
+    /// Whether hciINDEX is up (HCIGETDEVINFO; no privilege needed). Nil when it does not exist or cannot be asked.
+    public static func kernelDeviceIsUp(index: UInt16) -> Bool? {
+        guard let socket = try? hciSocket() else { return nil }
+        defer { socket.close() }
+        var info = hci_dev_info()
+        guard beacond_hci_dev_info(socket.rawValue, Int32(index), &info) == 0 else { return nil }
+        return beacond_hci_dev_is_up(&info) != 0
+    }
+
     /// Takes hciINDEX down and up again (HCIDEVDOWN, HCIDEVUP; CAP_NET_ADMIN), as `hciconfig hci0 down` and `up`
     /// do: the kernel closes the device whatever the controller answers (on a Raspberry Pi's UART radio the driver
     /// switches the chip's power pin) and runs its setup again. Blocks while the kernel does: with a controller

@@ -134,3 +134,40 @@ def test_reload_of_a_refused_file_then_a_fixed_one_and_status_without_json_lists
         (d,) = st['daemons']
         assert code == 0 and d['reload'] == {'count': 2, 'result': 'applied'} and d['last_refused'] is not None
         assert d['controller']['family'] == 'legacy' and d['controller']['sets'] is None
+
+
+def test_check_reports_what_the_controller_says_and_what_run_would_do(tmp_path):
+    """status --check on an H4 controller (Bumble): its own LE answers, and run's plan for the config; then a config
+    with more beacons than the controller has sets: a problem naming both numbers, exit 1."""
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(IB + ALT + EDDY)
+    sock = tmp_path / 'hci.sock'
+    with Lab(f'unix-server:{sock}', max_sets=6) as lab:
+        r = cli('status', '--check', '--json', '--config', str(conf), '--device', f'unix:{sock}', env={})
+        assert r.returncode == 0, r.stdout + r.stderr
+        c = json.loads(r.stdout)
+        assert c['ok'] is True and c['problems'] == []
+        assert c['hci']['extended_advertising'] is True and c['hci']['sets'] == 6 and c['hci']['bluetooth_version'] == '5.0'
+        assert c['hci']['manufacturer'] == lab.controller.manufacturer_company_identifier
+        assert c['run']['backend'] == 'hci' and c['run']['family'] == 'extended'
+        assert c['run']['sharing'] == 'each beacon on its own advertising set (3 of 6)'
+        assert c['mgmt'] is None  # an H4 controller: no kernel device
+        # Nothing went on the air: the check asks, it does not advertise.
+        assert not any(s['enabled'] for s in lab.state()['sets'].values())
+    with Lab(f'unix-server:{sock}', max_sets=2) as lab:
+        r = cli('status', '--check', '--config', str(conf), '--device', f'unix:{sock}', env={})
+        assert r.returncode == 1
+        assert 'the config has 3 beacons, but the controller on unix:' in r.stdout and 'has 2 advertising sets' in r.stdout
+    with Lab(f'unix-server:{sock}', extended=False) as lab:
+        r = cli('status', '--check', '--config', str(conf), '--device', f'unix:{sock}', env={})
+        assert r.returncode == 0, r.stdout
+        assert 'legacy advertising, time slices of the controller\'s one advertiser (3 beacons take turns)' in r.stdout
+        assert 'extended advertising no' in r.stdout
+
+
+def test_check_names_a_config_mistake_with_its_place_and_exits_78(tmp_path):
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(IB.replace('major = 1', 'major = -1'))
+    r = cli('status', '--check', '--config', str(conf), '--device', 'unix:/nonexistent/hci.sock', env={})
+    assert r.returncode == 78
+    assert f'{conf}:3:9: error:' in r.stdout

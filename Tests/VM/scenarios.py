@@ -339,6 +339,54 @@ def s3_broken_reload_keeps_beacon():
             f'{lag * 1000:.0f} ms after systemctl reload returned; beacond status as nobody')
 
 
+def adapter_check(user=None):
+    """`beacond status --check --json` (as `user` when given): (exit code, the object)."""
+    cmd = ['/usr/bin/beacond', 'status', '--check', '--json']
+    if user:
+        cmd = ['runuser', '-u', user, '--'] + cmd
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    return r.returncode, json.loads(r.stdout)
+
+
+def s25_adapter_check():
+    bluetoothd(True)
+    write_conf(minor=2)
+    sh('systemctl restart beacond', check=True)
+    wait_on_air(ibeacon(minor=2))
+    code, c = adapter_check()
+    assert code == 0 and c['ok'], c
+    assert c['bluetoothd']['running'] is True, c
+    assert [x['device'] for x in c['controllers']] == ['hci0'] and c['controllers'][0]['up'] is True, c
+    assert c['controllers'][0]['rfkill'] == {'soft': False, 'hard': False}, c
+    if ARM64:
+        # Bumble behind hci_uart: a controller with advertising sets; backend auto keeps the kernel's instances.
+        assert c['mgmt']['advertising_sets'] is True and c['hci']['extended_advertising'] is True and c['hci']['sets'] > 1, c
+        assert c['run']['backend'] == 'mgmt' and c['run']['family'] == 'extended', c
+        seen = f"extended: {c['hci']['sets']} sets, {c['mgmt']['instances']} kernel instances, run: mgmt"
+    else:
+        # btvirt: legacy-only, the Pi's case: backend auto leaves mgmt for raw HCI beside bluetoothd.
+        assert c['mgmt']['advertising_sets'] is False and c['hci']['extended_advertising'] is False, c
+        assert c['run']['backend'] == 'hci' and c['run']['family'] == 'legacy' and 'no advertising sets' in c['run']['why'], c
+        seen = f"legacy-only: {c['mgmt']['instances']} kernel instances, run: raw HCI"
+    # As a user with no privilege: the controllers, rfkill, bluetoothd and the kernel's controller information.
+    ucode, u = adapter_check('nobody')
+    assert u['controllers'] == c['controllers'] and u['bluetoothd'] == c['bluetoothd'], u
+    assert u['mgmt'] is not None and u['mgmt']['bluetooth_version'] == c['mgmt']['bluetooth_version'], u
+    assert u['hci'] is None and 'CAP_NET_RAW' in (u['hci_error'] or ''), u
+    # A soft rfkill block (what 'rfkill block bluetooth' writes), then lifted.
+    soft = sh('ls -d /sys/class/bluetooth/hci0/rfkill*/soft').split()[0]
+    sh(f'echo 1 > {soft}', check=True)
+    try:
+        bcode, blocked = adapter_check()
+    finally:
+        sh(f'echo 0 > {soft}', check=True)
+    assert bcode == 1 and blocked['controllers'][0]['rfkill']['soft'] is True, blocked
+    assert any('soft-blocked' in p and 'rfkill unblock bluetooth' in p for p in blocked['problems']), blocked
+    sh('hciconfig hci0 up')
+    wait_on_air(ibeacon(minor=2), 60)
+    return f'{seen}; as nobody: exit {ucode}, no LE answers (CAP_NET_RAW); rfkill soft block: exit 1 with what to do'
+
+
 def gap_after(action, expected, timeout=30):
     """(off, on): when `expected` first went off the air after the action and when it came back; (None, None) when it
     never went off within the timeout."""
@@ -1171,7 +1219,7 @@ def main():
     wait(lambda: os.path.exists(SNOOP) and os.path.getsize(SNOOP) >= 16, 10, 'btmon to start')
     btvirt_start()
     # The arm64 guest (Debian 13 under TCG, several times slower) runs the issue's list; amd64 runs everything.
-    only = {'0', '1a', '1c', '1e', '2a', '3', '5', '7', '8', '9', '10b', '13', '14', '15', '16', '17', '18', '22'} if ARM64 else None
+    only = {'0', '1a', '1c', '1e', '2a', '3', '5', '7', '8', '9', '10b', '13', '14', '15', '16', '17', '18', '22', '25'} if ARM64 else None
     fleet = os.path.exists(os.path.join(PACKAGES, '..', 'fleet-enabled'))
     if ARM64 and fleet:
         # The fleet's upgrade (22) is 14's on this guest: an edited conffile kept, the new default beside it as
@@ -1220,6 +1268,7 @@ def main():
         run_('19. mgmt: another program\'s instances (one from before the start, one added meanwhile) are neither taken nor removed', s19_mgmt_foreign_instances_survive)
         run_('20. an hciN whose kernel setup failed (mgmt: Invalid Index): beacond says so and backend auto tries raw HCI, not "waiting to appear"', s20_setup_failed_device_goes_to_raw_hci)
         run_('21. Eddystone-EID with its key in /etc/beacond/keys as a credential of the DynamicUser service: the EIDs on the air for their moments, a new address each period, the key never in the journal; a step of the wall clock either way moves the EID at once', leaving_one_beacon(s21_eid_key_as_a_credential))
+        run_('25. beacond status --check beside bluetoothd: the controller as it is (amd64 btvirt legacy-only: run would use raw HCI; arm64 Bumble with sets: mgmt), as nobody without the LE answers, and a soft rfkill block with what to do', s25_adapter_check)
         run_('13. apt-get purge: nothing left behind (files, units, enablement, state), nothing on the air', s13_purge_leaves_nothing)
         run_('14. upgrade from the previous package with an edited conffile (and beacond@hci1 running beside it on amd64): edit kept, new default as .dpkg-dist, both restarted, beacons back', s14_upgrade_keeps_the_edited_conffile)
         if fleet:
