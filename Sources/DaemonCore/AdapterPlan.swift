@@ -144,6 +144,11 @@ public struct AdapterPlan: Sendable {
                 notes.append("bluetoothd is not running: the management interface works without it")
             }
             guard let m = f.mgmt else { break }
+            guard m.advertisingSets != nil else {
+                // Read Advertising Features is answered to root (or CAP_NET_ADMIN) only.
+                notes.append("whether the controller has advertising sets (and so whether backend auto keeps the management interface or uses raw HCI, and the family) is told to root only: run the check as root")
+                break
+            }
             let extended = m.advertisingSets == true
             family = extended ? "extended" : "legacy"
             if let i = m.instances {

@@ -82,4 +82,13 @@ struct AdapterPlanTests {
         #expect(p.ok && p.backend == .hci && p.family == "legacy")
         #expect(p.sharing == "time slices of the controller's one advertiser (2 beacons take turns)")
     }
+
+    @Test("as a normal user the kernel does not say whether there are advertising sets: the plan says it cannot tell, not a guess")
+    func unprivileged() {
+        var f = facts(sets: nil)
+        f.mgmtFeaturesError = "Read Advertising Features: Permission Denied (0x14)"
+        let p = AdapterPlan(config: parse(one), device: .kernel(index: 0), facts: f, addresses: ["static"])
+        #expect(p.family == nil && p.sharing == nil)
+        #expect(p.notes.contains { $0.contains("told to root only") })
+    }
 }

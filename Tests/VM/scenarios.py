@@ -373,6 +373,7 @@ def s25_adapter_check():
     assert u['controllers'] == c['controllers'] and u['bluetoothd'] == c['bluetoothd'], u
     assert u['mgmt'] is not None and u['mgmt']['bluetooth_version'] == c['mgmt']['bluetooth_version'], u
     assert u['hci'] is None and 'CAP_NET_RAW' in (u['hci_error'] or ''), u
+    assert u['mgmt']['advertising_sets'] is None and any('root only' in n for n in u['run']['notes']), u
     # A soft rfkill block (what 'rfkill block bluetooth' writes), then lifted.
     soft = sh('ls -d /sys/class/bluetooth/hci0/rfkill*/soft').split()[0]
     sh(f'echo 1 > {soft}', check=True)
