@@ -198,6 +198,9 @@ def beacond_8(beacond, version, readme, date):
             'Checks from the air, with adapter hciN, that the beacons of \\fI/etc/beacond/verify/*.conf\\fR are on the air '
             '(\\fBbeacond scan \\-\\-expect\\fR), every 15 minutes; the result also goes to '
             '\\fI/var/lib/prometheus/node\\-exporter/beacond\\-verify\\-hciN.prom\\fR.',
+            '.TP', '.I /run/beacond/state.json, /run/beacond\\-hciN/state.json',
+            'What each running service has on the air, for \\fBbeacond status\\fR and \\fBbeacond reload\\fR; readable by every user.',
+            '.TP', '.I /usr/share/beacond/prometheus/beacond\\-alerts.yml', 'Prometheus alerting rules for the verifier\\(aqs metrics.',
             '.TP', '.I /usr/share/doc/beacond/README.md', 'The full documentation.']
     out += ['.SH SEE ALSO', '\\fBbeacond.conf\\fR(5), \\fBsystemctl\\fR(1), \\fBjournalctl\\fR(1), '
             '\\fBsystemd.service\\fR(5), \\fBbtmgmt\\fR(1)']

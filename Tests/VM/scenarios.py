@@ -292,9 +292,9 @@ def s2_reload_new_minor_mgmt():
     return f'the kernel disabled and re-enabled advertising itself ({len(disables)} disable, {gap:.0f} ms without the beacon)'
 
 
-def beacond_status_as_nobody():
+def beacond_status_as_nobody(*args):
     """`beacond status --json` as an unprivileged user: (exit code, the object)."""
-    r = subprocess.run(['runuser', '-u', 'nobody', '--', '/usr/bin/beacond', 'status', '--json'], capture_output=True, text=True, timeout=60)
+    r = subprocess.run(['runuser', '-u', 'nobody', '--', '/usr/bin/beacond', 'status', '--json', *args], capture_output=True, text=True, timeout=60)
     return r.returncode, json.loads(r.stdout)
 
 
@@ -751,6 +751,15 @@ def s14_upgrade_keeps_the_edited_conffile():
         instance_after = wait(lambda: (lambda p: p not in ('0', instance_before) and p)(show_unit('beacond@hci1', 'MainPID')),
                               30, f'a new main process for beacond@hci1 (still {instance_before})')
         wait_on_air(ibeacon(minor=9), 30, index=1)
+        # beacond status finds both units, each from its own runtime directory.
+        code, st = wait(lambda: (r := beacond_status_as_nobody()) and r[0] == 0 and len(r[1]['daemons']) == 2 and r, 30,
+                        'beacond status to list beacond.service and beacond@hci1')
+        units = {d['unit']: d for d in st['daemons']}
+        assert set(units) == {'beacond.service', 'beacond@hci1.service'}, st
+        assert units['beacond@hci1.service']['state_file'] == '/run/beacond-hci1/state.json', st
+        assert units['beacond@hci1.service']['beacons'][0]['identity']['minor'] == 9, st
+        code1, one = beacond_status_as_nobody('--device', 'hci1')
+        assert code1 == 0 and [d['unit'] for d in one['daemons']] == ['beacond@hci1.service'], one
         sh('systemctl stop beacond@hci1; systemctl stop btvirt1; rm -f /etc/beacond/hci1.conf')
         note = f'; beacond@hci1 beside it, pid {instance_before} → {instance_after}'
     return f'0.1.0 → {dpkg_version().split()[-1]}, pid {before["MainPID"]} → {after["MainPID"]}, edit kept, new default in .dpkg-dist{note}'
@@ -1271,7 +1280,7 @@ def main():
         run_('21. Eddystone-EID with its key in /etc/beacond/keys as a credential of the DynamicUser service: the EIDs on the air for their moments, a new address each period, the key never in the journal; a step of the wall clock either way moves the EID at once', leaving_one_beacon(s21_eid_key_as_a_credential))
         run_('25. beacond status --check beside bluetoothd: the controller as it is (amd64 btvirt legacy-only: run would use raw HCI; arm64 Bumble with sets: mgmt), as nobody without the LE answers, and a soft rfkill block with what to do', s25_adapter_check)
         run_('13. apt-get purge: nothing left behind (files, units, enablement, state), nothing on the air', s13_purge_leaves_nothing)
-        run_('14. upgrade from the previous package with an edited conffile (and beacond@hci1 running beside it on amd64): edit kept, new default as .dpkg-dist, both restarted, beacons back', s14_upgrade_keeps_the_edited_conffile)
+        run_('14. upgrade from the previous package with an edited conffile (and beacond@hci1 running beside it on amd64): edit kept, new default as .dpkg-dist, both restarted, beacons back; beacond status lists both units', s14_upgrade_keeps_the_edited_conffile)
         if fleet:
             run_('22. a fresh host of an Ansible-managed fleet, driven by the control node on the VM host (Tests/VM/fleet.py): sshd, the network, the role, the checks', s22_fleet_host)
         else:
