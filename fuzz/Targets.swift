@@ -1,7 +1,8 @@
 // libFuzzer targets for every decoder of outside input. fuzz/run.sh builds them as one module with the pure sources
 // (BluetoothHCI, BeaconCore, the device spec, the HCI and mgmt command flows and the mgmt codec) and picks the target
 // with BEACOND_FUZZ_TARGET:
-//   config  the config parser, schema and the gen-uuid --set editor, and the EID resolver's key file
+//   config  the config parser, schema and the gen-uuid --set editor, the EID resolver's key file, and the JSON
+//           parser `beacond status` reads state files with (what it parses prints back as the same value)
 //   hci     the H4 framer, every HCI event decoder, the probe replies, and CommandFlow fed what a controller sends
 //   adv     LE (extended) advertising reports into AD parsing, frame recognition, ranging, scan --expect's check, the scan table and the
 //           JSON line (which must never hold NaN or Infinity)
@@ -42,6 +43,9 @@ private func fuzzConfig(_ bytes: [UInt8]) {
     }
     // The resolver's key file shares the grammar.
     _ = try? EIDKeyring.parse(bytes)
+    if let v = JSONValue(parsing: bytes) {
+        precondition(JSONValue(parsing: Array(v.text.utf8)) == v, "JSON that does not read back as itself")
+    }
     _ = try? ConfigEditor.settingUUID(BeaconUUID.version4(random: [UInt8](repeating: 7, count: 16)), in: bytes, replacing: bytes.count % 2 == 0)
 }
 

@@ -170,7 +170,7 @@ private struct JSONParser {
         guard at + 4 <= bytes.count else { return nil }
         var v: UInt32 = 0
         for b in bytes[at..<at + 4] {
-            guard let d = hexDigitValue(b) else { return nil }
+            guard let d = ASCII.hexValue(b) else { return nil }
             v = v << 4 | UInt32(d)
         }
         at += 4
@@ -212,14 +212,5 @@ private struct JSONParser {
             }
         }
         return nil
-    }
-}
-
-private func hexDigitValue(_ b: UInt8) -> UInt8? {
-    switch b {
-    case 0x30...0x39: b - 0x30
-    case 0x41...0x46: b - 0x41 + 10
-    case 0x61...0x66: b - 0x61 + 10
-    default: nil
     }
 }
