@@ -163,7 +163,9 @@ private struct JSONParser {
             if at < bytes.count, bytes[at] == UInt8(ascii: "+") || bytes[at] == UInt8(ascii: "-") { at += 1 }
             guard digits() > 0 else { return nil }
         }
-        return Double(String(decoding: bytes[start..<at], as: UTF8.self)).map { .number($0) }
+        // JSON has no infinities: 1e400 is refused, not read as one.
+        guard let d = Double(String(decoding: bytes[start..<at], as: UTF8.self)), d.isFinite else { return nil }
+        return .number(d)
     }
 
     mutating func hex4() -> UInt32? {

@@ -17,13 +17,30 @@ enum AdapterCheck {
         let path = o.configPath ?? defaultConfigPath
         var config: BeaconConfiguration?
         var configErrors: [String] = []
-        do { config = try ConfigLoader.load(path) } catch { configErrors = error.diagnostics.map { $0.formatted(path: error.path) } }
+        var keysNotRead: String?
+        do {
+            var c = try ConfigLoader.parse(path).config
+            do { try ConfigLoader.loadKeys(&c, configPath: path) } catch {
+                // A normal user cannot read root's keys: that says nothing about the adapter or what run would do.
+                let lines = error.diagnostics.map { $0.formatted(path: error.path) }
+                if processEffectiveUserID() != 0 && error.diagnostics.allSatisfy({ $0.message.contains("permission denied") || $0.message.contains("cannot be opened") }) {
+                    keysNotRead = "the Eddystone-EID keys cannot be read as this user (root's, mode 0600): run the check as root to check them too"
+                } else {
+                    configErrors = lines
+                }
+            }
+            config = c
+        } catch {
+            configErrors = error.diagnostics.map { $0.formatted(path: error.path) }
+        }
         let device: DeviceSpec
         if let d = o.device, let spec = try? DeviceSpec(parsing: d) { device = spec } else { device = config?.controller.device ?? .kernel(index: 0) }
 
         var facts = AdapterFacts()
+        facts.keysNotRead = keysNotRead
         facts.controllers = controllers()
         facts.bluetoothdRunning = bluetoothdRunning()
+        if let d = DaemonView.running(device: device.description, configPath: nil).first { facts.runningOnDevice = d.name }
         ask(device, &facts)
 
         var plan: AdapterPlan?
@@ -122,7 +139,10 @@ enum AdapterCheck {
         // The controller's own answers: a kernel device only when it is up (the check brings nothing up).
         let up: Bool = if case .kernel(let i) = device { Transport.kernelDeviceIsUp(index: i) == true } else { true }
         if !up {
-            result.hciError = "\(device) is down (or absent): its LE features are read when it is up"
+            result.hciNotAsked = "\(device) is down (or absent): its LE answers are read when it is up"
+        } else if case .kernel = device {} else if let r = facts.runningOnDevice {
+            // An H4 controller is beacond's alone: opening it would reset it under the running daemon.
+            result.hciNotAsked = "\(r) owns the controller on \(device); it is not opened beside it"
         } else {
             do {
                 let t = try Transport.open(device, mayBringUp: false)
@@ -136,7 +156,11 @@ enum AdapterCheck {
                         case .step(let s): "\(s.step.command.opcode): \(s.error)"
                         case .malformedReply: "a malformed reply"
                         }
-                        result.hciError = why + (processEffectiveUserID() == 0 ? "" : " (LE commands on the raw HCI channel need CAP_NET_RAW: run the check as root)")
+                        if processEffectiveUserID() == 0 {
+                            result.hciError = why
+                        } else {
+                            result.hciNotAsked = why + " (LE commands on the raw HCI channel need CAP_NET_RAW: run the check as root)"
+                        }
                         done()
                     case .success(let info):
                         result.hci = AdapterFacts.HCI(bluetoothVersion: info.version.coreVersionName, manufacturer: info.version.manufacturer,
@@ -201,7 +225,7 @@ enum AdapterCheck {
             if let r = h.txPowerRange { s += ", TX power \(r.lowerBound) to \(r.upperBound) dBm" }
             t += s + "\n"
         } else {
-            t += "Controller, \(device): \(f.hciError ?? "not asked")\n"
+            t += "Controller, \(device): \(f.hciError ?? f.hciNotAsked ?? "not asked")\n"
         }
         if let p = plan, let b = p.backend {
             t += "beacond run with \(path) would use \(p.backendWhy.isEmpty ? b.rawValue : p.backendWhy)"
@@ -236,7 +260,7 @@ enum AdapterCheck {
         } ?? "null"
         return "{\"ok\":\(ok),\"problems\":[\(problems.map(jsonString).joined(separator: ","))],\"device\":\(jsonString(device.description))"
             + ",\"controllers\":[\(cs.joined(separator: ","))],\"bluetoothd\":{\"running\":\(opt(f.bluetoothdRunning))}"
-            + ",\"mgmt\":\(m),\"mgmt_error\":\(s(f.mgmt == nil ? f.mgmtError : f.mgmtFeaturesError)),\"hci\":\(h),\"hci_error\":\(s(f.hci == nil ? f.hciError : nil)),\"run\":\(p)}\n"
+            + ",\"mgmt\":\(m),\"mgmt_error\":\(s(f.mgmt == nil ? f.mgmtError : f.mgmtFeaturesError)),\"hci\":\(h),\"hci_error\":\(s(f.hci == nil ? f.hciError ?? f.hciNotAsked : nil)),\"run\":\(p)}\n"
     }
 }
 

@@ -404,8 +404,9 @@ enum CLI {
                 \(helpOption)
                 EXIT STATUS:
                   0 the new config is on the air, 1 it was taken but is not on the air (the
-                  controller is missing or refused it) or the wait timed out, 3 no beacond is
-                  running, 64 usage error, 77 not allowed to signal it, 78 the file was refused.
+                  controller is missing or refused it), beacond stopped, or the wait timed out,
+                  3 no beacond is running, 64 usage error, 77 not allowed to signal it, 78 the
+                  file was refused.
 
                 """,
             parse: { p throws(UsageError) in

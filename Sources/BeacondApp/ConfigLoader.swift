@@ -34,13 +34,17 @@ enum ConfigLoader {
 
     /// The same, with the SHA-256 of the bytes it was made from (what `beacond status` shows and `reload` compares).
     static func loadWithDigest(_ path: String, keys: String? = nil) throws(ConfigError) -> (config: BeaconConfiguration, digest: String) {
-        let bytes = try readBytes(path)
-        var config: BeaconConfiguration
-        do { config = try BeaconConfiguration.parse(bytes) } catch {
-            throw ConfigError(path: path, diagnostics: error.items)
-        }
+        var (config, bytes) = try parse(path)
         try loadKeys(&config, configPath: path, keys: keys)
         return (config, SHA256.hex(bytes))
+    }
+
+    /// The file read and validated, its EID keys not read yet; and its bytes.
+    static func parse(_ path: String) throws(ConfigError) -> (config: BeaconConfiguration, bytes: [UInt8]) {
+        let bytes = try readBytes(path)
+        do { return (try BeaconConfiguration.parse(bytes), bytes) } catch {
+            throw ConfigError(path: path, diagnostics: error.items)
+        }
     }
 
     /// Opens `path` once for an edit: the bytes and the handle that replaces exactly that file later. Symlinks are

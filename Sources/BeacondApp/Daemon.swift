@@ -47,12 +47,13 @@ final class Daemon {
     private var configDigest: String
     /// Where the state for `beacond status` goes (nil: nowhere this user may write), and what was last written.
     private let stateDirectory: String?
+    private var stateDescriptor: FileDescriptor?
     private var lastState: RuntimeState?
     private var stateFailureSaid = false
 
     private init(loop: EventLoop, log: Logger, options: RunOptions, config: BeaconConfiguration, digest: String) {
         configDigest = digest
-        stateDirectory = RuntimeStateFile.directory(device: (options.device ?? config.controller.device).description)
+        stateDirectory = RuntimeStateFile.directory()
         self.loop = loop
         self.log = log
         self.options = options
@@ -98,7 +99,7 @@ final class Daemon {
         do {
             try daemon.start()
             let code = try loop.run()
-            if let d = daemon.stateDirectory { RuntimeStateFile.remove(in: d) }
+            if let d = daemon.stateDescriptor { RuntimeStateFile.remove(in: d) }
             return ExitCode(rawValue: code) ?? .failure
         } catch {
             log.error("Event loop failed: \(error)")
@@ -142,12 +143,12 @@ final class Daemon {
 
     /// Writes the state file when what it says changed (`beacond status`, `beacond reload`).
     private func publishState() {
-        guard let dir = stateDirectory else { return }
-        if case .exited = lifecycle.phase { return }
+        guard let dir = stateDirectory, RuntimeState.publishes(lifecycle) else { return }
         let state = RuntimeState(lifecycle, pid: processID(), configDigest: configDigest, now: wallClock().seconds, previous: lastState)
         guard state != lastState else { return }
         do {
-            try RuntimeStateFile.write(state, in: dir)
+            if stateDescriptor == nil { stateDescriptor = try RuntimeStateFile.open(dir) }
+            try RuntimeStateFile.write(state, in: stateDescriptor!)
             lastState = state
             stateFailureSaid = false
         } catch {

@@ -10,13 +10,14 @@ enum RuntimeStateFile {
     /// The file is a few kilobytes; anything larger is not beacond's.
     static let maximumSize = 1 << 20
 
-    /// The directory `run` writes to, or nil when there is none (a normal user without XDG_RUNTIME_DIR).
-    static func directory(device: String) -> String? {
+    /// The directory `run` writes to, or nil when there is none (a normal user without XDG_RUNTIME_DIR). By hand it
+    /// is the process's own (beacond.PID): two hand-run daemons never share one, whatever devices they move to.
+    static func directory() -> String? {
         if let d = environment("RUNTIME_DIRECTORY"), !d.isEmpty {
             // Several directories are separated by ':'; the units name one.
             return String(d.split(separator: ":").first ?? Substring(d))
         }
-        return handRunBase().map { "\($0)/beacond.\(StateLock.fileName(for: device).dropFirst("lock.".count))" }
+        return handRunBase().map { "\($0)/beacond.\(processID())" }
     }
 
     private static func handRunBase() -> String? {
@@ -50,12 +51,18 @@ enum RuntimeStateFile {
         return nil
     }
 
+    /// Opens (making it when missing) the directory without following a symlink anywhere, and only when it belongs
+    /// to root or this process's user and no one else may write it (FileDescriptor.openTrustedDirectory).
+    static func open(_ directory: String) throws(SystemError) -> FileDescriptor {
+        try FileDescriptor.openTrustedDirectory(directory)
+    }
+
     /// Replaces the file atomically, readable by every local user (mode 0644 whatever the umask: the units' is 0077).
-    static func write(_ state: RuntimeState, in directory: String) throws(SystemError) {
+    static func write(_ state: RuntimeState, in directory: FileDescriptor) throws(SystemError) {
         try createFileDurably(named: fileName, in: directory, contents: Array(state.json.utf8), mode: 0o644, exactMode: true, replacing: true)
     }
 
-    static func remove(in directory: String) {
-        removeFile("\(directory)/\(fileName)")
+    static func remove(in directory: FileDescriptor) {
+        removeFile(named: fileName, in: directory)
     }
 }

@@ -24,6 +24,8 @@ struct DaemonView {
     var path: String
     var unit: String?
     var state: JSONValue
+    /// The owner of the very file that was read (fstat of its descriptor).
+    var owner: UInt32
 
     var pid: Int32 { Int32(clamping: state["pid"]?.int ?? 0) }
     var phase: String { state["phase"]?.string ?? "unknown" }
@@ -33,10 +35,12 @@ struct DaemonView {
     var reloadCount: Int { state["reload"]?["count"]?.int ?? 0 }
     var reloadResult: String? { state["reload"]?["result"]?.string }
 
+    /// The state file at `path`: a regular file, not a symlink to one.
     static func read(_ path: String) -> DaemonView? {
-        guard let fd = try? FileDescriptor.openRegularFile(path), let bytes = try? fd.readAll(limit: RuntimeStateFile.maximumSize),
+        guard let fd = try? FileDescriptor.openRegularFile(path, followingSymlinks: false), let st = try? fd.status(),
+              let bytes = try? fd.readAll(limit: RuntimeStateFile.maximumSize),
               let v = JSONValue(parsing: bytes), v["pid"]?.int != nil else { return nil }
-        return DaemonView(path: path, unit: RuntimeStateFile.unit(ofStateFile: path), state: v)
+        return DaemonView(path: path, unit: RuntimeStateFile.unit(ofStateFile: path), state: v, owner: st.st_uid)
     }
 
     /// Every beacond running now (a state file whose process is gone is left out), narrowed by device and config.
@@ -100,7 +104,7 @@ struct DaemonView {
             line += " from " + (b["address"]?.string.map { "\($0) (\(kind))" } ?? kind)
             if let ms = b["interval_ms"]?.number { line += ", every \(decimal(ms, ms < 10 ? 2 : 0)) ms" }
             if b["on_air"]?.bool == true {
-                let since = b["on_air_since"]?.int.map { UInt64($0) } ?? now
+                let since = b["on_air_since"]?.int.map { UInt64(clamping: $0) } ?? now
                 line += ", on the air for \(formatDuration(.seconds(Int64(now >= since ? now - since : 0))))"
             } else {
                 line += ", not on the air"
@@ -171,8 +175,8 @@ enum StatusCommand {
         // Root signals the pid a file names only when root or the daemon's own user (the caller) wrote it; a unit's
         // file belongs to its dynamic user: systemctl reload (which passes --pid $MAINPID) is the way there.
         let me = processEffectiveUserID()
-        if o.pid == nil, let owner = fileOwner(d.path), owner != me, me == 0 {
-            Output.err("beacond reload: \(d.path) belongs to user \(owner): use '\(d.reloadCommand)'\n")
+        if o.pid == nil, d.owner != me, me == 0 {
+            Output.err("beacond reload: \(d.path) belongs to user \(d.owner): use '\(d.reloadCommand)'\n")
             return .noPermission
         }
         let before = d.reloadCount

@@ -69,7 +69,14 @@ public struct AdapterFacts: Sendable {
     public var mgmtError: String?
     public var mgmtFeaturesError: String?
     public var hci: HCI?
+    /// The controller was asked and failed to answer (the command and the status): a problem.
     public var hciError: String?
+    /// The controller was not asked (it is down, this user may not, or a running beacond owns it): a note.
+    public var hciNotAsked: String?
+    /// A beacond already runs on the device (its unit or pid): `status` shows what it has on the air.
+    public var runningOnDevice: String?
+    /// Why the config's keys could not be read here (a normal user cannot read root's keys): a note.
+    public var keysNotRead: String?
 
     public init() {}
 }
@@ -116,6 +123,8 @@ public struct AdapterPlan: Sendable {
                 problems.append("\(name) has no Bluetooth Low Energy: it cannot advertise a beacon; use an adapter with Bluetooth 4.0 or later")
             }
         }
+        if let r = f.runningOnDevice { notes.append("\(r) runs on \(device) already: 'beacond status' shows what it has on the air") }
+        if let k = f.keysNotRead { notes.append(k) }
         guard n > 0 else { return }
         // The lifecycle decides the backend: start it, and answer its open with what the kernel said.
         var lc = Lifecycle(config: config, configPath: "", device: device, seed: 1)
@@ -165,13 +174,17 @@ public struct AdapterPlan: Sendable {
             if !m.powered { notes.append("\(device) is powered off: beacond powers it on") }
         case .hci?:
             if let e = f.hciError, f.hci == nil { problems.append("the controller on \(device) did not answer beacond's questions: \(e)") }
+            if let e = f.hciNotAsked, f.hci == nil { notes.append("the controller's own answers (family, sets) are not known here: \(e)") }
             if f.bluetoothdRunning == true, case .kernel = device {
                 notes.append("bluetoothd is running: raw HCI commands work beside it (beacond keeps to its own advertising)")
             }
             guard let h = f.hci else { break }
             family = h.extendedAdvertising ? "extended" : "legacy"
             if h.extendedAdvertising {
-                let sets = h.sets ?? 1
+                guard let sets = h.sets else {
+                    sharing = "advertising sets (how many, the controller did not say)"
+                    break
+                }
                 if sets < n {
                     problems.append("the config has \(n) beacons, but the controller on \(device) has \(sets) advertising set\(sets == 1 ? "" : "s"): remove beacons or use a controller with more sets")
                 }

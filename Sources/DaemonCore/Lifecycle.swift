@@ -211,6 +211,9 @@ public struct Lifecycle: Sendable {
     /// The unsynchronized clock was said (once until it is synchronized again).
     private var clockWarned = false
 
+    /// Something the controller confirmed is on the air now (an apply under way replaces it).
+    public var hasConfirmedAir: Bool { applied != nil && backend != nil }
+
     /// How a reload (SIGHUP) ended, for `beacond reload` and `beacond status`.
     public enum ReloadResult: String, Sendable, Hashable {
         /// The file was taken and what it asks for settled (on the air, or waiting for the controller).
@@ -782,9 +785,12 @@ public struct Lifecycle: Sendable {
             // The apply running now has the old configuration: once more after it, then READY=1.
             a.again = true
             state = .applying(a)
-        case .reapplyWait, .waiting:
+        case .waiting:
             // The next attempt uses the new configuration.
             settle(&out)
+        case .reapplyWait:
+            // The reapply (the timer armed) puts the new configuration on the air; READY=1 when it settles.
+            break
         default:
             break
         }

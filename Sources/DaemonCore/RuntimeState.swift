@@ -112,6 +112,14 @@ public struct RuntimeState: Sendable, Hashable {
         clockSynchronized = l.hasEID ? (l.clock?.synchronized ?? true) : nil
     }
 
+    /// Whether the lifecycle's state now is one to write. Not while an apply replaces what is confirmed on the air
+    /// (new telemetry, the next EID, a rotated address, a reload's data): the beacons stay on the air meanwhile, and
+    /// the file keeps saying so until the controller confirms the new state. Nor once exited.
+    public static func publishes(_ l: Lifecycle) -> Bool {
+        if case .exited = l.phase { return false }
+        return !(l.phase == .applying && l.hasConfirmedAir)
+    }
+
     /// How many refusals `lastRefused` is the last of (to keep its time).
     private var refusals = 0
 

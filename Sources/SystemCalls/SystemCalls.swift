@@ -125,8 +125,8 @@ public final class FileDescriptor {
     /// Opens an existing file to read it, refusing anything but a regular file: a directory (EISDIR) or a FIFO,
     /// device or socket (EINVAL, "not a regular file"). The open itself does not block (O_NONBLOCK: a FIFO's open
     /// would wait for a writer, forever), and the descriptor blocks again for the reads.
-    public static func openRegularFile(_ path: String) throws(SystemError) -> FileDescriptor {
-        let fd = try open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK)
+    public static func openRegularFile(_ path: String, followingSymlinks: Bool = true) throws(SystemError) -> FileDescriptor {
+        let fd = try open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | (followingSymlinks ? 0 : O_NOFOLLOW))
         let type = try fd.status().st_mode & S_IFMT
         guard type == S_IFREG else {
             throw SystemError("open(\(path)): not a regular file", errno: type == S_IFDIR ? .isDirectory : .invalidArgument)
@@ -336,11 +336,8 @@ public func sendHangup(to pid: Int32) throws(SystemError) {
     if kill(pid, SIGHUP) != 0 { throw SystemError("kill(\(pid), SIGHUP)", errno: .current) }
 }
 
-/// The owner's uid of `path` (stat, following symlinks), or nil when it cannot be stat'ed.
-public func fileOwner(_ path: String) -> UInt32? {
-    var st = stat()
-    return stat(path, &st) == 0 ? st.st_uid : nil
-}
+/// unlinkat(2) of `name` in the directory `dir` is open on, ignoring a name that is gone already.
+public func removeFile(named name: String, in dir: FileDescriptor) { _ = unlinkat(dir.rawValue, name, 0) }
 
 /// nanosleep(2) for `ms` milliseconds (a command-line tool's poll, never the daemon's loop).
 public func sleepMilliseconds(_ ms: Int) {

@@ -156,3 +156,40 @@ struct ReloadOutcomeTests {
         #expect(done.contains { if case .notify(let a) = $0 { a.first == "READY=1" } else { false } })
     }
 }
+
+@Suite("runtime state: when it is written")
+struct RuntimeStatePublishingTests {
+    @Test("bug: a telemetry refresh wrote the beacons off the air and reset their on-air time; the file now keeps saying they are on")
+    func refreshKeepsTheFile() {
+        let config = parse(two + "[[beacon]]\nformat = \"eddystone-tlm\"\n")
+        var lc = Lifecycle(config: config, configPath: "/c", seed: 1)
+        _ = lc.handle(.start)
+        _ = lc.handle(.opened())
+        let air = OnAir(interval: AdvertisingInterval(units: 160)!, details: [], beacons: [], controller: controller, addresses: ["A", "B", "C"])
+        _ = lc.handle(.applied(air))
+        let s0 = RuntimeState(lc, pid: 1, configDigest: "a", now: 100, previous: nil)
+        #expect(RuntimeState.publishes(lc))
+        _ = lc.handle(.telemetry(Telemetry(temperature: 20, advertisingCount: 5, uptimeTenths: 100)))
+        #expect(lc.phase == .applying)
+        #expect(!RuntimeState.publishes(lc))
+        _ = lc.handle(.applied(air))
+        let s1 = RuntimeState(lc, pid: 1, configDigest: "a", now: 110, previous: s0)
+        #expect(s1 == s0)
+    }
+
+    @Test("a reload during a reapply wait ends when the reapply is on the air, not at once")
+    func reloadDuringReapplyWait() {
+        var lc = Lifecycle(config: parse(two), configPath: "/c", seed: 1)
+        _ = lc.handle(.start)
+        _ = lc.handle(.opened())
+        _ = lc.handle(.applied(onAir([nil, nil])))
+        _ = lc.handle(.reapply(reason: "another program disabled advertising", delay: .milliseconds(500), fields: [], at: 1))
+        #expect(lc.phase == .reapplyWait)
+        _ = lc.handle(.hangup)
+        _ = lc.handle(.configLoaded(parse(two)))
+        #expect(lc.reloadResult == .inProgress)
+        _ = lc.handle(.timerFired)
+        _ = lc.handle(.applied(onAir([nil, nil])))
+        #expect(lc.reloadResult == .applied)
+    }
+}

@@ -171,3 +171,21 @@ def test_check_names_a_config_mistake_with_its_place_and_exits_78(tmp_path):
     r = cli('status', '--check', '--config', str(conf), '--device', 'unix:/nonexistent/hci.sock', env={})
     assert r.returncode == 78
     assert f'{conf}:3:9: error:' in r.stdout
+
+
+def test_check_leaves_an_h4_controller_a_running_beacond_owns_alone(tmp_path, processes):
+    """Bug (review): status --check opened the H4 controller of a running beacond and reset it under it."""
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(IB)
+    env = {'RUNTIME_DIRECTORY': str(tmp_path / 'run')}
+    sock = tmp_path / 'hci.sock'
+    with Lab(f'unix-server:{sock}') as lab:
+        processes('run', '-c', str(conf), '-d', f'unix:{sock}', env=env)
+        wait_for(lambda: status(conf, env)[0] == 0, 10, what='status ok')
+        commands = len(lab.state()['commands'])
+        r = cli('status', '--check', '--json', '--config', str(conf), '--device', f'unix:{sock}', env=env)
+        c = json.loads(r.stdout)
+        assert r.returncode == 0 and c['hci'] is None and 'owns the controller' in c['hci_error'], c
+        assert any('runs on unix:' in n for n in c['run']['notes']), c
+        assert len(lab.state()['commands']) == commands  # not one command more: no reset, no probe
+        assert [s['data'] for s in enabled_sets(lab).values()] == [IB_BYTES]
