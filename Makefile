@@ -152,7 +152,9 @@ test: deps-all
 	status=0; $(MAKE) --no-print-directory -k -j$(TEST_JOBS) --output-sync=target STAGE_DEPS=deps-all FLEET=1 test-stages || status=$$?; \
 	  echo "Stages:"; sh scripts/stage-report.sh; exit $$status
 
-test-stages: buildroot vm-image-arm64 vm-image-amd64 swift60 deb vm-test-arm64 vm-test unit-test fuzz check-units bench-smoke integration-test
+# The arm64 package heads the longest chain (its VM suite is the slowest): it and the amd64 package and the venv the VM
+# suites need come first, before the Swift 6.0 tests take a job slot.
+test-stages: buildroot vm-image-arm64 $(DEB_ARM64) vm-image-amd64 $(DEB_AMD64) venv swift60 deb vm-test-arm64 vm-test unit-test fuzz check-units bench-smoke integration-test
 
 test-fast: unit-test fuzz check-units integration-test
 
