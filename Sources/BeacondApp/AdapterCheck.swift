@@ -138,9 +138,11 @@ enum AdapterCheck {
         }
         // The controller's own answers: a kernel device only when it is up (the check brings nothing up).
         let up: Bool = if case .kernel(let i) = device { Transport.kernelDeviceIsUp(index: i) == true } else { true }
+        // A kernel device is shared (the probe only reads); an H4 controller is the running beacond's alone.
+        let owner: String? = if case .kernel = device { nil } else { facts.runningOnDevice }
         if !up {
             result.hciNotAsked = "\(device) is down (or absent): its LE answers are read when it is up"
-        } else if case .kernel = device {} else if let r = facts.runningOnDevice {
+        } else if let r = owner {
             // An H4 controller is beacond's alone: opening it would reset it under the running daemon.
             result.hciNotAsked = "\(r) owns the controller on \(device); it is not opened beside it"
         } else {
