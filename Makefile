@@ -3,7 +3,7 @@
 #   make release    static-stdlib release binary in build/beacond (needs only libc, libbluetooth3, libsystemd0)
 #   make test       the whole test suite: unit tests (Swift 6.3, and 6.0 in a build root), fuzzing, both
 #                   packages, the VM end-to-end tests (root, qemu, debootstrap), the benchmark in smoke mode,
-#                   integration tests on Bumble; stages run side by side (TEST_JOBS, default 4) and the run ends
+#                   integration tests on Bumble; stages run side by side (TEST_JOBS, default 6) and the run ends
 #                   with a table of their times (scripts/stage-report.sh)
 #   make test-fast  the same without the VM test and the benchmark (no root needed)
 #   make deb        build/beacond_<version>_amd64.deb and _arm64.deb (arm64 cross-compiled in a trixie build
@@ -29,7 +29,7 @@ VENV ?= .venv
 HA_VENV ?= .venv-ha
 PYTHON ?= python3
 FUZZ_SECONDS ?= 30
-TEST_JOBS ?= 4
+TEST_JOBS ?= 6
 # What the test stages wait for first: deps (no root needed, test-fast) or, under make test, deps-all, so that every
 # stage becomes ready at the same moment and make starts them in test-stages' order, the longest chain first.
 STAGE_DEPS ?= deps
