@@ -2,7 +2,6 @@
 // atomically for `gen-uuid --set` — from the one descriptor it was read through.
 import AESCipher
 import BeaconCore
-import Glibc
 import SystemCalls
 
 enum ConfigLoader {
@@ -86,7 +85,7 @@ extension ConfigLoader {
         if let keys { return (keys.hasSuffix("/") ? keys : keys + "/") + name }
         if let d = environment("CREDENTIALS_DIRECTORY"), !d.isEmpty {
             let loaded = "\(d)/\(keyCredential)_\(name)"
-            return access(loaded, F_OK) == 0 ? loaded : "\(d)/\(name)"
+            return fileExists(loaded) ? loaded : "\(d)/\(name)"
         }
         let dir = configPath.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
         return (dir.isEmpty ? (configPath.hasPrefix("/") ? "" : ".") : dir) + "/keys/\(name)"
@@ -142,8 +141,8 @@ extension ConfigLoader {
             let st = try fd.status()
             let mode = st.st_mode & 0o777
             // Whoever owns a key file can change it (chmod, then write): only root and beacond's own user may.
-            if st.st_uid != 0 && st.st_uid != geteuid() {
-                return .failure(KeyProblem(text: "is owned by user \(st.st_uid), neither root nor the user beacond runs as (\(geteuid())): whoever owns a key can change it; chown root it"))
+            if st.st_uid != 0 && st.st_uid != processEffectiveUserID() {
+                return .failure(KeyProblem(text: "is owned by user \(st.st_uid), neither root nor the user beacond runs as (\(processEffectiveUserID())): whoever owns a key can change it; chown root it"))
             }
             if isCredential(path) {
                 if mode & 0o007 != 0 {

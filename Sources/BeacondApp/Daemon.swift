@@ -5,7 +5,6 @@ import AESCipher
 import BeaconCore
 import BluetoothHCI
 import DaemonCore
-import Glibc
 import HCIHost
 import HCITransport
 import SystemCalls
@@ -109,9 +108,9 @@ final class Daemon {
     }
 
     private func start() throws(SystemError) {
-        _ = try loop.addSignal(SIGTERM) { [unowned self] in self.handle(.terminate(signal: "SIGTERM")) }
-        _ = try loop.addSignal(SIGINT) { [unowned self] in self.handle(.terminate(signal: "SIGINT")) }
-        _ = try loop.addSignal(SIGHUP) { [unowned self] in self.handle(.hangup) }
+        _ = try loop.addSignal(ProcessSignal.terminate) { [unowned self] in self.handle(.terminate(signal: "SIGTERM")) }
+        _ = try loop.addSignal(ProcessSignal.interrupt) { [unowned self] in self.handle(.terminate(signal: "SIGINT")) }
+        _ = try loop.addSignal(ProcessSignal.hangup) { [unowned self] in self.handle(.hangup) }
         timer = try loop.addIdleTimer { [unowned self] in self.handle(.timerFired) }
         telemetryTimer = try loop.addIdleTimer { [unowned self] in self.telemetryTick() }
         addressTimer = try loop.addIdleTimer { [unowned self] in self.handle(.addressPeriod) }

@@ -2,7 +2,6 @@
 import AESCipher
 import BeaconCore
 import DaemonCore
-import Glibc
 import SystemCalls
 
 enum ScanExpect {
@@ -11,16 +10,14 @@ enum ScanExpect {
     static func files(_ paths: [String]) throws(ConfigError) -> [String] {
         var out: [String] = []
         var seen: Set<[UInt64]> = []
-        /// `known`: the file's stat when the caller has it (one stat per name).
-        func add(_ p: String, _ known: stat? = nil) {
-            var st = known ?? stat()
-            if known != nil || stat(p, &st) == 0, !seen.insert([UInt64(st.st_dev), UInt64(st.st_ino)]).inserted { return }
+        /// `known`: the file's identity when the caller has it (one stat per name).
+        func add(_ p: String, _ known: FileIdentity? = nil) {
+            if let id = known ?? FileIdentity(path: p), !seen.insert([id.device, id.inode]).inserted { return }
             out.append(p)
         }
         for p in paths {
-            var st = stat()
-            guard stat(p, &st) == 0 else { out.append(p); continue }  // missing: its load says so
-            guard st.st_mode & S_IFMT == S_IFDIR else { add(p, st); continue }
+            guard let id = FileIdentity(path: p) else { out.append(p); continue }  // missing: its load says so
+            guard id.isDirectory else { add(p, id); continue }
             let names: [String]
             do { names = try directoryEntries(p) } catch {
                 throw ConfigError(path: p, diagnostics: [ConfigDiagnostic("cannot list the directory: \(error.errno)", at: nil)])

@@ -4,7 +4,6 @@ import BeaconCore
 import BluetoothHCI
 import Connections
 import DaemonCore
-import Glibc
 import HCIHost
 import HCITransport
 import SystemCalls
@@ -92,8 +91,8 @@ final class Scanner {
     }
 
     private func start() throws(SystemError) {
-        _ = try loop.addSignal(SIGINT) { [unowned self] in self.stop() }
-        _ = try loop.addSignal(SIGTERM) { [unowned self] in self.stop() }
+        _ = try loop.addSignal(ProcessSignal.interrupt) { [unowned self] in self.stop() }
+        _ = try loop.addSignal(ProcessSignal.terminate) { [unowned self] in self.stop() }
         if let d = check != nil ? options.timeout ?? Self.defaultTimeout : options.duration {
             _ = try loop.addTimer(after: .milliseconds(Int64(d * 1000))) { [unowned self] in self.stop() }
         }

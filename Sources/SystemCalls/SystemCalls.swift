@@ -345,3 +345,30 @@ public func sleepMilliseconds(_ ms: Int) {
     var left = timespec()
     while nanosleep(&t, &left) != 0 && Glibc.errno == EINTR { t = left }
 }
+
+/// The signals beacond's commands handle, for the event loop's signal sources (no module but this one needs
+/// libc's constants).
+public enum ProcessSignal {
+    public static let hangup = SIGHUP
+    public static let interrupt = SIGINT
+    public static let terminate = SIGTERM
+}
+
+/// Whether `path` names anything (access(2) with F_OK, following symlinks).
+public func fileExists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+
+/// What stat(2) says of `path` (following symlinks) that callers compare: the file's identity and whether it is a
+/// directory. Nil when it cannot be stat'ed.
+public struct FileIdentity: Sendable, Hashable {
+    public var device: UInt64
+    public var inode: UInt64
+    public var isDirectory: Bool
+
+    public init?(path: String) {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        device = UInt64(st.st_dev)
+        inode = UInt64(st.st_ino)
+        isDirectory = st.st_mode & S_IFMT == S_IFDIR
+    }
+}
