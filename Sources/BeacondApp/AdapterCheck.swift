@@ -76,7 +76,7 @@ enum AdapterCheck {
     }
 
     static func readSmall(_ path: String) -> String? {
-        guard let fd = try? FileDescriptor.openRegularFile(path), let b = try? fd.readAll(limit: 4096) else { return nil }
+        guard let b = try? FileDescriptor.readFile(path, limit: 4096) else { return nil }
         return String(decoding: b, as: UTF8.self).trimmingTrailingWhitespace
     }
 

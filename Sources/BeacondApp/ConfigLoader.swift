@@ -28,7 +28,9 @@ enum ConfigLoader {
 
     /// `keys`: where a relative identity_key_file is (check-config --keys), instead of the usual places.
     static func load(_ path: String, keys: String? = nil) throws(ConfigError) -> BeaconConfiguration {
-        try loadWithDigest(path, keys: keys).config
+        var config = try parse(path).config
+        try loadKeys(&config, configPath: path, keys: keys)
+        return config
     }
 
     /// The same, with the SHA-256 of the bytes it was made from (what `beacond status` shows and `reload` compares).

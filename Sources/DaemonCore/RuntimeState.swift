@@ -32,24 +32,27 @@ public struct RuntimeState: Sendable, Hashable {
         public var value: String
     }
 
-    public var version: String
-    public var pid: Int32
-    public var configPath: String
+    public let version: String
+    public let pid: Int32
+    public let configPath: String
     /// SHA-256 of the config file's bytes as last taken (hex).
-    public var configDigest: String
-    public var phase: String
+    public let configDigest: String
+    public let phase: String
     /// The STATUS= text.
-    public var status: String
-    public var device: String
-    public var controller: ControllerSummary?
-    public var beacons: [BeaconState]
-    public var reloadCount: Int
-    public var reloadResult: String?
+    public let status: String
+    public let device: String
+    public let controller: ControllerSummary?
+    public let beacons: [BeaconState]
+    public let reloadCount: Int
+    public let reloadResult: String?
     /// The refused file's errors (PATH:LINE:COL: error: …), when the last reload was refused.
-    public var reloadErrors: [String]
-    public var lastRefused: (at: UInt64, errors: [String])?
+    public let reloadErrors: [String]
+    public let lastRefused: (at: UInt64, errors: [String])?
     /// Set when an Eddystone-EID beacon is configured: whether the kernel calls the clock synchronized.
-    public var clockSynchronized: Bool?
+    public let clockSynchronized: Bool?
+
+    /// The state file's text: one JSON object (field names in the README's output vocabulary), rendered once.
+    public private(set) var json = ""
 
     public static func == (a: Self, b: Self) -> Bool { a.json == b.json }
     public func hash(into h: inout Hasher) { h.combine(json) }
@@ -107,9 +110,12 @@ public struct RuntimeState: Sendable, Hashable {
         if let r = l.lastRefusal {
             let same = previous?.lastRefused != nil && previous?.refusals == l.refusalCount
             lastRefused = (same ? previous!.lastRefused!.at : now, Self.lines(r))
+        } else {
+            lastRefused = nil
         }
         refusals = l.refusalCount
         clockSynchronized = l.hasEID ? (l.clock?.synchronized ?? true) : nil
+        json = rendered
     }
 
     /// Whether the lifecycle's state now is one to write. Not while an apply replaces what is confirmed on the air
@@ -121,7 +127,7 @@ public struct RuntimeState: Sendable, Hashable {
     }
 
     /// How many refusals `lastRefused` is the last of (to keep its time).
-    private var refusals = 0
+    private let refusals: Int
 
     private static func lines(_ e: ConfigError?) -> [String] { e.map { e in e.diagnostics.map { $0.formatted(path: e.path) } } ?? [] }
 
@@ -152,8 +158,7 @@ public struct RuntimeState: Sendable, Hashable {
         }
     }
 
-    /// The state file's text: one JSON object (field names in the README's output vocabulary).
-    public var json: String {
+    private var rendered: String {
         func opt(_ v: String?) -> String { v.map(jsonString) ?? "null" }
         func list(_ v: [String]) -> String { "[" + v.map(jsonString).joined(separator: ",") + "]" }
         var c = "null"

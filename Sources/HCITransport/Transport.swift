@@ -104,18 +104,23 @@ public final class Transport {
     /// Whether the kernel has hciINDEX at all (HCIGETDEVINFO answers for it), whatever mgmt says of it. Nil when
     /// that cannot be asked (no HCI socket).
     public static func kernelDeviceExists(index: UInt16) -> Bool? {
-        guard let socket = try? hciSocket() else { return nil }
-        var info = hci_dev_info()
-        return beacond_hci_dev_info(socket.rawValue, Int32(index), &info) != -ENODEV
+        deviceInfo(index: index).map { $0.result != -ENODEV }
     }
 
     /// Whether hciINDEX is up (HCIGETDEVINFO; no privilege needed). Nil when it does not exist or cannot be asked.
     public static func kernelDeviceIsUp(index: UInt16) -> Bool? {
+        guard let (r, info) = deviceInfo(index: index), r == 0 else { return nil }
+        var i = info
+        return beacond_hci_dev_is_up(&i) != 0
+    }
+
+    /// HCIGETDEVINFO for hciINDEX: 0 or -errno, and the info; nil when there is no HCI socket to ask through.
+    private static func deviceInfo(index: UInt16) -> (result: Int32, info: hci_dev_info)? {
         guard let socket = try? hciSocket() else { return nil }
         defer { socket.close() }
         var info = hci_dev_info()
-        guard beacond_hci_dev_info(socket.rawValue, Int32(index), &info) == 0 else { return nil }
-        return beacond_hci_dev_is_up(&info) != 0
+        let r = beacond_hci_dev_info(socket.rawValue, Int32(index), &info)
+        return (r, info)
     }
 
     /// Takes hciINDEX down and up again (HCIDEVDOWN, HCIDEVUP; CAP_NET_ADMIN), as `hciconfig hci0 down` and `up`
