@@ -36,7 +36,7 @@ STAGE_DEPS ?= deps
 STAGE := sh scripts/stage.sh
 PY := $(VENV)/bin/python
 
-VERSION := $(shell sed -n 's/^public let beacondVersion = "\(.*\)"$$/\1/p' Sources/DaemonCore/Lifecycle.swift)
+VERSION := $(shell sh scripts/version.sh)
 DEB_AMD64 := build/beacond_$(VERSION)_amd64.deb
 DEB_ARM64 := build/beacond_$(VERSION)_arm64.deb
 REPO_DIR ?= build/repo

@@ -11,14 +11,13 @@
 #        through multiarch, lld). BEACOND_ARM64_BUILD=native compiles it natively instead, in a trixie arm64 root
 #        under qemu-user (about 13 minutes): the cross-check. On an arm64 machine (a Pi with swiftlang installed)
 #        it is built with that machine's own Swift.
-# The man pages come from scripts/man.py (a binary's help and the README), Depends from dpkg-shlibdeps run where
+# The man pages come from scripts/man.py (a binary's help and config schema), Depends from dpkg-shlibdeps run where
 # the target's libraries are (with dpkg-architecture -aarm64 for the cross-build), plus procps for the units'
 # ExecReload=/bin/kill. Needs dpkg-dev and python3; the build roots need root.
 set -eu
 arch=$1
 top=$(cd "$(dirname "$0")/.." && pwd)
-version=$(sed -n 's/^public let beacondVersion = "\(.*\)"$/\1/p' "$top/Sources/DaemonCore/Lifecycle.swift")
-[ -n "$version" ] || { echo "build-deb: no beacondVersion in Sources/DaemonCore/Lifecycle.swift" >&2; exit 1; }
+version=$(sh "$top/scripts/version.sh")
 changelog_version=$(sed -n '1s/^beacond (\([^)]*\)).*/\1/p' "$top/scripts/deb/changelog")
 [ "$version" = "$changelog_version" ] || { echo "build-deb: version $version but scripts/deb/changelog starts with $changelog_version" >&2; exit 1; }
 out="$top/build"
@@ -111,24 +110,11 @@ SOURCE_DATE_EPOCH=$(date -d "$date" +%s)
 export SOURCE_DATE_EPOCH
 man_date=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%d)
 
-install -D -m 0755 "$work/beacond" "$stage/usr/bin/beacond"
-install -D -m 0644 "$top/systemd/beacond.service" "$stage/usr/lib/systemd/system/beacond.service"
-install -D -m 0644 "$top/systemd/beacond@.service" "$stage/usr/lib/systemd/system/beacond@.service"
-install -D -m 0644 "$top/systemd/beacond-verify@.service" "$stage/usr/lib/systemd/system/beacond-verify@.service"
-install -D -m 0644 "$top/systemd/beacond-verify@.timer" "$stage/usr/lib/systemd/system/beacond-verify@.timer"
-install -D -m 0644 "$top/config/beacond.conf" "$stage/etc/beacond/beacond.conf"
-# Eddystone-EID keys: root's, loaded into the units as credentials (LoadCredential=, which needs the directory).
-install -d -m 0700 "$stage/etc/beacond/keys"
-# The configs beacond-verify@ checks from the air (scan --expect /etc/beacond/verify).
-install -d -m 0755 "$stage/etc/beacond/verify"
+# The layout is scripts/install.sh's (also `make install`); the package adds Debian's own files.
 python3 "$top/scripts/man.py" --beacond "$help_binary" --version "$version" --date "$man_date" --out "$work/man"
-install -D -m 0644 "$work/man/beacond.8" "$stage/usr/share/man/man8/beacond.8"
-install -D -m 0644 "$work/man/beacond.conf.5" "$stage/usr/share/man/man5/beacond.conf.5"
-install -D -m 0644 "$top/scripts/deb/copyright" "$stage/usr/share/doc/beacond/copyright"
+DESTDIR=$stage PREFIX=/usr SYSCONFDIR=/etc MAN_PAGES=$work/man sh "$top/scripts/install.sh" "$work/beacond" >&2
+install -m 0644 "$top/scripts/deb/copyright" "$stage/usr/share/doc/beacond/copyright"
 install -m 0644 "$top/scripts/deb/changelog" "$stage/usr/share/doc/beacond/changelog"
-install -m 0644 "$top/README.md" "$stage/usr/share/doc/beacond/README.md"
-# The verifier's alerting rules, for a Prometheus server's rule_files: (docs/fleet.md; scripts/install.sh likewise).
-install -D -m 0644 "$top/deploy/prometheus/beacond-alerts.yml" "$stage/usr/share/beacond/prometheus/beacond-alerts.yml"
 gzip -9n "$stage/usr/share/man/man8/beacond.8" "$stage/usr/share/man/man5/beacond.conf.5" \
     "$stage/usr/share/doc/beacond/changelog"
 
@@ -147,6 +133,8 @@ fi
 [ -n "$shlibs" ] || { cat "$work/shlibdeps.log" >&2; echo "build-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 
 installed_size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
+# The formats, as the binary names them (BeaconFormat.allCases).
+formats=$("$help_binary" check-config --schema | python3 -c 'import json, sys; n = json.load(sys.stdin)["formatNames"]; print(", ".join(n[:-1]) + " and " + n[-1])')
 cat > "$stage/DEBIAN/control" <<CONTROL
 Package: beacond
 Version: $version
@@ -160,15 +148,16 @@ Priority: optional
 Description: Bluetooth LE beacon daemon (iBeacon, AltBeacon, Eddystone)
  beacond turns a Linux machine with a Bluetooth LE controller (a Raspberry
  Pi by a shop shelf, a kiosk, a POS terminal, a gateway) into one or more
- beacons: iBeacon, AltBeacon, Eddystone-UID and Eddystone-TLM. It puts the
- exact frames on the air through the kernel's management interface beside
- bluetoothd, raw HCI, or an H4 controller on a serial line, TCP or a unix
- socket; keeps them there across adapter resets and re-plugs; and reports its health to systemd (sd-notify, watchdog, journal).
+ beacons: $formats. It puts the exact frames on the air
+ through the kernel's management interface beside bluetoothd, raw HCI, or an
+ H4 controller on a serial line, TCP or a unix socket; keeps them there across
+ adapter resets and re-plugs; and reports its health to systemd (sd-notify,
+ watchdog, journal, beacond status, a reload that waits for the air).
  .
  It advertises nothing until a beacon UUID is set in
  /etc/beacond/beacond.conf (beacond gen-uuid --set). The package also has
- check-config, payload (hex, hcitool or JSON), gen-uuid and scan (iBeacon,
- AltBeacon, Eddystone ranging).
+ check-config, payload (hex, hcitool or JSON), gen-uuid, gen-key and scan
+ (ranging, calibration, and checking configs against the air).
 CONTROL
 echo /etc/beacond/beacond.conf > "$stage/DEBIAN/conffiles"
 for s in postinst prerm postrm; do install -m 0755 "$top/scripts/deb/$s" "$stage/DEBIAN/$s"; done

@@ -4,8 +4,10 @@
 #
 #   sh scripts/install.sh [BINARY]        BINARY defaults to build/beacond (make release)
 #
-# Honours DESTDIR (staging root, e.g. for packaging) and PREFIX (default /usr). Never overwrites an existing
-# /etc/beacond/beacond.conf. The units use DynamicUser=, so there is no system user to create.
+# Honours DESTDIR (staging root: scripts/build-deb.sh stages the package with it) and PREFIX (default /usr). Never
+# overwrites an existing /etc/beacond/beacond.conf. The units use DynamicUser=, so there is no system user to create.
+# The man pages are made from the binary by scripts/man.py (python3); MAN_PAGES=DIR installs pages made already
+# (for a binary this machine cannot run).
 set -eu
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,6 +18,7 @@ SYSCONFDIR=${SYSCONFDIR:-/etc}
 UNITDIR=${UNITDIR:-"$PREFIX/lib/systemd/system"}
 DOCDIR=${DOCDIR:-"$PREFIX/share/doc/beacond"}
 DATADIR=${DATADIR:-"$PREFIX/share/beacond"}
+MANDIR=${MANDIR:-"$PREFIX/share/man"}
 
 if [ ! -x "$binary" ]; then
     echo "install.sh: no executable at $binary (run 'make release' first, or name the binary)" >&2
@@ -39,6 +42,18 @@ install -m 0644 "$here/README.md" "$DESTDIR$DOCDIR/README.md"
 # The verifier's alerting rules, for a Prometheus server's rule_files: (docs/fleet.md).
 install -d "$DESTDIR$DATADIR/prometheus"
 install -m 0644 "$here/deploy/prometheus/beacond-alerts.yml" "$DESTDIR$DATADIR/prometheus/beacond-alerts.yml"
+pages=${MAN_PAGES:-}
+if [ -z "$pages" ] && command -v python3 >/dev/null 2>&1 && version=$("$binary" --version 2>/dev/null) && [ "${version#beacond }" != "$version" ]; then
+    pages=$(mktemp -d)
+    trap 'rm -rf "$pages"' EXIT
+    python3 "$here/scripts/man.py" --beacond "$binary" --version "${version#beacond }" --out "$pages"
+fi
+if [ -n "$pages" ]; then
+    install -D -m 0644 "$pages/beacond.8" "$DESTDIR$MANDIR/man8/beacond.8"
+    install -D -m 0644 "$pages/beacond.conf.5" "$DESTDIR$MANDIR/man5/beacond.conf.5"
+else
+    echo "install.sh: no man pages (they need python3 and a binary this machine runs)" >&2
+fi
 if [ -e "$DESTDIR$SYSCONFDIR/beacond/beacond.conf" ]; then
     echo "kept existing $SYSCONFDIR/beacond/beacond.conf (the new example is $DOCDIR/beacond.conf.example)"
 else

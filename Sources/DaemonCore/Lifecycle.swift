@@ -932,9 +932,6 @@ public struct Lifecycle: Sendable {
 
 }
 
-/// The version `--version` prints and the start line names.
-public let beacondVersion = "0.3.0"
-
 private func configFields(_ path: String, _ d: ConfigDiagnostic) -> [String] {
     var f = ["CONFIG_FILE=\(path)"]
     if let l = d.location { f.append("CONFIG_LINE=\(l.line)") }
