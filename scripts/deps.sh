@@ -9,7 +9,8 @@ set -eu
 # apt-utils, gnupg, gpgv and dpkg-dev: make repo and its tests (apt-ftparchive, gpg, gpgv, dpkg-deb).
 # prometheus: its promtool checks and unit-tests the shipped alerting rules (deploy/prometheus/check.sh,
 # test_alert_rules.py). Only promtool is wanted: the server the package would start is stopped and disabled below.
-packages="libbluetooth-dev libsystemd-dev libgcrypt20-dev pkg-config python3-venv make gcc systemd procps strace apt-utils gnupg gpgv dpkg-dev prometheus"
+# man-db: test_docs.py renders the man pages scripts/man.py makes, and fails on any warning.
+packages="libbluetooth-dev libsystemd-dev libgcrypt20-dev pkg-config python3-venv make gcc systemd procps strace apt-utils gnupg gpgv dpkg-dev prometheus man-db"
 if [ "${1:-}" = "--all" ]; then
     packages="$packages debootstrap qemu-system-x86 qemu-system-arm e2fsprogs file openssh-client"
 fi

@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""Writes the man pages beacond(8) and beacond.conf(5) from the sources users already read, so the three cannot
-drift apart:
+"""Writes the man pages beacond(8) and beacond.conf(5) from the binary itself, so that they cannot drift from it:
 
-- every command, option and usage line comes from the binary's own `beacond help COMMAND` (the CLI's help texts);
-- the configuration reference (every key, type, range and default), the signals and the exit codes come from the
-  README's "Configuration", "Signals" and "Commands" sections; a unit test ties that key table to the config schema;
-- the example file is config/beacond.conf itself.
+- every command, option, usage line, signal and exit status comes from `beacond help COMMAND` (the CLI's one table
+  of commands, each option declared once);
+- every config key, its formats, type, range, default and meaning comes from `beacond check-config --schema` (the
+  config schema the validator uses);
+- the example file is config/beacond.conf itself. The README is the long guide; the pages point to it.
 
     python3 scripts/man.py --beacond BINARY --version X.Y.Z --out DIR
 """
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -43,77 +44,9 @@ def line_safe(roff):
     return '\\&' + roff if roff[:1] in ('.', "'") else roff
 
 
-def readme_section(readme, heading):
-    """The lines under a markdown heading, up to the next heading of the same or a higher level."""
-    lines = readme.splitlines()
-    level = len(heading) - len(heading.lstrip('#'))
-    start = lines.index(heading) + 1
-    end = start
-    while end < len(lines):
-        m = re.match(r'^(#+) ', lines[end])
-        if m and len(m.group(1)) <= level:
-            break
-        end += 1
-    return lines[start:end]
-
-
-def paragraphs(lines):
-    """Markdown lines to roff: paragraphs, bullet lists, indented code blocks and tables (as .TP entries)."""
-    out = []
-    para = []
-
-    def flush():
-        if para:
-            out.append('.PP')
-            out.append(line_safe(inline(' '.join(para))))
-            para.clear()
-
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if not line.strip():
-            flush()
-            i += 1
-        elif line.startswith('    '):
-            flush()
-            block = []
-            while i < len(lines) and (lines[i].startswith('    ') or not lines[i].strip()):
-                block.append(lines[i][4:])
-                i += 1
-            while block and not block[-1].strip():
-                block.pop()
-            out += ['.PP', '.RS 4', '.EX'] + [line_safe(esc(b)) for b in block] + ['.EE', '.RE']
-        elif line.startswith('|'):
-            flush()
-            rows = []
-            while i < len(lines) and lines[i].startswith('|'):
-                cells = [c.strip() for c in lines[i].strip().strip('|').split('|')]
-                if not all(re.fullmatch(r':?-+:?', c) for c in cells):
-                    rows.append(cells)
-                i += 1
-            header, body = rows[0], rows[1:]
-            for cells in body:
-                out.append('.TP')
-                out.append(line_safe(inline(cells[0])))
-                rest = '; '.join(f'{header[k]}: {cells[k]}' for k in range(1, len(cells)) if cells[k])
-                out.append(line_safe(inline(rest)))
-        elif re.match(r'^- ', line):
-            flush()
-            item = [line[2:]]
-            i += 1
-            while i < len(lines) and lines[i].startswith('  ') and not lines[i].startswith('    '):
-                item.append(lines[i].strip())
-                i += 1
-            out += ['.IP \\(bu 2', line_safe(inline(' '.join(item)))]
-        else:
-            para.append(line.strip())
-            i += 1
-    flush()
-    return out
-
-
 def help_sections(text):
-    """`beacond help COMMAND` output split into its OVERVIEW, description, USAGE, OPTIONS and EXIT STATUS."""
+    """`beacond help COMMAND` output split into its OVERVIEW (up to the first blank line), description, USAGE,
+    OPTIONS, SIGNALS and EXIT STATUS."""
     sections = {'description': []}
     current = 'description'
     for line in text.splitlines():
@@ -121,8 +54,8 @@ def help_sections(text):
         if m:
             current = m.group(1)
             sections[current] = [m.group(2)] if m.group(2) else []
-            if current == 'OVERVIEW':
-                current = 'description'  # the one-line overview, then the paragraph under it
+        elif current == 'OVERVIEW' and not line.strip():
+            current = 'description'  # the overview, then the paragraphs under it
         else:
             sections.setdefault(current, []).append(line)
     return sections
@@ -146,49 +79,52 @@ def run_help(beacond, *args):
     return subprocess.run([beacond, *args], check=True, capture_output=True, text=True).stdout
 
 
-def beacond_8(beacond, version, readme, date):
+def beacond_8(beacond, version, date):
     top = help_sections(run_help(beacond, '--help'))
     commands = [l.split()[0] for l in top['COMMANDS'] if l.strip()]
     helps = {c: help_sections(run_help(beacond, 'help', c)) for c in commands}  # each command's help, read once
+    overview = ' '.join(l.strip() for l in top['OVERVIEW'])
     out = [f'.TH BEACOND 8 "{date}" "beacond {version}" "System Administration"',
-           '.SH NAME', 'beacond \\- keep Bluetooth LE beacons (iBeacon, AltBeacon, Eddystone) on the air',
+           '.SH NAME', 'beacond \\- keep Bluetooth LE beacons on the air',
            '.SH SYNOPSIS']
+
     def usages(c):
         """Every USAGE line of a command (scan has two: scanning, and --expect)."""
         return [l.strip() for l in helps[c].get('USAGE', []) if l.strip()]
+
+    def text(lines):
+        return ' '.join(l.strip() for l in lines if l.strip())
+
     for c in commands:
         for usage in usages(c):
             out += ['.PP', '.B ' + esc(usage).split(' ', 1)[0], esc(usage.split(' ', 1)[1]) if ' ' in usage else '']
     out += ['.PP', '.B beacond', '\\-\\-help | \\-\\-version']
-    out += ['.SH DESCRIPTION']
-    intro = []
-    for line in readme.splitlines()[2:]:
-        if not line.strip():
-            break
-        intro.append(line)
-    out += paragraphs(intro)
+    out += ['.SH DESCRIPTION', '.PP', line_safe(esc(overview)),
+            '.PP', 'The full guide is \\fI/usr/share/doc/beacond/README.md\\fR.']
     out += ['.SH COMMANDS']
     for c in commands:
         s = helps[c]
         out += ['.SS ' + esc(c)]
-        out += ['.PP', line_safe(esc(s['OVERVIEW'][0].strip()))]
-        desc = [l.strip() for l in s.get('description', [])]
-        text = ' '.join(l for l in desc if l)
-        if text:
-            out += ['.PP', line_safe(esc(text))]
+        out += ['.PP', line_safe(esc(text(s['OVERVIEW'])))]
+        # The paragraphs between OVERVIEW and USAGE.
+        para = []
+        for line in s['description'] + ['']:
+            if line.strip():
+                para.append(line.strip())
+            elif para:
+                out += ['.PP', line_safe(esc(' '.join(para)))]
+                para = []
         out += ['.PP', 'Usage:']
         for k, usage in enumerate(usages(c)):
             out += (['.br'] if k else []) + ['.B ' + esc(usage)]
-        for flags, text in options(s.get('OPTIONS', [])):
-            out += ['.TP', '.B ' + esc(flags), line_safe(esc(text.strip()))]
+        for flags, help_text in options(s.get('OPTIONS', [])):
+            out += ['.TP', '.B ' + esc(flags), line_safe(esc(help_text.strip()))]
         if 'EXIT STATUS' in s:
-            out += ['.PP', 'Exit status: ' + esc(' '.join(l.strip() for l in s['EXIT STATUS'] if l.strip()))]
-    out += ['.SH SIGNALS'] + paragraphs(readme_section(readme, '### Signals'))
-    # The paragraph of the Commands section that starts with "Exit codes:".
-    text = '\n'.join(readme_section(readme, '## Commands'))
-    para = next(p for p in text.split('\n\n') if p.startswith('Exit codes:'))
-    codes = ' '.join(para[len('Exit codes:'):].split())
-    out += ['.SH EXIT STATUS', '.PP', line_safe(inline(codes))]
+            out += ['.PP', 'Exit status: ' + esc(text(s['EXIT STATUS']))]
+    signals = [c for c in commands if 'SIGNALS' in helps[c]]
+    if signals:
+        out += ['.SH SIGNALS'] + sum((['.PP', line_safe(esc(text(helps[c]['SIGNALS'])))] for c in signals), [])
+    out += ['.SH EXIT STATUS', '.PP', 'Each command above says what its exit status means; 64 is a usage error everywhere.']
     out += ['.SH FILES',
             '.TP', '.I /etc/beacond/beacond.conf', 'The configuration (see \\fBbeacond.conf\\fR(5)); a conffile.',
             '.TP', '.I /etc/beacond/hciN.conf', 'The configuration of the \\fBbeacond@hciN.service\\fR instance.',
@@ -207,32 +143,26 @@ def beacond_8(beacond, version, readme, date):
     return out
 
 
-def beacond_conf_5(version, readme, example, date):
+def beacond_conf_5(beacond, version, example, date):
+    schema = json.loads(run_help(beacond, 'check-config', '--schema'))
     out = [f'.TH BEACOND.CONF 5 "{date}" "beacond {version}" "File Formats"',
            '.SH NAME', 'beacond.conf \\- configuration of beacond, the Bluetooth LE beacon daemon',
            '.SH SYNOPSIS', '.I /etc/beacond/beacond.conf',
-           '.SH DESCRIPTION']
-    section = readme_section(readme, '## Configuration')
-    table_at = next(i for i, l in enumerate(section) if l.startswith('|'))
-    table_end = next(i for i in range(table_at, len(section)) if not section[i].startswith('|'))
-    intro = [l.replace('The example `config/beacond.conf`:', 'The example below is the file the package installs.')
-             for l in section[:table_at]]
-    out += paragraphs(intro)
-    out += ['.SH KEYS'] + paragraphs(section[table_at:table_end])
-    # After the table: the formats, then one section per ### heading (### Mistakes is ERRORS).
-    chunks, title = [], 'FORMATS'
-    current = []
-    for line in section[table_end:]:
-        if line.startswith('### '):
-            chunks.append((title, current))
-            heading = line[4:].strip()
-            title, current = ('ERRORS' if heading == 'Mistakes' else heading.upper()), []
-        else:
-            current.append(line)
-    chunks.append((title, current))
-    for title, lines in chunks:
-        if any(l.strip() for l in lines):
-            out += ['.SH ' + esc(title)] + paragraphs(lines)
+           '.SH DESCRIPTION', '.PP', line_safe(inline(schema['syntax'])),
+           '.PP', 'The example below is the file the package installs. The full guide (formats, several beacons, '
+           'addresses, Eddystone-EID keys) is \\fI/usr/share/doc/beacond/README.md\\fR.',
+           '.SH KEYS']
+    table = None
+    for key in schema['keys']:
+        if key['table'] != table:
+            table = key['table']
+            out += ['.SS ' + esc(f'[{table}]')]
+        facts = []
+        if key['table'] == 'beacon':
+            facts.append('Formats: ' + ('all' if len(key['formats']) == len(schema['formats']) else ', '.join(key['formats'])) + '.')
+        facts.append('Type: ' + key['type'] + '.')
+        facts.append('Required.' if key['required'] else 'Default: ' + key['default'] + '.')
+        out += ['.TP', '.B ' + esc(key['key']), line_safe(inline(' '.join(facts) + ' ' + key['help'][:1].upper() + key['help'][1:] + '.'))]
     out += ['.SH EXAMPLE', '.PP', '.RS 4', '.EX'] + [line_safe(esc(l)) for l in example.splitlines()] + ['.EE', '.RE']
     out += ['.SH SEE ALSO', '\\fBbeacond\\fR(8)']
     return out
@@ -245,11 +175,10 @@ def main():
     ap.add_argument('--date', default='', help='the date in the header (the changelog date, for reproducible pages)')
     ap.add_argument('--out', required=True)
     args = ap.parse_args()
-    readme = open(os.path.join(TOP, 'README.md'), encoding='utf-8').read()
     example = open(os.path.join(TOP, 'config', 'beacond.conf'), encoding='utf-8').read()
     os.makedirs(args.out, exist_ok=True)
-    for name, lines in (('beacond.8', beacond_8(args.beacond, args.version, readme, args.date)),
-                        ('beacond.conf.5', beacond_conf_5(args.version, readme, example, args.date))):
+    for name, lines in (('beacond.8', beacond_8(args.beacond, args.version, args.date)),
+                        ('beacond.conf.5', beacond_conf_5(args.beacond, args.version, example, args.date))):
         with open(os.path.join(args.out, name), 'w', encoding='utf-8') as f:
             f.write('\n'.join(l for l in lines if l != '') + '\n')
 

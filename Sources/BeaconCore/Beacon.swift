@@ -21,15 +21,11 @@ public enum BeaconFormat: String, Sendable, Hashable, CaseIterable {
         }
     }
 
-    /// The [beacon] keys that belong to this format (besides `format`).
-    public var keys: [String] {
-        switch self {
-        case .ibeacon: ["uuid", "major", "minor", "measured_power"]
-        case .altbeacon: ["uuid", "major", "minor", "measured_power", "company_id", "reserved"]
-        case .eddystoneUID: ["namespace", "instance", "measured_power"]
-        case .eddystoneTLM: []
-        case .eddystoneEID: ["identity_key_file", "rotation_exponent", "measured_power"]
-        }
+    /// Every format's display name, as a list in prose: "iBeacon, AltBeacon, …, and Eddystone-EID" (with `and`) or
+    /// "…, or Eddystone-EID" (with `or`).
+    public static func names(_ conjunction: String) -> String {
+        let names = allCases.map(\.displayName)
+        return names.dropLast().joined(separator: ", ") + " \(conjunction) " + names.last!
     }
 }
 

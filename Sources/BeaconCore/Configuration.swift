@@ -34,7 +34,11 @@ public enum LogLevel: Int, Sendable, Hashable, Comparable, CaseIterable, CustomS
     }
 
     public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
-    public static let validNames = "emerg, alert, crit, err, warning, notice, info, debug"
+    public static let validNames = allCases.map(\.description).joined(separator: ", ")
+    /// The levels worth choosing (the ones above err are for emergencies beacond never logs).
+    public static let common = allCases.filter { $0 >= .err }
+    /// "err, warning, notice, info or debug".
+    public static let commonNames = common.dropLast().map(\.description).joined(separator: ", ") + " or " + common.last!.description
 }
 
 /// Whose address the advertising comes from (`[advertising] address`).
@@ -227,18 +231,6 @@ public struct BeaconConfiguration: Sendable, Hashable {
         return wanted
     }
 
-    /// The schema: tables and their keys, in documentation order.
-    public static let schema: [(table: String, keys: [String])] = [
-        ("beacon", ["format", "uuid", "major", "minor", "measured_power", "company_id", "reserved", "namespace", "instance",
-                    "identity_key_file", "rotation_exponent", "interval_ms", "name", "address"]),
-        ("advertising", ["interval_ms", "connectable", "tx_power", "address"]),
-        ("controller", ["device", "backend"]),
-        ("daemon", ["log_level"]),
-    ]
-
-    /// Keys every beacon may set, whatever its format.
-    public static let commonBeaconKeys = ["format", "interval_ms", "name", "address"]
-
     /// Checks, parses and validates a whole file. Every mistake is reported, in file order.
     public static func parse(_ bytes: [UInt8]) throws(ConfigDiagnostics) -> BeaconConfiguration {
         if let fileProblem = ConfigFile.check(bytes) { throw ConfigDiagnostics([fileProblem]) }
@@ -249,6 +241,19 @@ public struct BeaconConfiguration: Sendable, Hashable {
         if let result, all.isEmpty { return result }
         throw ConfigDiagnostics(all)
     }
+}
+
+/// A value that passed its schema row's type check.
+private enum ConfigValue {
+    case integer(Int64)
+    case boolean(Bool)
+    case string(String)
+    case bytes([UInt8])
+    case uuid(BeaconUUID)
+    case format(BeaconFormat)
+    case logLevel(LogLevel)
+    case device(DeviceSpec)
+    case address(BeaconAddressSetting)
 }
 
 private struct Validator {
@@ -264,7 +269,6 @@ private struct Validator {
     /// One `[beacon]` table or `[[beacon]]` element. `label` names it in messages ("[beacon]", "[[beacon]] #2").
     mutating func validateBeacon(_ table: TOMLTable, label: String, mayLackUUID: Bool) -> BeaconResult {
         let before = diagnostics.count
-        let keys = BeaconConfiguration.schema[0].keys
         var uuid: BeaconUUID?
         var major: UInt16?
         var minor: UInt16?
@@ -282,105 +286,69 @@ private struct Validator {
         // The format decides which keys belong; nil when `format` itself is wrong.
         var format: BeaconFormat? = .ibeacon
         if let entry = table.entries.first(where: { $0.key == "format" }) {
-            let what = "'format' in \(label)"
-            if let text = string(entry.item, what, "beacon.format") {
-                format = BeaconFormat(rawValue: text)
-                if format == nil {
-                    let names = BeaconFormat.allCases.map(\.rawValue)
-                    var message = "\(what) must be one of \(names.map { "\"\($0)\"" }.joined(separator: ", ")), found \"\(text)\""
-                    if let guess = closest(text, among: names) { message += "; did you mean \"\(guess)\"?" }
-                    fail(message, at: entry.item.location, key: "beacon.format")
-                }
+            if case .format(let f)? = check(entry.item, ConfigSchema.rows(.beacon, "format")[0], "'format' in \(label)", format: nil) {
+                format = f
             } else {
                 format = nil
             }
         }
         for e in table.entries {
             let key = "beacon.\(e.key)"
-            guard keys.contains(e.key) else {
-                unknownKey(e, in: "beacon", label: label, keys: keys)
+            let what = "'\(e.key)' in \(label)"
+            let rows = ConfigSchema.rows(.beacon, e.key)
+            guard !rows.isEmpty else {
+                unknownKey(e, in: .beacon, label: label)
                 continue
             }
-            let item = e.item
-            let what = "'\(e.key)' in \(label)"
-            if !BeaconConfiguration.commonBeaconKeys.contains(e.key), let format, !format.keys.contains(e.key) {
-                let owners = BeaconFormat.allCases.filter { $0.keys.contains(e.key) }.map { "\"\($0.rawValue)\"" }
-                fail("\(what) belongs to format\(owners.count == 1 ? "" : "s") \(owners.joined(separator: " and ")), not to this beacon's format \"\(format.rawValue)\"",
+            guard let row = format.map({ f in rows.first { $0.formats.contains(f) } }) ?? rows.first else {
+                let owners = BeaconFormat.allCases.filter { f in rows.contains { $0.formats.contains(f) } }.map { "\"\($0.rawValue)\"" }
+                fail("\(what) belongs to format\(owners.count == 1 ? "" : "s") \(owners.joined(separator: " and ")), not to this beacon's format \"\(format!.rawValue)\"",
                      at: e.keyLocation, key: key)
                 continue
             }
-            switch e.key {
-            case "format":
-                break  // read above
-            case "company_id": companyID = integer(item, what, key, 0...65535).map { UInt16($0) } ?? companyID
-            case "reserved": reserved = integer(item, what, key, 0...255).map { UInt8($0) } ?? reserved
-            case "namespace": namespace = hexBytes(item, what, key, count: 10)
-            case "instance": instance = hexBytes(item, what, key, count: 6)
-            case "uuid":
-                guard let s = string(item, what, key) else { continue }
-                do {
-                    uuid = try BeaconUUID(parsing: s)
-                } catch {
-                    let at = item.contentColumn.map { SourceLocation(line: item.location.line, column: $0 + error.offset) } ?? item.location
-                    fail("\(what) is not a valid UUID: \(error.message)", at: at, key: key)
-                }
-            case "major": major = integer(item, what, key, 0...65535).map { UInt16($0) }
-            case "minor": minor = integer(item, what, key, 0...65535).map { UInt16($0) }
-            case "measured_power":
-                if format == .eddystoneUID || format == .eddystoneEID {
-                    if let v = integer(item, what, key, -100...20, unit: " dBm (at 0 m, for \"\(format!.rawValue)\")") { measuredPower = Int8(v) }
-                } else if let v = integer(item, what, key, -127...20, unit: " dBm") { measuredPower = Int8(v) }
-            case "interval_ms":
-                interval = intervalValue(item, what, key) ?? interval
-            case "identity_key_file":
-                guard let s = string(item, what, key) else { continue }
-                if s.isEmpty { fail("\(what) must name a file (a relative name is looked up in $CREDENTIALS_DIRECTORY)", at: item.location, key: key) }
-                else { keyFile = (s, item.location) }
-            case "rotation_exponent":
-                if let v = integer(item, what, key, 0...15, unit: " (the EID changes every 2^K seconds)") { exponent = UInt8(v) }
-            case "address" where format == .eddystoneEID:
+            if e.key == "format" { continue }  // read above
+            if e.key == "address", format == .eddystoneEID {
                 fail("\(what) cannot be set: an Eddystone-EID beacon goes out from a new non-resolvable private address with every new EID, or the address would link its EIDs",
                      at: e.keyLocation, key: key)
-            case "address":
-                guard let s = string(item, what, key) else { continue }
-                if let p = AddressPolicy(rawValue: s) {
-                    address = .policy(p)
-                } else if let a = chosenAddress(s, what, at: item.location, key: key) {
-                    address = .chosen(a)
-                }
-                addressLocation = item.location
-            case "name":
-                guard let s = string(item, what, key) else { continue }
-                let n = s.utf8.count
-                if n == 0 || n > ConfiguredBeacon.maxNameBytes {
-                    fail("\(what) must be 1 to \(ConfiguredBeacon.maxNameBytes) bytes of UTF-8 (it goes into a 31-byte scan response), found \(n)",
-                         at: item.location, key: key)
-                } else if s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
-                    fail("\(what) must not contain control characters", at: item.location, key: key)
-                } else {
-                    name = s
-                }
-            default:
-                preconditionFailure("schema lists \(key) but the validator does not handle it")
+                continue
+            }
+            guard let value = check(e.item, row, what, format: format) else { continue }
+            // Each key's meaning.
+            switch (e.key, value) {
+            case ("uuid", .uuid(let v)): uuid = v
+            case ("major", .integer(let v)): major = UInt16(v)
+            case ("minor", .integer(let v)): minor = UInt16(v)
+            case ("measured_power", .integer(let v)): measuredPower = Int8(v)
+            case ("company_id", .integer(let v)): companyID = UInt16(v)
+            case ("reserved", .integer(let v)): reserved = UInt8(v)
+            case ("namespace", .bytes(let v)): namespace = v
+            case ("instance", .bytes(let v)): instance = v
+            case ("identity_key_file", .string(let v)): keyFile = (v, e.item.location)
+            case ("rotation_exponent", .integer(let v)): exponent = UInt8(v)
+            case ("interval_ms", .integer(let v)): interval = AdvertisingInterval(milliseconds: Int(v))
+            case ("name", .string(let v)): name = v
+            case ("address", .address(let v)):
+                address = v
+                addressLocation = e.item.location
+            default: preconditionFailure("the schema lists \(key) but the validator gives it no meaning")
             }
         }
 
         let present = Set(table.entries.map(\.key) + table.failedKeys)
-        var required: [String]
         var lacksUUID = false
-        switch format {
-        case .ibeacon?, .altbeacon?:
-            required = ["major", "minor"]
-            // No uuid yet is a fresh install, not a mistake: beacond waits for one. In an array every beacon needs one.
-            if !present.contains("uuid") {
-                if mayLackUUID { lacksUUID = true } else { required.insert("uuid", at: 0) }
+        var missing: [String] = []
+        if let format {
+            for row in ConfigSchema.keys where row.table == .beacon && row.formats.contains(format) && !present.contains(row.name) {
+                switch row.defaultValue {
+                case .required: missing.append(row.name)
+                // No uuid yet is a fresh install, not a mistake: beacond waits for one. In an array every beacon needs one.
+                case .provisioning: if mayLackUUID { lacksUUID = true } else { missing.append(row.name) }
+                default: break
+                }
             }
-        case .eddystoneUID?: required = ["namespace", "instance"]
-        case .eddystoneEID?: required = ["identity_key_file"]
-        case .eddystoneTLM?, nil: required = []
         }
         let suffix = format == .ibeacon ? "" : " (format \"\(format?.rawValue ?? "")\")"
-        for key in required where !present.contains(key) {
+        for key in missing {
             fail("missing required key '\(key)' in \(label)\(suffix)", at: table.location, key: "beacon.\(key)")
         }
 
@@ -409,25 +377,103 @@ private struct Validator {
                                         addressLocation: addressLocation))
     }
 
-    mutating func unknownKey(_ e: TOMLEntry, in name: String, label: String, keys: [String]) {
+    /// "[beacon], [advertising], [controller] and [daemon]".
+    static let tableList: String = {
+        let names = ConfigTable.allCases.map { "[\($0.rawValue)]" }
+        return names.dropLast().joined(separator: ", ") + " and " + names.last!
+    }()
+
+    mutating func unknownKey(_ e: TOMLEntry, in table: ConfigTable, label: String) {
+        let keys = ConfigSchema.names(in: table)
         var message = "unknown key '\(e.key)' in \(label)"
         if let guess = closest(e.key, among: keys) {
             message += "; did you mean '\(guess)'?"
-        } else if let home = BeaconConfiguration.schema.first(where: { $0.keys.contains(e.key) }) {
-            message += "; '\(e.key)' belongs in [\(home.table)]"
+        } else if let home = ConfigSchema.keys.first(where: { $0.name == e.key }) {
+            message += "; '\(e.key)' belongs in [\(home.table.rawValue)]"
         } else {
             message += " (known keys: \(keys.joined(separator: ", ")))"
         }
-        fail(message, at: e.keyLocation, key: "\(name).\(e.key)")
+        fail(message, at: e.keyLocation, key: "\(table.rawValue).\(e.key)")
     }
 
-    mutating func intervalValue(_ item: TOMLItem, _ what: String, _ key: String) -> AdvertisingInterval? {
-        guard let v = integer(item, what, key, 20...10240, unit: " ms") else { return nil }
-        return AdvertisingInterval(milliseconds: Int(v))
+    /// The value of one entry, checked against its row's type; nil after saying what is wrong with it.
+    mutating func check(_ item: TOMLItem, _ row: ConfigKey, _ what: String, format: BeaconFormat?) -> ConfigValue? {
+        let key = row.path
+        switch row.type {
+        case .integer(let range, let unit, let note):
+            var said = unit.isEmpty ? "" : " \(unit)"
+            if let note { said += " (\(note.replacing("{format}", with: format?.rawValue ?? "")))" }
+            return integer(item, what, key, range, unit: said).map { .integer($0) }
+        case .boolean:
+            return boolean(item, what, key).map { .boolean($0) }
+        case .choice(let names):
+            return string(item, what, key).flatMap { oneOf($0, names, what, at: item.location, key: key) }.map { .string($0) }
+        case .format:
+            return string(item, what, key).flatMap { oneOf($0, BeaconFormat.allCases.map(\.rawValue), what, at: item.location, key: key) }
+                .flatMap(BeaconFormat.init(rawValue:)).map { .format($0) }
+        case .logLevel:
+            guard let s = string(item, what, key) else { return nil }
+            if let l = LogLevel(name: s) { return .logLevel(l) }
+            fail("\(what) must be one of \(LogLevel.validNames), found \"\(s)\"", at: item.location, key: key)
+            return nil
+        case .hex(let count):
+            return hexBytes(item, what, key, count: count).map { .bytes($0) }
+        case .uuid:
+            guard let s = string(item, what, key) else { return nil }
+            do {
+                return .uuid(try BeaconUUID(parsing: s))
+            } catch {
+                let at = item.contentColumn.map { SourceLocation(line: item.location.line, column: $0 + error.offset) } ?? item.location
+                fail("\(what) is not a valid UUID: \(error.message)", at: at, key: key)
+                return nil
+            }
+        case .text(let maxBytes):
+            guard let s = string(item, what, key) else { return nil }
+            let n = s.utf8.count
+            if n == 0 || n > maxBytes {
+                fail("\(what) must be 1 to \(maxBytes) bytes of UTF-8 (it goes into a 31-byte scan response), found \(n)", at: item.location, key: key)
+                return nil
+            }
+            return .string(s)
+        case .keyFile:
+            guard let s = string(item, what, key) else { return nil }
+            if s.isEmpty {
+                fail("\(what) must name a file (a relative name is looked up in $CREDENTIALS_DIRECTORY)", at: item.location, key: key)
+                return nil
+            }
+            return .string(s)
+        case .device:
+            guard let s = string(item, what, key) else { return nil }
+            do { return .device(try DeviceSpec(parsing: s)) } catch {
+                fail("\(what) is not valid: \(error.message)", at: item.location, key: key)
+                return nil
+            }
+        case .beaconAddress:
+            guard let s = string(item, what, key) else { return nil }
+            if let p = AddressPolicy(rawValue: s) { return .address(.policy(p)) }
+            return chosenAddress(s, what, at: item.location, key: key).map { .address(.chosen($0)) }
+        case .addressPolicy:
+            guard let s = string(item, what, key) else { return nil }
+            if RandomAddress.parse(s) != nil {
+                fail("\(what) names one address, which belongs to one beacon: put address = \"\(s)\" in that beacon's table ([beacon] or its [[beacon]])",
+                     at: item.location, key: key)
+                return nil
+            }
+            return oneOf(s, AddressPolicy.allCases.map(\.rawValue), what, at: item.location, key: key)
+                .flatMap(AddressPolicy.init(rawValue:)).map { .address(.policy($0)) }
+        }
+    }
+
+    /// `s` when it is one of `names`; else nil after saying so (with the nearest name, if one is near).
+    mutating func oneOf(_ s: String, _ names: [String], _ what: String, at location: SourceLocation, key: String) -> String? {
+        if names.contains(s) { return s }
+        var message = "\(what) must be one of \(names.map { "\"\($0)\"" }.joined(separator: ", ")), found \"\(s)\""
+        if let guess = closest(s, among: names) { message += "; did you mean \"\(guess)\"?" }
+        fail(message, at: location, key: key)
+        return nil
     }
 
     mutating func validate(_ doc: TOMLDocument) -> BeaconConfiguration? {
-        let tableNames = BeaconConfiguration.schema.map(\.table)
         var advertising = AdvertisingSettings()
         var controller = ControllerSettings()
         var daemon = DaemonSettings()
@@ -456,19 +502,18 @@ private struct Validator {
         for table in doc.tables where !table.isDuplicate && table.name != "beacon" {
             guard let name = table.name else {
                 for e in table.entries {
-                    if let home = BeaconConfiguration.schema.first(where: { $0.keys.contains(e.key) }) {
-                        fail("key '\(e.key)' must be inside a table: put it under [\(home.table)]", at: e.keyLocation, key: e.key)
+                    if let home = ConfigSchema.keys.first(where: { $0.name == e.key }) {
+                        fail("key '\(e.key)' must be inside a table: put it under [\(home.table.rawValue)]", at: e.keyLocation, key: e.key)
                     } else {
-                        fail("unknown key '\(e.key)' outside any table; beacond's keys live in [beacon], [advertising], [controller] and [daemon]",
-                             at: e.keyLocation, key: e.key)
+                        fail("unknown key '\(e.key)' outside any table; beacond's keys live in \(Self.tableList)", at: e.keyLocation, key: e.key)
                     }
                 }
                 continue
             }
-            guard let keys = BeaconConfiguration.schema.first(where: { $0.table == name })?.keys else {
+            guard let kind = ConfigTable(rawValue: name) else {
                 var message = "unknown table [\(name)]"
-                if let guess = closest(name, among: tableNames) { message += "; did you mean [\(guess)]?" }
-                else { message += "; beacond knows [beacon], [advertising], [controller] and [daemon]" }
+                if let guess = closest(name, among: ConfigTable.allCases.map(\.rawValue)) { message += "; did you mean [\(guess)]?" }
+                else { message += "; beacond knows \(Self.tableList)" }
                 fail(message, at: table.location, key: name)
                 continue
             }
@@ -477,50 +522,23 @@ private struct Validator {
                 continue
             }
             for e in table.entries {
-                let key = "\(name).\(e.key)"
-                guard keys.contains(e.key) else {
-                    unknownKey(e, in: name, label: "[\(name)]", keys: keys)
+                guard let row = ConfigSchema.rows(kind, e.key).first else {
+                    unknownKey(e, in: kind, label: "[\(name)]")
                     continue
                 }
-                let item = e.item
-                let what = "'\(e.key)' in [\(name)]"
-                switch key {
-                case "advertising.interval_ms":
-                    if let iv = intervalValue(item, what, key) { advertising.interval = iv }
-                case "advertising.connectable":
-                    if let v = boolean(item, what, key) { advertising.connectable = v }
-                case "advertising.tx_power":
-                    if let v = integer(item, what, key, -127...20, unit: " dBm") { advertising.txPower = Int8(v) }
-                case "advertising.address":
-                    guard let s = string(item, what, key) else { continue }
-                    if let a = AddressPolicy(rawValue: s) {
-                        advertising.address = a
-                        advertising.addressLocation = item.location
-                    } else if RandomAddress.parse(s) != nil {
-                        fail("\(what) names one address, which belongs to one beacon: put address = \"\(s)\" in that beacon's table ([beacon] or its [[beacon]])",
-                             at: item.location, key: key)
-                    } else {
-                        var message = "\(what) must be one of \"public\", \"static\", \"rotating\", found \"\(s)\""
-                        if let guess = closest(s, among: AddressPolicy.allCases.map(\.rawValue)) { message += "; did you mean \"\(guess)\"?" }
-                        fail(message, at: item.location, key: key)
-                    }
-                case "controller.device":
-                    guard let s = string(item, what, key) else { continue }
-                    do { controller.device = try DeviceSpec(parsing: s) } catch {
-                        fail("\(what) is not valid: \(error.message)", at: item.location, key: key)
-                    }
-                case "controller.backend":
-                    guard let s = string(item, what, key) else { continue }
-                    if let b = ControllerBackend(rawValue: s) { controller.backend = b } else {
-                        fail("\(what) must be one of \"auto\", \"mgmt\", \"hci\", found \"\(s)\"", at: item.location, key: key)
-                    }
-                case "daemon.log_level":
-                    guard let s = string(item, what, key) else { continue }
-                    if let l = LogLevel(name: s) { daemon.logLevel = l } else {
-                        fail("\(what) must be one of \(LogLevel.validNames), found \"\(s)\"", at: item.location, key: key)
-                    }
-                default:
-                    preconditionFailure("schema lists \(key) but the validator does not handle it")
+                guard let value = check(e.item, row, "'\(e.key)' in [\(name)]", format: nil) else { continue }
+                // Each key's meaning.
+                switch (row.path, value) {
+                case ("advertising.interval_ms", .integer(let v)): advertising.interval = AdvertisingInterval(milliseconds: Int(v)) ?? advertising.interval
+                case ("advertising.connectable", .boolean(let v)): advertising.connectable = v
+                case ("advertising.tx_power", .integer(let v)): advertising.txPower = Int8(v)
+                case ("advertising.address", .address(.policy(let p))):
+                    advertising.address = p
+                    advertising.addressLocation = e.item.location
+                case ("controller.device", .device(let d)): controller.device = d
+                case ("controller.backend", .string(let s)): controller.backend = ControllerBackend(rawValue: s)!
+                case ("daemon.log_level", .logLevel(let l)): daemon.logLevel = l
+                default: preconditionFailure("the schema lists \(row.path) but the validator gives it no meaning")
                 }
             }
         }

@@ -1,4 +1,5 @@
 // Entry point: parse the command line, run the command, exit with its code.
+import BeaconCore
 import DaemonCore
 import SystemCalls
 
@@ -16,6 +17,9 @@ public enum BeacondMain {
                 Output.out("beacond \(beacondVersion)\n")
                 code = .success
             case .checkConfig(let path, let keys): code = Tools.checkConfig(path: path, keys: keys)
+            case .configSchema:
+                Output.out(ConfigSchema.json)
+                code = .success
             case .payload(let path, let format, let time): code = Tools.payload(path: path, format: format, time: time)
             case .genKey(let path): code = Tools.genKey(path: path)
             case .genUUID(let count, let lower, let set, let replace):

@@ -12,6 +12,10 @@ public enum DeviceSpec: Sendable, Hashable, CustomStringConvertible {
     case serial(path: String, baud: Int)
 
     public static let defaultBaud = 115_200
+    /// How a device is written, each form once: for messages, help texts and the config reference.
+    public static let forms = ["hciN", "tcp:HOST:PORT", "unix:PATH", "serial:PATH[:BAUD]"]
+    /// "hciN, tcp:HOST:PORT, unix:PATH or serial:PATH[:BAUD]".
+    public static let formsText = forms.dropLast().joined(separator: ", ") + " or " + forms.last!
     /// Baud rates Linux termios can set by constant.
     public static let supportedBauds: [Int] = [
         9600, 19200, 38400, 57600, 115_200, 230_400, 460_800, 500_000, 576_000, 921_600, 1_000_000, 1_152_000,
@@ -24,7 +28,7 @@ public enum DeviceSpec: Sendable, Hashable, CustomStringConvertible {
     }
 
     public init(parsing text: String) throws(ParseError) {
-        let expected = "expected hciN, tcp:HOST:PORT, unix:PATH or serial:PATH[:BAUD]"
+        let expected = "expected \(DeviceSpec.formsText)"
         if text.hasPrefix("hci") {
             let digits = text.dropFirst(3)
             guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }), digits.count <= 5,

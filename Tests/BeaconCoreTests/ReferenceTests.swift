@@ -1,78 +1,113 @@
-// The README's key table is the source of beacond.conf(5) (scripts/man.py renders it): it must list exactly the
-// schema's keys, and every integer range it states must be the one the validator enforces.
+// The config schema is the one source of every key: the README's table must be its rendering, and the validator
+// must do what each row says (its range, its default, and a meaning for every key).
 import BeaconCore
 import TestSupport
 import Testing
 
-@Suite("the documented config reference")
+@Suite("the config schema and its reference")
 struct ReferenceTests {
-    /// (table, key, type column) of every row of the README's key table.
-    static let rows: [(table: String, key: String, type: String)] = {
-        let readme = String(decoding: Fixtures.bytes(Fixtures.root + "/../../README.md"), as: UTF8.self)
-        return readme.split(separator: "\n").compactMap { line in
-            guard line.hasPrefix("| `[") else { return nil }
-            let cells = line.split(separator: "|").map { $0.trimmingSpaces }
-            let name = cells[0].filter { $0 != "`" }  // "[beacon] uuid"
-            let parts = name.split(separator: " ")
-            guard parts.count == 2 else { return nil }
-            return (String(parts[0].dropFirst().dropLast()), String(parts[1]), cells[1])
-        }
-    }()
+    static let readme = String(decoding: Fixtures.bytes(Fixtures.root + "/../../README.md"), as: UTF8.self)
 
-    @Test("the README's key table lists exactly the schema's keys, in its order")
-    func sameKeys() {
-        let documented = Self.rows.map { "\($0.table).\($0.key)" }
-        let schema = BeaconConfiguration.schema.flatMap { t in t.keys.map { "\(t.table).\($0)" } }
-        #expect(documented == schema)
+    @Test("the README's key table is the schema's rendering, row for row")
+    func readmeTable() {
+        let table = Self.readme.split(separator: "\n", omittingEmptySubsequences: false)
+            .drop { !$0.hasPrefix("| key | formats |") }.prefix { $0.hasPrefix("|") }
+        let documented = table.map(String.init), rendered = ConfigSchema.referenceTable.split(separator: "\n").map(String.init)
+        #expect(documented.count == rendered.count, "the README has \(documented.count) lines of table, the schema \(rendered.count)")
+        for (readme, schema) in zip(documented, rendered) where readme != schema {
+            Issue.record("README: \(readme)\nschema: \(schema)\n(the README's table is ConfigSchema.referenceTable)")
+        }
     }
 
-    @Test("every documented integer range is the validator's: the bounds pass, one past each is refused naming it")
+    @Test("every integer range is the validator's: the bounds pass, one past each is refused naming it")
     func ranges() throws {
         var checked = 0
-        for row in Self.rows {
-            let type = row.type.replacingMinus
-            guard type.hasPrefix("integer "), let dots = type.firstRange(of: "…") else { continue }
-            let low = Int(type[type.index(type.startIndex, offsetBy: 8)..<dots.lowerBound])!
-            let high = Int(type[dots.upperBound...].prefix { $0.isNumber || $0 == "-" })!
+        for row in ConfigSchema.keys {
+            guard case .integer(let range, _, _) = row.type else { continue }
+            let (low, high) = (range.lowerBound, range.upperBound)
             for (value, ok) in [(low, true), (high, true), (low - 1, false), (high + 1, false)] {
-                let text = config(setting: row.table, row.key, to: value)
+                let text = Self.config(row, setting: String(value))
                 let error = thrown(ConfigDiagnostics.self) { _ = try BeaconConfiguration.parse(Array(text.utf8)) }
                 if ok {
-                    #expect(error == nil, "\(row.table).\(row.key) = \(value): \(error?.items.map(\.message) ?? [])")
+                    #expect(error == nil, "\(row.path) = \(value): \(error?.items.map(\.message) ?? [])")
                 } else {
                     #expect(error?.items.first?.message.contains("must be from \(low) to \(high)") == true,
-                            "\(row.table).\(row.key) = \(value): \(error?.items.map(\.message) ?? [])")
+                            "\(row.path) = \(value): \(error?.items.map(\.message) ?? [])")
                 }
             }
             checked += 1
         }
-        #expect(checked == 9, "the README documents nine integer keys with a range")
+        #expect(checked == 10, "ten integer rows (measured_power twice)")
     }
 
-    private func config(setting table: String, _ key: String, to value: Int) -> String {
-        // A beacon of the first format the key belongs to (company_id and reserved are AltBeacon's).
-        let format = table == "beacon" ? BeaconFormat.allCases.first { $0.keys.contains(key) } ?? .ibeacon : .ibeacon
-        let identity: [(String, String)] = format == .eddystoneEID ? [("identity_key_file", "\"k.key\"")]
-            : [("uuid", "\"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\""), ("major", "1"), ("minor", "1")]
-        var tables: [(String, [(String, String)])] = [
-            ("beacon", [("format", "\"\(format.rawValue)\"")] + identity),
-            ("advertising", []),
-        ]
-        if let i = tables.firstIndex(where: { $0.0 == table }) {
-            tables[i].1.removeAll { $0.0 == key }
-            tables[i].1.append((key, String(value)))
-        } else {
-            tables.append((table, [(key, String(value))]))
+    @Test("a key set to its stated default changes nothing")
+    func defaults() throws {
+        var checked = 0
+        for row in ConfigSchema.keys {
+            guard case .value(let v) = row.defaultValue else { continue }
+            let without = try BeaconConfiguration.parse(Array(Self.config(row, setting: nil).utf8))
+            let with = try BeaconConfiguration.parse(Array(Self.config(row, setting: v).utf8))
+            #expect(with.beacons.map(\.beacon) == without.beacons.map(\.beacon) && with.advertising.interval == without.advertising.interval
+                        && with.advertising.connectable == without.advertising.connectable && with.controller == without.controller,
+                    "\(row.path) = \(v) for \(row.formats.first?.rawValue ?? "-")")
+            checked += 1
         }
+        #expect(checked >= 9)
+    }
+
+    /// A valid value for each key whose default is not a value (those are checked above).
+    static let samples: [String: String] = [
+        "beacon.uuid": "\"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"", "beacon.major": "1", "beacon.minor": "2",
+        "beacon.namespace": "\"00112233445566778899\"", "beacon.instance": "\"AABBCCDDEEFF\"", "beacon.identity_key_file": "\"k.key\"",
+        "beacon.interval_ms": "200", "beacon.name": "\"Shelf 4\"", "beacon.address": "\"C6:12:34:56:78:9A\"",
+        "advertising.tx_power": "0", "advertising.address": "\"rotating\"", "daemon.log_level": "\"debug\"",
+    ]
+
+    @Test("every row has a meaning: a valid value for it parses (the validator would stop on a key it cannot use)")
+    func everyKeyHasAMeaning() throws {
+        for row in ConfigSchema.keys {
+            let value: String
+            if case .value(let v) = row.defaultValue { value = v } else {
+                guard let s = Self.samples[row.path] else {
+                    Issue.record("no sample value for \(row.path): add one to ReferenceTests.samples")
+                    continue
+                }
+                value = s
+            }
+            let text = Self.config(row, setting: value)
+            let error = thrown(ConfigDiagnostics.self) { _ = try BeaconConfiguration.parse(Array(text.utf8)) }
+            #expect(error == nil, "\(row.path) = \(value): \(error?.items.map(\.message) ?? [])")
+        }
+    }
+
+    @Test("each format's keys are the schema's, and a key of another format names its owners")
+    func formatKeys() throws {
+        #expect(BeaconFormat.altbeacon.keys == ["uuid", "major", "minor", "measured_power", "company_id", "reserved"])
+        #expect(BeaconFormat.eddystoneTLM.keys == [])
+        let text = "[beacon]\nformat = \"eddystone-uid\"\nnamespace = \"00112233445566778899\"\ninstance = \"AABBCCDDEEFF\"\nreserved = 1\n"
+        let error = thrown(ConfigDiagnostics.self) { _ = try BeaconConfiguration.parse(Array(text.utf8)) }
+        #expect(error?.items.map(\.message) == ["'reserved' in [beacon] belongs to format \"altbeacon\", not to this beacon's format \"eddystone-uid\""])
+    }
+
+    /// A config with a beacon of the first format the row applies to, and `row` set to `value` (nil: left out).
+    static func config(_ row: ConfigKey, setting value: String?) -> String {
+        let format = row.formats.first ?? .ibeacon
+        var identity: [(String, String)] = format.keys.compactMap { key in
+            ConfigSchema.row(key, format: format).flatMap { r in r.defaultValue == .required || r.defaultValue == .provisioning ? (key, samples[r.path]!) : nil }
+        }
+        var tables: [(String, [(String, String)])] = [("beacon", [("format", "\"\(format.rawValue)\"")]), ("advertising", [])]
+        if let value {
+            if row.table == .beacon {
+                identity.removeAll { $0.0 == row.name }
+                identity.append((row.name, value))
+            } else if let i = tables.firstIndex(where: { $0.0 == row.table.rawValue }) {
+                tables[i].1.append((row.name, value))
+            } else {
+                tables.append((row.table.rawValue, [(row.name, value)]))
+            }
+        }
+        tables[0].1 += identity.filter { $0.0 != "format" }
+        if row.name == "format", let value { tables[0].1[0].1 = value }
         return tables.map { t in "[\(t.0)]\n" + t.1.map { "\($0.0) = \($0.1)\n" }.joined() }.joined()
     }
-}
-
-extension Substring {
-    var trimmingSpaces: String { String(drop { $0 == " " }.reversed().drop { $0 == " " }.reversed()) }
-}
-
-extension String {
-    /// The README writes negative numbers with U+2212.
-    var replacingMinus: String { String(map { $0 == "\u{2212}" ? "-" : $0 }) }
 }

@@ -72,12 +72,47 @@ struct CLITests {
         #expect(e?.rendered.hasSuffix("  See 'beacond --help' for more information.\n") == true)
     }
 
-    @Test("every command has help that shows its usage line")
-    func helpTexts() {
-        for c in CLI.commands {
-            #expect(CLI.help(c.name).contains("USAGE: \(CLI.usage(c.name))"))
-            #expect(CLI.help(nil).contains(c.name))
+    /// The long option names in a text ("--config", "--expect").
+    static func longOptions(_ text: String) -> Set<String> {
+        var names = Set<String>()
+        var rest = Substring(text)
+        while let at = rest.firstRange(of: "--") {
+            let name = rest[at.lowerBound...].prefix { $0 == "-" || $0.isLetter }
+            if name.count > 2 { names.insert(String(name)) }
+            rest = rest[name.endIndex...]
         }
+        return names
+    }
+
+    @Test("each command's usage line names exactly the options it declares")
+    func usageMatchesOptions() {
+        for c in CLI.commands where !c.options.dropLast().isEmpty {
+            let declared = Self.longOptions(c.options.map(\.flags).joined(separator: " ")).subtracting(["--help"])
+            #expect(Self.longOptions(c.usage) == declared, "\(c.name)")
+        }
+    }
+
+    @Test("help fits 80 columns (but the usage lines) and names every format where it lists them")
+    func helpTexts() {
+        for name in [nil] + CLI.commands.map(\.name) {
+            let text = CLI.help(name)
+            for line in text.split(separator: "\n") where !line.hasPrefix("USAGE:") && !line.hasPrefix("       beacond") {
+                #expect(line.count <= 80, "\(name ?? "beacond"): \(line)")
+            }
+        }
+        for name in [nil, "run", "scan"] {
+            let text = CLI.help(name).split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            for f in BeaconFormat.allCases { #expect(text.contains(f.displayName), "\(name ?? "beacond") does not name \(f.displayName)") }
+        }
+    }
+
+    @Test("an option's value is checked by its own declaration", arguments: [
+        (["payload", "--format", "yaml"], "invalid value for '--format': 'yaml' (expected hex, hcitool or json)"),
+        (["run", "--log-level", "loud"], "invalid value for '--log-level': 'loud' (expected emerg, alert, crit, err, warning, notice, info, debug)"),
+        (["status", "-d", "hcix"], "invalid value for '-d': 'hcix' is not a kernel device name; expected hciN, tcp:HOST:PORT, unix:PATH or serial:PATH[:BAUD]"),
+    ])
+    func optionValues(args: [String], message: String) {
+        #expect(thrown(UsageError.self) { _ = try CLI.parse(args) }?.message == message)
     }
 }
 

@@ -29,6 +29,8 @@ PLAY = """
       daemon: "{{ beacond_daemon | default({}) }}"
       key_prefix: "{{ prefix | default('') }}"
   tasks:
+    - name: The role's vars (the typed keys the template reads)
+      ansible.builtin.include_vars: "{{ role_dir }}/vars/main.yml"
     - name: The role's argument specs
       ansible.builtin.validate_argument_spec:
         argument_spec: "{{ (lookup('file', role_dir ~ '/meta/argument_specs.yml') | from_yaml).argument_specs.main.options }}"
@@ -284,3 +286,24 @@ def test_the_role_takes_reload_and_health_from_beacond_not_from_its_log():
     check = next(t for t in yaml.safe_load((ROLE / 'tasks' / 'config.yml').read_text())
                  if t.get('register') == 'beacond_status_run')
     assert check['ansible.builtin.raw'] == '/usr/bin/beacond status --json' and check['check_mode'] is False
+
+
+def test_the_role_agrees_with_beacond_schema():
+    """The typed keys the template writes as numbers or booleans, rotation_exponent's default, and the keys each
+    table option's description lists are the schema's (`beacond check-config --schema`)."""
+    import yaml
+    schema = json.loads(run_cli('check-config', '--schema', check=True).stdout)
+    variables = yaml.safe_load((ROLE / 'vars' / 'main.yml').read_text())
+    def kind(k):
+        return list(dict.fromkeys(r['key'] for r in schema['keys'] if r['kind'] == k))
+    assert variables['beacond_integer_keys'] == kind('integer')
+    assert variables['beacond_boolean_keys'] == kind('boolean')
+    exponent = next(r for r in schema['keys'] if r['key'] == 'rotation_exponent')
+    assert str(variables['beacond_rotation_exponent_default']) == exponent['value']
+    options = yaml.safe_load((ROLE / 'meta' / 'argument_specs.yml').read_text())['argument_specs']['main']['options']
+    for option, table in (('beacond_beacons', 'beacon'), ('beacond_advertising', 'advertising'),
+                          ('beacond_controller', 'controller'), ('beacond_daemon', 'daemon')):
+        names = list(dict.fromkeys(r['key'] for r in schema['keys'] if r['table'] == table))
+        described = ' '.join(options[option]['description'].split())
+        assert ': ' + ', '.join(names) + ' (beacond.conf(5))' in described, (option, names, described)
+

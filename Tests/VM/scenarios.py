@@ -689,7 +689,13 @@ def s0_fresh_install_waits_for_a_uuid():
     st = wait_advertising(uuid)
     expected = bytes.fromhex('0201061aff4c000215' + uuid.replace('-', '')) + (1).to_bytes(2, 'big') * 2 + (-59).to_bytes(1, 'big', signed=True)
     wait_on_air(expected)
-    return f'{st[:60]}…; man: {"ok" if os.path.exists("/usr/share/man/man8/beacond.8.gz") else "MISSING"}'
+    # The package's pages and description come from the binary's command table and schema (scripts/man.py).
+    for page in ('/usr/share/man/man8/beacond.8.gz', '/usr/share/man/man5/beacond.conf.5.gz'):
+        assert os.path.exists(page), f'{page} is missing'
+    names = json.loads(sh('beacond check-config --schema', check=True))['formatNames']
+    description = ' '.join(sh("dpkg-query -W -f='${Description}' beacond", check=True).split())
+    assert all(n in description for n in names), f'the package description does not name every format {names}: {description}'
+    return f'{st[:60]}…; man pages and a description naming {len(names)} formats'
 
 
 def s13_purge_leaves_nothing():

@@ -1,0 +1,80 @@
+"""The man pages and the README say what the binary says: the pages are made from the command table and the config
+schema (scripts/man.py), rendered by man-db without a warning, and the README's intro names every format."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, beacond_path, run_cli
+
+
+def schema() -> dict:
+    return json.loads(run_cli('check-config', '--schema', check=True).stdout)
+
+
+def rendered(page) -> str:
+    """The page as man-db shows it, wide and without hyphenation, with whitespace collapsed."""
+    if shutil.which('man') is None:
+        pytest.fail('man-db is not installed (scripts/deps.sh installs it): the pages cannot be rendered')
+    r = subprocess.run(['man', '--warnings', '-l', str(page)], capture_output=True, text=True,
+                       env={**os.environ, 'MANWIDTH': '400', 'MAN_KEEP_FORMATTING': '', 'LANG': 'C.UTF-8'})
+    assert r.returncode == 0 and r.stderr == '', r.stderr
+    text = re.sub(r'.\x08', '', r.stdout)  # overstrike bold
+    return ' '.join(text.replace('\u2010', '-').split())
+
+
+@pytest.fixture(scope='module')
+def pages(tmp_path_factory):
+    out = tmp_path_factory.mktemp('man')
+    subprocess.run([sys.executable, str(ROOT / 'scripts' / 'man.py'), '--beacond', str(beacond_path()), '--version', '9.9.9',
+                    '--date', '2026-01-01', '--out', str(out)], check=True)
+    return {name: rendered(out / name) for name in ('beacond.8', 'beacond.conf.5')}
+
+
+def plain(markdown: str) -> str:
+    return ' '.join(markdown.replace('`', '').replace('**', '').split())
+
+
+def test_conf_page_lists_every_schema_key_with_its_type_and_default(pages):
+    page = pages['beacond.conf.5']
+    keys = schema()['keys']
+    assert len(keys) >= 20
+    for table in sorted({k['table'] for k in keys}):
+        assert f'[{table}]' in page
+    for k in keys:
+        entry = f"{k['key']} " + ('Formats: ' + ('all' if len(k['formats']) == 5 else ', '.join(k['formats'])) + '. ' if k['table'] == 'beacon' else '') \
+            + f"Type: {plain(k['type'])}."
+        assert entry in page, entry
+        assert ('Required.' if k['required'] else f"Default: {plain(k['default'])}.") in page
+
+
+def test_command_page_lists_every_command_option_signal_and_exit_status(pages):
+    page = pages['beacond.8']
+    top = run_cli('--help', check=True).stdout
+    commands = [l.split()[0] for l in top.split('COMMANDS:')[1].split('OPTIONS:')[0].splitlines() if l.strip()]
+    assert 'status' in commands and 'scan' in commands
+    for c in commands:
+        help_text = run_cli('help', c, check=True).stdout
+        for flags in re.findall(r'^  (-\S.*?)(?:\s{2,}|$)', help_text, re.M):
+            assert flags in page, f'{c}: {flags}'
+        if 'EXIT STATUS:' in help_text:
+            assert 'Exit status: ' + ' '.join(help_text.split('EXIT STATUS:')[1].split()) in page, c
+    assert 'SIGNALS SIGHUP reloads the config' in page
+
+
+def test_readme_intro_names_every_format():
+    """The formats come from BeaconFormat.allCases in the help; the README's opening paragraph must keep up (the
+    package's description is made from the schema's formatNames, checked in VM scenario 12)."""
+    names = schema()['formatNames']
+    assert len(names) == 5, names
+    intro = ' '.join((ROOT / 'README.md').read_text().split('\n\n')[1].split())
+    for name in names:
+        assert name in intro, f'the README intro does not name {name}: {intro[:300]}'
+    top = ' '.join(run_cli('--help', check=True).stdout.split())
+    assert all(name in top for name in names), top
