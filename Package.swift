@@ -25,8 +25,8 @@ let package = Package(
         .target(name: "BluetoothHCI"),
         // Bytes to controllers: kernel sockets and H4 streams.
         .target(name: "HCITransport", dependencies: ["CBluetooth", "BluetoothHCI", "SystemCalls"]),
-        // Pure: config grammar, schema and diagnostics; the beacon frames.
-        .target(name: "BeaconCore", dependencies: ["BluetoothHCI"]),
+        // Pure: config grammar, schema and diagnostics; the beacon frames (SystemCalls only for libm's pow).
+        .target(name: "BeaconCore", dependencies: ["BluetoothHCI", "SystemCalls"]),
         .target(name: "SystemdSupport", dependencies: ["CSystemd", "SystemCalls"]),
         // Pure: the HCI command flows and advertising plans.
         .target(name: "HCIHost", dependencies: ["BluetoothHCI"]),

@@ -148,7 +148,9 @@ Priority: optional
 Description: Bluetooth LE beacon daemon (iBeacon, AltBeacon, Eddystone)
  beacond turns a Linux machine with a Bluetooth LE controller (a Raspberry
  Pi by a shop shelf, a kiosk, a POS terminal, a gateway) into one or more
- beacons: $formats. It puts the exact frames on the air
+ beacons, in these formats:
+ $formats.
+ It puts the exact frames on the air
  through the kernel's management interface beside bluetoothd, raw HCI, or an
  H4 controller on a serial line, TCP or a unix socket; keeps them there across
  adapter resets and re-plugs; and reports its health to systemd (sd-notify,

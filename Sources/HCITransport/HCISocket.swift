@@ -1,7 +1,6 @@
 // Raw HCI sockets (AF_BLUETOOTH, BTPROTO_HCI) and the C helpers that bind and filter them; the system calls
 // themselves go through SystemCalls.
 import CBluetooth
-import Glibc
 import SystemCalls
 
 /// A raw HCI socket: socket(AF_BLUETOOTH, SOCK_RAW, BTPROTO_HCI), non-blocking, close-on-exec. EAFNOSUPPORT is

@@ -1,7 +1,6 @@
 // Byte pipes to a controller: the kernel's raw HCI socket, or H4 over TCP, a unix socket or a serial line.
 import BluetoothHCI
 import CBluetooth
-import Glibc
 import SystemCalls
 
 /// Why a transport could not be opened or used. Each case carries what a good message needs.
@@ -134,8 +133,8 @@ public final class Transport {
         defer { socket.close() }
         for (what, r) in [("HCIDEVDOWN", { beacond_hci_dev_down(socket.rawValue, Int32(index)) }), ("HCIDEVUP", { beacond_hci_dev_up(socket.rawValue, Int32(index)) })] {
             let e = r()
-            if e == 0 || (what == "HCIDEVUP" && e == -EALREADY) { continue }
-            if e == -EPERM || e == -EACCES { throw .permissionDenied(name, capability: "CAP_NET_ADMIN", SystemError("ioctl(\(what))", errno: -e)) }
+            if e == 0 || (what == "HCIDEVUP" && Errno(negated: e) == .alreadyInProgress) { continue }
+            if Errno(negated: e).isPermission { throw .permissionDenied(name, capability: "CAP_NET_ADMIN", SystemError("ioctl(\(what))", errno: Errno(negated: e))) }
             do { try SystemError.check("ioctl(\(what))", negatedErrno: e) } catch { throw .system(name, error) }
         }
     }
@@ -157,16 +156,16 @@ public final class Transport {
         let fd = socket.rawValue
         var info = hci_dev_info()
         let r = beacond_hci_dev_info(fd, index, &info)
-        if r == -ENODEV { throw TransportError.deviceAbsent(name) }
+        if Errno(negated: r) == .noDevice { throw TransportError.deviceAbsent(name) }
         try SystemError.check("ioctl(HCIGETDEVINFO)", negatedErrno: r)
         if beacond_hci_dev_is_up(&info) == 0 {
             guard mayBringUp else { throw TransportError.deviceDown(name, needsCapability: "CAP_NET_ADMIN") }
             let up = beacond_hci_dev_up(fd, index)
-            if up == -EPERM || up == -EACCES { throw TransportError.deviceDown(name, needsCapability: "CAP_NET_ADMIN") }
-            if up == -ERFKILL {
+            if Errno(negated: up).isPermission { throw TransportError.deviceDown(name, needsCapability: "CAP_NET_ADMIN") }
+            if Errno(negated: up) == .rfkilled {
                 throw TransportError.system(name, SystemError("ioctl(HCIDEVUP) — blocked by rfkill (try 'rfkill unblock bluetooth')", errno: .rfkilled))
             }
-            if up != -EALREADY { try SystemError.check("ioctl(HCIDEVUP)", negatedErrno: up) }
+            if Errno(negated: up) != .alreadyInProgress { try SystemError.check("ioctl(HCIDEVUP)", negatedErrno: up) }
         }
         try SystemError.check("bind(HCI_CHANNEL_RAW)", negatedErrno: beacond_hci_bind(fd, index, Int32(HCI_CHANNEL_RAW)))
         try SystemError.check("setsockopt(HCI_FILTER)", negatedErrno: beacond_hci_set_event_filter(fd, commandsOnly ? 1 : 0))

@@ -36,6 +36,12 @@ public struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConvertib
     public static let stale = Errno(rawValue: ESTALE)
     public static let invalidArgument = Errno(rawValue: EINVAL)
 
+    /// The errno of a call that returns -errno (0 or more: success, no errno).
+    public init(negated result: Int32) { self.rawValue = result < 0 ? -result : 0 }
+
+    /// EPERM or EACCES: a missing privilege.
+    public var isPermission: Bool { self == .notPermitted || self == .accessDenied }
+
     /// strerror's text: `Connection refused`.
     public var description: String { String(cString: strerror(rawValue)) }
 }

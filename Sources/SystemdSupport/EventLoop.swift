@@ -1,7 +1,6 @@
 // The one event loop: libsystemd's sd-event with I/O, timer and signal sources and the watchdog.
 // C callbacks reach their Swift handler through Unmanaged userdata, here and nowhere else.
 import CSystemd
-import Glibc
 import SystemCalls
 
 /// sd-* calls return -errno.

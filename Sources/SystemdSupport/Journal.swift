@@ -1,6 +1,5 @@
 // Native journal logging (sd_journal_sendv; the variadic sd_journal_send cannot be called from Swift).
 import CSystemd
-import Glibc
 import SystemCalls
 
 public enum Journal {
