@@ -29,15 +29,13 @@ extension ExpectedBeacon {
     /// Every beacon of one config, in file order. `base` is the index the first one gets in the check's list (for
     /// the telemetry beacons' `follows`).
     public static func all(in config: BeaconConfiguration, path: String, base: Int = 0) -> [ExpectedBeacon] {
-        let wanted = config.addressesWanted
+        let plan = config.addressPlan
         return config.beacons.enumerated().map { k, b in
             var e = ExpectedBeacon(configPath: path, index: k + 1, count: config.beacons.count, location: b.location, beacon: b.beacon)
-            if case .chosen(let a)? = wanted[k].setting { e.chosenAddress = RandomAddress.format(a) }
+            if case .chosen(let a)? = plan.wanted[k].setting { e.chosenAddress = a.description }
             if b.beacon.isTelemetry, e.chosenAddress == nil {
                 // Through mgmt the kernel gives each instance an address of its own: telemetry cannot be paired.
-                let uid = config.beacondChoosesAddresses && b.address == nil
-                    ? config.beacons.indices.first { wanted[$0].key == wanted[k].key && config.beacons[$0].beacon.format == .eddystoneUID } : nil
-                if let uid { e.follows = base + uid } else { e.anyTelemetry = true }
+                if plan.beacondChooses, let uid = plan.sharesWith[k] { e.follows = base + uid } else { e.anyTelemetry = true }
             }
             return e
         }

@@ -57,13 +57,13 @@ public enum AddressPolicy: String, Sendable, Hashable, CaseIterable {
 /// Where one beacon's advertising comes from: a policy, or an address the config names.
 public enum BeaconAddressSetting: Sendable, Hashable, CustomStringConvertible {
     case policy(AddressPolicy)
-    /// A random static address the user chose (6 bytes, least significant first, as on the wire).
-    case chosen([UInt8])
+    /// A random static address the user chose.
+    case chosen(BluetoothAddress)
 
     public var description: String {
         switch self {
         case .policy(let p): p.rawValue
-        case .chosen(let a): RandomAddress.format(a)
+        case .chosen(let a): a.description
         }
     }
 }
@@ -179,57 +179,6 @@ public struct BeaconConfiguration: Sendable, Hashable {
 
     /// The interval a beacon asks for: its own, else `[advertising]`'s.
     public func interval(of b: ConfiguredBeacon) -> AdvertisingInterval { b.interval ?? advertising.interval }
-
-    /// The first address setting the kernel's management interface cannot give (it advertises a non-connectable
-    /// beacon from a private address of its own): then backend auto uses raw HCI commands.
-    public var addressNeedingOwnCommands: BeaconAddressSetting? {
-        // An EID beacon's address must change with its EID, which only beacond's own commands can do.
-        if beacons.contains(where: { $0.beacon.format == .eddystoneEID }) { return .policy(.rotating) }
-        return addressesWanted.lazy.compactMap(\.setting).first {
-            switch $0 {
-            case .chosen, .policy(.static): true
-            case .policy(.public): !advertising.connectable
-            case .policy(.rotating): false
-            }
-        }
-    }
-
-    /// True when beacond itself tells the controller the addresses (raw HCI or H4), false when the kernel does (mgmt).
-    public var beacondChoosesAddresses: Bool {
-        guard case .kernel = controller.device else { return true }
-        switch controller.backend {
-        case .hci: return true
-        case .mgmt: return false
-        case .auto: return addressNeedingOwnCommands != nil
-        }
-    }
-
-    /// Each beacon's address, in file order: its own `address`, else `[advertising]`'s. The kept static address
-    /// follows the beacon's identity, so reordering the file or adding and removing other beacons moves nothing; a
-    /// second beacon with the same identity is filed as "#2". An Eddystone-TLM beacon without an `address` of its
-    /// own goes out from the Eddystone-UID beacon's address (the first before it, else the first in the file):
-    /// Eddystone receivers pair telemetry with the UID frame by the address the two come from.
-    public var addressesWanted: [BeaconAddressWanted] {
-        var wanted: [BeaconAddressWanted] = []
-        var seen: [String: Int] = [:]
-        var telemetry = 0
-        for b in beacons {
-            let base = b.beacon.identityKey ?? b.beacon.format.rawValue
-            if b.beacon.isTelemetry { telemetry += 1 }
-            let n = (seen[base] ?? 0) + 1
-            seen[base] = n
-            // An EID beacon's address is a fresh private one with every EID (the lifecycle gives the period).
-            let setting: BeaconAddressSetting? = b.beacon.format == .eddystoneEID ? .policy(.rotating) : b.address ?? advertising.address.map { .policy($0) }
-            wanted.append(BeaconAddressWanted(setting, key: n == 1 ? base : "\(base) #\(n)"))
-        }
-        guard telemetry > 0, let firstUID = beacons.firstIndex(where: { $0.beacon.format == .eddystoneUID }) else { return wanted }
-        var uid = firstUID
-        for (k, b) in beacons.enumerated() {
-            if b.beacon.format == .eddystoneUID { uid = k }
-            if b.beacon.isTelemetry, b.address == nil { wanted[k] = wanted[k > firstUID ? uid : firstUID] }
-        }
-        return wanted
-    }
 
     /// Checks, parses and validates a whole file. Every mistake is reported, in file order.
     public static func parse(_ bytes: [UInt8]) throws(ConfigDiagnostics) -> BeaconConfiguration {
@@ -454,7 +403,7 @@ private struct Validator {
             return chosenAddress(s, what, at: item.location, key: key).map { .address(.chosen($0)) }
         case .addressPolicy:
             guard let s = string(item, what, key) else { return nil }
-            if RandomAddress.parse(s) != nil {
+            if BluetoothAddress(parsing: s) != nil {
                 fail("\(what) names one address, which belongs to one beacon: put address = \"\(s)\" in that beacon's table ([beacon] or its [[beacon]])",
                      at: item.location, key: key)
                 return nil
@@ -543,35 +492,31 @@ private struct Validator {
             }
         }
 
-        // The kernel's management interface puts non-connectable advertising on an address of its own choosing.
-        if controller.backend == .mgmt, let a = advertising.address, let at = advertising.addressLocation,
-           a == .static || (a == .public && !advertising.connectable) {
-            fail("'address' in [advertising] cannot be \"\(a.rawValue)\" with backend = \"mgmt\": the kernel advertises a non-connectable beacon from a non-resolvable address it picks and rotates itself; use backend = \"hci\" or \"auto\" (which then uses raw HCI commands)",
-                 at: at, key: "advertising.address")
-        }
+        // The kernel's management interface advertises a non-connectable beacon from an address of its own choosing.
         let labelOf = { (k: Int) in labels[k] }
-        if controller.backend == .mgmt, let k = beacons.firstIndex(where: { $0.beacon.format == .eddystoneEID }) {
-            fail("\(labelOf(k)) is an Eddystone-EID beacon, which cannot use backend = \"mgmt\": its address must change with every EID, and the kernel changes its own on its own schedule; use backend = \"hci\" or \"auto\" (which then uses raw HCI commands)",
-                 at: beacons[k].location, key: "controller.backend")
-        }
-        var chosenBy: [[UInt8]: Int] = [:]
+        var settings: [(BeaconAddressSetting, SourceLocation, String, String)] = []
+        if let a = advertising.address, let at = advertising.addressLocation { settings.append((.policy(a), at, "[advertising]", "advertising.address")) }
         for (k, b) in beacons.enumerated() {
-            guard let a = b.address, let at = b.addressLocation else { continue }
-            let needsHCI: Bool
-            switch a {
-            case .chosen(let bytes):
-                needsHCI = true
-                if let first = chosenBy[bytes] {
-                    fail("'address' in \(labelOf(k)) is \(a), the same as in \(labelOf(first)) (line \(beacons[first].addressLocation!.line)): gateways would take the two for one device; give each beacon its own address",
-                         at: at, key: "beacon.address")
-                } else {
-                    chosenBy[bytes] = k
-                }
-            case .policy(let p): needsHCI = p == .static || (p == .public && !advertising.connectable)
+            if let a = b.address, let at = b.addressLocation { settings.append((a, at, labelOf(k), "beacon.address")) }
+        }
+        if controller.backend == .mgmt {
+            for (setting, at, label, key) in settings where !AddressPlan.kernelCanGive(setting, connectable: advertising.connectable) {
+                fail("'address' in \(label) cannot be \"\(setting)\" with backend = \"mgmt\": \(AddressPlan.kernelRule); use backend = \"hci\" or \"auto\" (which then uses raw HCI commands)",
+                     at: at, key: key)
             }
-            if controller.backend == .mgmt && needsHCI {
-                fail("'address' in \(labelOf(k)) cannot be \"\(a)\" with backend = \"mgmt\": the kernel advertises a non-connectable beacon from a non-resolvable address it picks and rotates itself; use backend = \"hci\" or \"auto\" (which then uses raw HCI commands)",
+            if let k = beacons.firstIndex(where: { $0.beacon.format == .eddystoneEID }) {
+                fail("\(labelOf(k)) is an Eddystone-EID beacon, which cannot use backend = \"mgmt\": its address must change with every EID, and the kernel changes its own on its own schedule; use backend = \"hci\" or \"auto\" (which then uses raw HCI commands)",
+                     at: beacons[k].location, key: "controller.backend")
+            }
+        }
+        var chosenBy: [BluetoothAddress: Int] = [:]
+        for (k, b) in beacons.enumerated() {
+            guard case .chosen(let a)? = b.address, let at = b.addressLocation else { continue }
+            if let first = chosenBy[a] {
+                fail("'address' in \(labelOf(k)) is \(a), the same as in \(labelOf(first)) (line \(beacons[first].addressLocation!.line)): gateways would take the two for one device; give each beacon its own address",
                      at: at, key: "beacon.address")
+            } else {
+                chosenBy[a] = k
             }
         }
 
@@ -580,21 +525,21 @@ private struct Validator {
                                    daemon: daemon)
     }
 
-    /// A random static address written as people write addresses ("C6:12:34:56:78:9A"), wire order; nil after saying
-    /// what is wrong with it.
-    mutating func chosenAddress(_ s: String, _ what: String, at location: SourceLocation, key: String) -> [UInt8]? {
-        guard let a = RandomAddress.parse(s) else {
+    /// A random static address written as people write addresses ("C6:12:34:56:78:9A"); nil after saying what is
+    /// wrong with it.
+    mutating func chosenAddress(_ s: String, _ what: String, at location: SourceLocation, key: String) -> BluetoothAddress? {
+        guard let a = BluetoothAddress(parsing: s) else {
             var message = "\(what) must be \"public\", \"static\", \"rotating\" or a random static address like \"C6:12:34:56:78:9A\", found \"\(s)\""
             if let guess = closest(s, among: AddressPolicy.allCases.map(\.rawValue)) { message += "; did you mean \"\(guess)\"?" }
             fail(message, at: location, key: key)
             return nil
         }
-        guard a[5] >> 6 == 0b11 else {
+        guard a.kind == .staticRandom else {
             fail("\(what) is not a random static address: its two top bits must be 11 (a first digit of C, D, E or F), found \"\(s)\"; a public or private address cannot be chosen here",
                  at: location, key: key)
             return nil
         }
-        guard RandomAddress.isStatic(a) else {
+        guard a.isStatic else {
             fail("\(what) is not a random static address: the 46 bits after the top two must not be all 0 or all 1, found \"\(s)\"",
                  at: location, key: key)
             return nil

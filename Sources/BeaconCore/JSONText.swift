@@ -216,3 +216,11 @@ private struct JSONParser {
         return nil
     }
 }
+
+/// `250 ms`, `4 s`, `1.5 s`.
+public func formatDuration(_ d: Duration) -> String {
+    let ms = Int(d.components.seconds) * 1000 + Int(d.components.attoseconds / 1_000_000_000_000_000)
+    if ms < 1000 { return "\(ms) ms" }
+    if ms % 1000 == 0 || ms >= 10_000 { return "\((ms + 500) / 1000) s" }
+    return "\(ms / 1000).\((ms % 1000) / 100) s"
+}

@@ -26,12 +26,12 @@ enum AddressStore {
 
     /// The kept address of each of `keys`, made and stored first for those that have none. Never replaces a file
     /// that cannot be read as one: a damaged one is an error that says what to do, not new identities on the air.
-    static func load(_ keys: [String], avoiding chosen: Set<[UInt8]>, in directory: String = directory) throws(Failure) -> [String: [UInt8]] {
+    static func load(_ keys: [String], avoiding chosen: Set<BluetoothAddress>, in directory: String = directory) throws(Failure) -> [String: BluetoothAddress] {
         // Read, add and write as one step: a beacond on another device may add its beacons to the same file.
         try StateLock.whileWritingRecords(in: directory) { () throws(Failure) in try assign(keys, avoiding: chosen, in: directory) }
     }
 
-    private static func assign(_ keys: [String], avoiding chosen: Set<[UInt8]>, in directory: String) throws(Failure) -> [String: [UInt8]] {
+    private static func assign(_ keys: [String], avoiding chosen: Set<BluetoothAddress>, in directory: String) throws(Failure) -> [String: BluetoothAddress] {
         var (book, legacy) = try read(in: directory)
         var randomFailure: (any Error)?
         let changed = book.assign(keys, legacy: legacy, avoiding: chosen, random: {
@@ -49,17 +49,17 @@ enum AddressStore {
                 throw Failure(description: "Cannot keep a static address in \(directory): \(error); give beacond a state directory (the unit's StateDirectory=beacond) or set address = \"public\" or \"rotating\"")
             }
         }
-        var out: [String: [UInt8]] = [:]
+        var out: [String: BluetoothAddress] = [:]
         for k in keys { out[k] = book.address(for: k) }
         return out
     }
 
     /// What the tools show without making anything: each key's address if one is kept (or would come from the
     /// earlier version's file). Failure: why the directory cannot be read here.
-    static func peek(_ keys: [String], in directory: String = directory) -> Result<[String: [UInt8]], Failure> {
+    static func peek(_ keys: [String], in directory: String = directory) -> Result<[String: BluetoothAddress], Failure> {
         do {
             let (book, legacy) = try read(in: directory)
-            var out: [String: [UInt8]] = [:]
+            var out: [String: BluetoothAddress] = [:]
             for k in keys { out[k] = book.address(for: k) }
             if book.entries.isEmpty, let legacy, let first = keys.first { out[first] = legacy }
             return .success(out)
@@ -69,7 +69,7 @@ enum AddressStore {
     }
 
     /// The book (empty when there is no file yet) and, when there is no book, the earlier version's address.
-    private static func read(in directory: String) throws(Failure) -> (AddressBook, legacy: [UInt8]?) {
+    private static func read(in directory: String) throws(Failure) -> (AddressBook, legacy: BluetoothAddress?) {
         let path = "\(directory)/\(fileName)"
         do {
             let bytes = try FileDescriptor.readFile(path, limit: 1 << 20)
@@ -91,12 +91,12 @@ enum AddressStore {
         }
     }
 
-    private static func readLegacy(in directory: String) throws(Failure) -> [UInt8]? {
+    private static func readLegacy(in directory: String) throws(Failure) -> BluetoothAddress? {
         let path = "\(directory)/\(legacyFileName)"
         do {
             let bytes = try FileDescriptor.readFile(path, limit: 64)
             let text = String(decoding: bytes, as: UTF8.self).split(whereSeparator: { $0 == "\n" || $0 == " " }).first.map(String.init) ?? ""
-            guard let a = RandomAddress.parse(text), RandomAddress.isStatic(a) else {
+            guard let a = BluetoothAddress(parsing: text), a.isStatic else {
                 throw Failure(description: "\(path) does not hold a random static address (one line like C3:12:34:56:78:9A, the top two bits set); remove it to make a new one",
                               damaged: true)
             }

@@ -153,7 +153,7 @@ final class HCIBackend: AdvertisingBackend {
         }
         // A refresh's off and on must not land between the apply's own commands.
         if refreshing { return afterRefresh.append { [weak self] in self?.apply(schedule, dataOnlyAllowed: dataOnlyAllowed, done) } }
-        var chosen = Set<[UInt8]>()
+        var chosen = Set<BluetoothAddress>()
         for case .chosen(let a)? in schedule.addresses.map(\.setting) { chosen.insert(a) }
         let own: [OwnAddress]
         let choice = addresses.choose(schedule.addresses, generation: schedule.addressGeneration, loadStatic: { keys in
@@ -168,7 +168,7 @@ final class HCIBackend: AdvertisingBackend {
         case .failure(let r): return done(.failure(BackendFailure(message: r.message, fields: ["HCI_DEVICE=\(device)"])))
         }
         let wanted = zip(schedule.beacons, own).map { r, a in var e = r; e.ownAddress = a; return e }
-        let notes = zip(schedule.addresses, own).map { w, a in Self.describe(a, w.setting) }
+        let notes = zip(schedule.addresses, own).map { w, a in AddressPlan.describe(a, w.setting) }
         let outcome = advertiser!.apply(wanted, dataOnlyAllowed: dataOnlyAllowed)
         carry(outcome, on: c) { [weak self] result in
             guard let self else { return }
@@ -297,16 +297,6 @@ final class HCIBackend: AdvertisingBackend {
             let waiting = self.afterRefresh
             self.afterRefresh = []
             waiting.forEach { $0() }
-        }
-    }
-
-    /// "static address C6:…", "chosen address C6:…", "rotating address 3A:…", "public address".
-    static func describe(_ a: OwnAddress, _ setting: BeaconAddressSetting?) -> String {
-        switch (a, setting) {
-        case (.public, _): "public address"
-        case (.random, .chosen?): "chosen address \(a)"
-        case (.random, .policy(let p)?): "\(p.rawValue) address \(a)"
-        case (.random, nil): "static address \(a)"
         }
     }
 

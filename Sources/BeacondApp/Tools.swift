@@ -74,33 +74,25 @@ enum Tools {
     }
 
     static func addressViews(_ config: BeaconConfiguration) -> [AddressView] {
-        let wanted = config.addressesWanted
+        let plan = config.addressPlan
         let file = "\(AddressStore.directory)/\(AddressStore.fileName)"
-        let staticKeys = wanted.filter { $0.setting == nil || $0.setting == .policy(.static) }.map(\.key)
-        let kept = config.beacondChoosesAddresses && !staticKeys.isEmpty ? AddressStore.peek(staticKeys) : .success([:])
-        return zip(config.beacons, wanted).map { b, w in
-            if b.beacon.eid != nil {
-                return AddressView(text: "a new non-resolvable private address with every EID", own: nil, setting: "eid")
+        let staticKeys = plan.wanted.filter { $0.setting == nil || $0.setting == .policy(.static) }.map(\.key)
+        let kept = plan.beacondChooses && !staticKeys.isEmpty ? AddressStore.peek(staticKeys) : .success([:])
+        return plan.wanted.indices.map { k in
+            let w = plan.wanted[k]
+            var known: AddressPlan.Kept?
+            var own: OwnAddress?
+            switch (w.setting, kept) {
+            case (.chosen(let a)?, _): own = .random(a)
+            case (.policy(.public)?, _): own = .public
+            case (nil, _) where !plan.beacondChooses, (.policy(.rotating)?, _): break
+            case (_, .success(let found)):
+                if let a = found[w.key] { (known, own) = (.known(a, file: file), .random(a)) } else { known = .notYet(file: file) }
+            case (_, .failure(let f)): known = .unreadable("\(f)", file: file)
             }
-            switch w.setting {
-            case .chosen(let a)?:
-                return AddressView(text: "\(RandomAddress.format(a)) (chosen)", own: .random(a), setting: "chosen")
-            case .policy(.public)?:
-                return AddressView(text: "public (the controller's own address)", own: .public, setting: "public")
-            case .policy(.rotating)?:
-                return AddressView(text: "rotating (a new private address every \(formatDuration(AddressPolicy.rotationPeriod)))", own: nil, setting: "rotating")
-            case nil where !config.beacondChoosesAddresses:
-                return AddressView(text: "the kernel's own (through mgmt a non-connectable beacon gets a private address the kernel rotates; address = \"static\" gives it a fixed one)",
-                                   own: nil, setting: "kernel")
-            case nil, .policy(.static)?:
-                switch kept {
-                case .success(let found):
-                    if let a = found[w.key] { return AddressView(text: "\(RandomAddress.format(a)) (static, kept in \(file))", own: .random(a), setting: "static") }
-                    return AddressView(text: "static, made at first start (kept in \(file))", own: nil, setting: "static")
-                case .failure(let f):
-                    return AddressView(text: "static (kept in \(file); not readable here: \(f))", own: nil, setting: "static")
-                }
-            }
+            if plan.isEID[k] { own = nil }
+            return AddressView(text: plan.sentence(k, throughKernel: !plan.beacondChooses, kept: known), own: own,
+                               setting: plan.settingName(k))
         }
     }
 

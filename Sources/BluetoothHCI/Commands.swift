@@ -8,7 +8,7 @@ public struct LEAdvertisingParameters: Sendable, Hashable {
     /// 0 public, 1 random.
     public var ownAddressType: UInt8 = 0
     public var peerAddressType: UInt8 = 0
-    public var peerAddress: [UInt8] = [0, 0, 0, 0, 0, 0]
+    public var peerAddress: BluetoothAddress = [0, 0, 0, 0, 0, 0]
     /// Bit 0 channel 37, bit 1 channel 38, bit 2 channel 39.
     public var channelMap: UInt8 = 0x07
     public var filterPolicy: UInt8 = 0
@@ -31,7 +31,7 @@ public struct LEExtendedAdvertisingParameters: Sendable, Hashable {
     public var primaryChannelMap: UInt8 = 0x07
     public var ownAddressType: UInt8 = 0
     public var peerAddressType: UInt8 = 0
-    public var peerAddress: [UInt8] = [0, 0, 0, 0, 0, 0]
+    public var peerAddress: BluetoothAddress = [0, 0, 0, 0, 0, 0]
     public var filterPolicy: UInt8 = 0
     /// dBm, or 0x7F (127) for "no preference".
     public var txPower: Int8 = 0x7F
@@ -72,15 +72,15 @@ public enum HCICommand: Sendable, Hashable, CustomStringConvertible {
     case readBDAddr
     case leSetEventMask(UInt64)
     case leReadLocalSupportedFeatures
-    case leSetRandomAddress([UInt8])
+    case leSetRandomAddress(BluetoothAddress)
     case leSetAdvertisingParameters(LEAdvertisingParameters)
     case leReadAdvertisingPhysicalChannelTxPower
     case leSetAdvertisingData(AdvertisingData)
     case leSetScanResponseData(AdvertisingData)
     case leSetAdvertisingEnable(Bool)
     case leSetExtendedAdvertisingParameters(LEExtendedAdvertisingParameters)
-    /// The random address one advertising set uses (6 bytes, least significant first).
-    case leSetAdvertisingSetRandomAddress(handle: UInt8, address: [UInt8])
+    /// The random address one advertising set uses.
+    case leSetAdvertisingSetRandomAddress(handle: UInt8, address: BluetoothAddress)
     case leReadNumberOfSupportedAdvertisingSets
     /// The controller's TX power range (Core 5.0; `beacond status --check`).
     case leReadTransmitPower
@@ -141,19 +141,17 @@ public enum HCICommand: Sendable, Hashable, CustomStringConvertible {
             w.u32(UInt32(truncatingIfNeeded: mask))
             w.u32(UInt32(truncatingIfNeeded: mask >> 32))
         case .leSetRandomAddress(let address):
-            precondition(address.count == 6, "a Bluetooth address has 6 bytes")
-            w.append(contentsOf: address)
+            w.append(contentsOf: address.wire)
         case .leSetAdvertisingSetRandomAddress(let handle, let address):
-            precondition(address.count == 6, "a Bluetooth address has 6 bytes")
             w.u8(handle)
-            w.append(contentsOf: address)
+            w.append(contentsOf: address.wire)
         case .leSetAdvertisingParameters(let p):
             w.u16(p.intervalMin.units)
             w.u16(p.intervalMax.units)
             w.u8(p.type.rawValue)
             w.u8(p.ownAddressType)
             w.u8(p.peerAddressType)
-            w.append(contentsOf: p.peerAddress)
+            w.append(contentsOf: p.peerAddress.wire)
             w.u8(p.channelMap)
             w.u8(p.filterPolicy)
         case .leSetAdvertisingData(let data), .leSetScanResponseData(let data):
@@ -169,7 +167,7 @@ public enum HCICommand: Sendable, Hashable, CustomStringConvertible {
             w.u8(p.primaryChannelMap)
             w.u8(p.ownAddressType)
             w.u8(p.peerAddressType)
-            w.append(contentsOf: p.peerAddress)
+            w.append(contentsOf: p.peerAddress.wire)
             w.u8(p.filterPolicy)
             w.i8(p.txPower)
             w.u8(p.primaryPHY)

@@ -186,8 +186,8 @@ public struct AdvertisingReport: Sendable, Hashable {
     public var isExtended: Bool
     /// 0 public, 1 random, 2 public identity, 3 random identity.
     public var addressType: UInt8
-    /// As sent, least significant byte first.
-    public var address: [UInt8]
+    /// The sender's address (public for types 0 and 2).
+    public var address: BluetoothAddress
     /// dBm; 127 = not available.
     public var rssi: Int8
     public var data: [UInt8]
@@ -195,11 +195,12 @@ public struct AdvertisingReport: Sendable, Hashable {
     public static let legacySubevent: UInt8 = 0x02
     public static let extendedSubevent: UInt8 = 0x0D
 
+    /// `address`: the six bytes as sent, least significant first.
     public init(eventType: UInt16, isExtended: Bool, addressType: UInt8, address: [UInt8], rssi: Int8, data: [UInt8]) {
         self.eventType = eventType
         self.isExtended = isExtended
         self.addressType = addressType
-        self.address = address
+        self.address = BluetoothAddress(wire: address, public: addressType & 1 == 0) ?? [0, 0, 0, 0, 0, 0]
         self.rssi = rssi
         self.data = data
     }
@@ -245,7 +246,7 @@ public struct AdvertisingReport: Sendable, Hashable {
     }
 
     /// `F0:F1:F2:F3:F4:F5`, most significant byte first as people write addresses.
-    public var addressString: String { address.reversed().map { hexString([$0], uppercase: true) }.joined(separator: ":") }
+    public var addressString: String { address.description }
 
     public var addressTypeName: String {
         switch addressType {

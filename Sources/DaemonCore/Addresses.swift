@@ -10,7 +10,7 @@ import HCIHost
 /// other beacons coming and going. Entries of beacons no longer configured stay: put back, a beacon gets its address
 /// back; at most `limit` entries are kept, the oldest of the beacons no longer configured going first.
 public struct AddressBook: Sendable, Hashable {
-    public private(set) var entries: [(key: String, address: [UInt8])]
+    public private(set) var entries: [(key: String, address: BluetoothAddress)]
 
     public static func == (a: Self, b: Self) -> Bool {
         a.entries.map(\.key) == b.entries.map(\.key) && a.entries.map(\.address) == b.entries.map(\.address)
@@ -37,7 +37,7 @@ public struct AddressBook: Sendable, Hashable {
             let line = raw.drop { $0 == " " }
             if line.isEmpty || line.hasPrefix("#") { continue }
             let parts = line.split(separator: " ", maxSplits: 1)
-            guard parts.count == 2, let a = RandomAddress.parse(String(parts[0])), RandomAddress.isStatic(a) else {
+            guard parts.count == 2, let a = BluetoothAddress(parsing: String(parts[0])), a.isStatic else {
                 throw Damaged(line: n + 1, reason: "not a random static address followed by a beacon's identity")
             }
             let key = String(parts[1])
@@ -46,13 +46,13 @@ public struct AddressBook: Sendable, Hashable {
         }
     }
 
-    public func address(for key: String) -> [UInt8]? { entries.first { $0.key == key }?.address }
+    public func address(for key: String) -> BluetoothAddress? { entries.first { $0.key == key }?.address }
 
     /// Gives every key of `keys` without an address one: `legacy` (the single static address earlier versions kept)
     /// goes to the first key when the book is new, so an upgrade changes nothing for the first beacon; the others
     /// get fresh ones from `random`, never one another beacon has or `avoiding` names (chosen addresses). Returns
     /// whether the book changed; nil when the random bytes ran out.
-    public mutating func assign(_ keys: [String], legacy: [UInt8]?, avoiding: Set<[UInt8]> = [], limit: Int = limit,
+    public mutating func assign(_ keys: [String], legacy: BluetoothAddress?, avoiding: Set<BluetoothAddress> = [], limit: Int = limit,
                                 random: () -> [UInt8]?) -> Bool? {
         var changed = false
         defer {
@@ -68,7 +68,7 @@ public struct AddressBook: Sendable, Hashable {
                 }
             }
         }
-        var legacy = entries.isEmpty ? legacy.flatMap { RandomAddress.isStatic($0) ? $0 : nil } : nil
+        var legacy = entries.isEmpty ? legacy.flatMap { $0.isStatic ? $0 : nil } : nil
         for key in keys where address(for: key) == nil {
             if let l = legacy {
                 entries.append((key, l))
@@ -76,10 +76,10 @@ public struct AddressBook: Sendable, Hashable {
                 changed = true
                 continue
             }
-            var made: [UInt8]?
+            var made: BluetoothAddress?
             for _ in 0..<16 {
                 guard let bytes = random() else { return nil }
-                if let a = RandomAddress.makeStatic(from: bytes), !avoiding.contains(a), !entries.contains(where: { $0.address == a }) {
+                if let a = BluetoothAddress.makeStatic(from: bytes), !avoiding.contains(a), !entries.contains(where: { $0.address == a }) {
                     made = a
                     break
                 }
@@ -94,17 +94,17 @@ public struct AddressBook: Sendable, Hashable {
     public var text: String {
         "# beacond's static addresses, one per beacon (by its identity), each made at that beacon's first start.\n"
             + "# Keep this file to keep the addresses gateways know; remove a line to give that beacon a new one.\n"
-            + entries.map { "\(RandomAddress.format($0.address)) \($0.key)\n" }.joined()
+            + entries.map { "\($0.address) \($0.key)\n" }.joined()
     }
 }
 
 /// Which address the controller is told each beacon advertises from, for its setting: the decisions, with the two
 /// things that need the system (the kept static addresses, fresh random bytes) passed in by the backend.
 public struct AddressChoice: Sendable {
-    private var kept: [String: [UInt8]] = [:]
+    private var kept: [String: BluetoothAddress] = [:]
     /// A beacon without an `address` and no static address could be kept: the public address from then on, said once.
     private var fellBack = false
-    private var rotating: [String: (generation: UInt64, address: [UInt8])] = [:]
+    private var rotating: [String: (generation: UInt64, address: BluetoothAddress)] = [:]
 
     public init() {}
 
@@ -132,7 +132,7 @@ public struct AddressChoice: Sendable {
     /// address and returns the address of each (making the missing ones); it is called only for identities not
     /// loaded before on this connection.
     public mutating func choose(_ wanted: [BeaconAddressWanted], generation: UInt64,
-                                loadStatic: ([String]) -> Result<[String: [UInt8]], StaticFailure>,
+                                loadStatic: ([String]) -> Result<[String: BluetoothAddress], StaticFailure>,
                                 randomBytes: () -> [UInt8]?) -> Result<Choice, Refusal> {
         var warning: String?
         let needStatic = wanted.filter { w in
@@ -181,10 +181,10 @@ public struct AddressChoice: Sendable {
     }
 
     /// A few draws at most: the bytes are refused only when they make all zeros or all ones.
-    private func freshPrivate(_ randomBytes: () -> [UInt8]?) -> [UInt8]? {
+    private func freshPrivate(_ randomBytes: () -> [UInt8]?) -> BluetoothAddress? {
         for _ in 0..<8 {
             guard let bytes = randomBytes() else { return nil }
-            if let a = RandomAddress.makeNonResolvable(from: bytes), !rotating.values.contains(where: { $0.address == a }) { return a }
+            if let a = BluetoothAddress.makeNonResolvable(from: bytes), !rotating.values.contains(where: { $0.address == a }) { return a }
         }
         return nil
     }

@@ -254,14 +254,6 @@ public struct Backoff: Sendable {
     }
 }
 
-/// `250 ms`, `4 s`, `1.5 s`.
-public func formatDuration(_ d: Duration) -> String {
-    let ms = Int(d.components.seconds) * 1000 + Int(d.components.attoseconds / 1_000_000_000_000_000)
-    if ms < 1000 { return "\(ms) ms" }
-    if ms % 1000 == 0 || ms >= 10_000 { return "\((ms + 500) / 1000) s" }
-    return "\(ms / 1000).\((ms % 1000) / 100) s"
-}
-
 /// Counts for Eddystone-TLM: the time since beacond started and the advertising PDUs its beacons sent, from the time
 /// each was on the air and how often (an advertising event sends one PDU on each of the three primary channels).
 /// The controller reports no such count, so it is computed, to within one telemetry period.

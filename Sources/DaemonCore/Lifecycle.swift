@@ -393,7 +393,7 @@ public struct Lifecycle: Sendable {
     private var request: AdvertisingSchedule? {
         guard !config.beacons.isEmpty else { return nil }
         let time = clock?.time ?? 0
-        var addresses = config.addressesWanted
+        var addresses = config.addressPlan.wanted
         for (k, b) in config.beacons.enumerated() {
             if let e = b.beacon.eid { addresses[k].period = UInt64(e.period(of: time)) }
         }
@@ -427,7 +427,7 @@ public struct Lifecycle: Sendable {
 
     /// `address = "rotating"` where beacond drives the controller (through mgmt the kernel rotates its own): the
     /// address timer runs.
-    public var rotatesAddress: Bool { config.addressesWanted.contains { $0.setting == .policy(.rotating) } && backend != .mgmt }
+    public var rotatesAddress: Bool { config.addressPlan.wanted.contains { $0.setting == .policy(.rotating) } && backend != .mgmt }
 
     /// The config has an Eddystone-TLM beacon: the telemetry timer runs.
     public var hasTelemetry: Bool { config.beacons.contains { $0.beacon.isTelemetry } }
@@ -439,12 +439,6 @@ public struct Lifecycle: Sendable {
         return [.microseconds(Int64(onAir.interval.units) * 625)]
     }
 
-    /// The address policy needs beacond's own commands: the kernel's management interface advertises a
-    /// non-connectable beacon from an address of its own.
-    private var addressNeedsHCI: Bool { Self.addressNeedsHCI(config) }
-
-    private static func addressNeedsHCI(_ config: BeaconConfiguration) -> Bool { config.addressNeedingOwnCommands != nil }
-
     private mutating func chooseBackend(_ out: inout [Action]) -> BackendKind {
         let kind: BackendKind
         let why: String
@@ -455,10 +449,8 @@ public struct Lifecycle: Sendable {
             case .hci: (kind, why) = (.hci, "backend hci")
             case .auto where mgmtRefused: (kind, why) = (.hci, "backend auto: the management interface cannot serve it")
             case .auto where mgmtShortfall != nil: (kind, why) = (.hci, "backend auto: \(mgmtShortfall!)")
-            case .auto where config.beacons.contains(where: { $0.beacon.format == .eddystoneEID }):
-                (kind, why) = (.hci, "backend auto: an Eddystone-EID beacon's address must change with each EID, which needs them")
-            case .auto where addressNeedsHCI:
-                (kind, why) = (.hci, "backend auto: address = \"\(config.addressNeedingOwnCommands!)\" needs them; the management interface would advertise from the kernel's own address")
+            case .auto where config.addressPlan.ownCommandsNeeded != nil:
+                (kind, why) = (.hci, "backend auto: \(config.addressPlan.ownCommandsNeeded!)")
             case .auto: (kind, why) = (.mgmt, "backend auto: cooperates with bluetoothd")
             }
         default:
@@ -757,7 +749,7 @@ public struct Lifecycle: Sendable {
             return open(&out)
         }
         let oldDevice = deviceOverride ?? old.controller.device
-        if device != oldDevice || new.controller.backend != old.controller.backend || Self.addressNeedsHCI(old) != addressNeedsHCI {
+        if device != oldDevice || new.controller.backend != old.controller.backend || (old.addressPlan.ownCommandsNeeded != nil) != (config.addressPlan.ownCommandsNeeded != nil) {
             out.append(.log(.notice, "Controller settings changed (now \(device), backend \(new.controller.backend.rawValue)); starting over", []))
             mgmtRefused = false
             mgmtShortfall = nil

@@ -70,7 +70,7 @@ public struct RuntimeState: Sendable, Hashable {
         let onAir = l.phase == .advertising ? l.onAir : nil
         controller = l.backend == nil ? nil : l.onAir?.controller
         let n = l.config.beacons.count
-        let wanted = l.config.addressesWanted
+        let plan = l.config.addressPlan
         beacons = l.config.beacons.enumerated().map { k, b in
             var warnings: [String] = []
             var interval: Double?
@@ -87,14 +87,7 @@ public struct RuntimeState: Sendable, Hashable {
             if b.beacon.eid != nil, l.clock?.synchronized == false {
                 warnings.append("the system clock is not synchronized: receivers will not resolve the EIDs")
             }
-            let kind: String
-            if b.beacon.eid != nil { kind = "eid" } else {
-                switch k < wanted.count ? wanted[k].setting : nil {
-                case .chosen?: kind = "chosen"
-                case .policy(let p)?: kind = l.backend == .mgmt && p != .public ? "kernel" : p.rawValue
-                case nil: kind = l.backend == .mgmt ? "kernel" : "static"
-                }
-            }
+            let kind = plan.kind(k, throughKernel: l.backend == .mgmt)
             let address: String? = onAir.flatMap { k < $0.addresses.count ? $0.addresses[k] : nil }
             var s = BeaconState(index: k + 1, format: b.beacon.format.rawValue, identity: Self.identity(b.beacon), address: address,
                                 addressKind: kind, intervalMs: interval, onAir: onAir != nil, onAirSince: nil, warnings: warnings)

@@ -54,25 +54,6 @@ public struct Step: Sendable, Hashable {
     }
 }
 
-/// The address an advertisement comes from, as the controller is told.
-public enum OwnAddress: Sendable, Hashable, CustomStringConvertible {
-    /// The controller's public address.
-    case `public`
-    /// A random address (static or private), 6 bytes least significant first, as on the wire.
-    case random([UInt8])
-
-    /// Own Address Type in the parameters commands: 0 public, 1 random.
-    public var type: UInt8 { if case .random = self { 1 } else { 0 } }
-
-    /// `C3:12:…` most significant first, as people write addresses.
-    public var description: String {
-        switch self {
-        case .public: "public"
-        case .random(let b): RandomAddress.format(b)
-        }
-    }
-}
-
 /// What to advertise and how: one advertisement (one beacon).
 public struct AdvertisingRequest: Sendable, Hashable {
     public var data: AdvertisingData
@@ -291,10 +272,10 @@ public enum AdvertisingPlan {
     /// The random address goes in after the parameters (so steps 0 and 1 stay the disable and the parameters, where
     /// the command family shows) and before the enable.
     private static func randomAddress(_ a: OwnAddress, family: CommandFamily, handle: UInt8) -> [Step] {
-        guard case .random(let bytes) = a else { return [] }
+        guard case .random(let address) = a else { return [] }
         switch family {
-        case .legacy: return [Step(.leSetRandomAddress(bytes))]
-        case .extended: return [Step(.leSetAdvertisingSetRandomAddress(handle: handle, address: bytes))]
+        case .legacy: return [Step(.leSetRandomAddress(address))]
+        case .extended: return [Step(.leSetAdvertisingSetRandomAddress(handle: handle, address: address))]
         }
     }
 

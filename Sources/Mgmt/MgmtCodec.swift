@@ -203,7 +203,8 @@ public enum MgmtSettings {
 
 /// Return parameters of Read Controller Information.
 public struct MgmtControllerInformation: Sendable, Hashable {
-    public var address: [UInt8]
+    /// The controller's public address.
+    public var address: BluetoothAddress
     public var bluetoothVersion: UInt8
     public var manufacturer: UInt16
     public var supportedSettings: UInt32
@@ -211,7 +212,7 @@ public struct MgmtControllerInformation: Sendable, Hashable {
 
     public init(returnParameters p: [UInt8]) throws(ByteReader.Truncated) {
         var r = ByteReader(p)
-        address = try r.take(6)
+        address = BluetoothAddress(wire: try r.take(6), public: true)!
         bluetoothVersion = try r.u8()
         manufacturer = try r.u16()
         supportedSettings = try r.u32()

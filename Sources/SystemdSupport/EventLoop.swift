@@ -136,7 +136,8 @@ public final class EventLoop {
         return s
     }
 
-    /// Sends WATCHDOG=1 at half of WATCHDOG_USEC from the loop itself (and once at once); false when systemd
+    /// Sends WATCHDOG=1 from the loop itself, between a half and three quarters of WATCHDOG_USEC after the last
+    /// (and at most once a quarter when the loop wakes for other events); false when systemd
     /// asked for no watchdog.
     @discardableResult
     public func enableWatchdog() throws(SystemError) -> Bool {

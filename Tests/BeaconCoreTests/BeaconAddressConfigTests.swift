@@ -23,29 +23,29 @@ struct BeaconAddressConfigTests {
     @Test("a chosen address, a policy per beacon, and [advertising]'s for the rest")
     func settings() throws {
         let c = try parse(ib(1, "address = \"C6:12:34:56:78:9A\"\n") + ib(2, "address = \"public\"\n") + ib(3) + "[advertising]\naddress = \"rotating\"\n")
-        #expect(c.addressesWanted.map(\.setting) == [.chosen([0x9A, 0x78, 0x56, 0x34, 0x12, 0xC6]), .policy(.public), .policy(.rotating)])
+        #expect(c.addressPlan.wanted.map(\.setting) == [.chosen([0x9A, 0x78, 0x56, 0x34, 0x12, 0xC6]), .policy(.public), .policy(.rotating)])
         #expect(c.beacons[0].addressLocation == SourceLocation(line: 5, column: 11))
     }
 
     @Test("kept addresses follow the identity: the same keys after reordering and adding beacons; a repeated identity is #2")
     func keys() throws {
-        let a = try parse(ib(1) + ib(2)).addressesWanted.map(\.key)
+        let a = try parse(ib(1) + ib(2)).addressPlan.wanted.map(\.key)
         #expect(a == ["ibeacon \(uuid) 1 1", "ibeacon \(uuid) 1 2"])
-        let reordered = try parse(ib(2) + uid + ib(1)).addressesWanted.map(\.key)
+        let reordered = try parse(ib(2) + uid + ib(1)).addressPlan.wanted.map(\.key)
         #expect(reordered == ["ibeacon \(uuid) 1 2", "eddystone-uid 00112233445566778899 a1b2c3d4e5f6", "ibeacon \(uuid) 1 1"])
         // measured_power is not identity: editing it keeps the address.
-        #expect(try parse(ib(1, "measured_power = -70\n")).addressesWanted.map(\.key) == ["ibeacon \(uuid) 1 1"])
-        #expect(try parse(ib(1) + ib(1)).addressesWanted.map(\.key) == ["ibeacon \(uuid) 1 1", "ibeacon \(uuid) 1 1 #2"])
+        #expect(try parse(ib(1, "measured_power = -70\n")).addressPlan.wanted.map(\.key) == ["ibeacon \(uuid) 1 1"])
+        #expect(try parse(ib(1) + ib(1)).addressPlan.wanted.map(\.key) == ["ibeacon \(uuid) 1 1", "ibeacon \(uuid) 1 1 #2"])
     }
 
     @Test("Eddystone-TLM goes out from its UID beacon's address (the one before it, else the first); alone it has its own")
     func telemetryFollowsUID() throws {
         let c = try parse(tlm + uid + ib(1) + tlm)
-        let w = c.addressesWanted
+        let w = c.addressPlan.wanted
         #expect(w[0] == w[1] && w[3] == w[1])
-        let own = try parse(uid + tlm + "address = \"D1:00:00:00:00:01\"\n").addressesWanted
+        let own = try parse(uid + tlm + "address = \"D1:00:00:00:00:01\"\n").addressPlan.wanted
         #expect(own[1].setting == BeaconAddressSetting.chosen([1, 0, 0, 0, 0, 0xD1]))
-        #expect(try parse(tlm + tlm).addressesWanted.map(\.key) == ["eddystone-tlm", "eddystone-tlm #2"])
+        #expect(try parse(tlm + tlm).addressPlan.wanted.map(\.key) == ["eddystone-tlm", "eddystone-tlm #2"])
     }
 
     @Test("a chosen address must be a random static one, and each beacon's own", arguments: [
@@ -70,10 +70,10 @@ struct BeaconAddressConfigTests {
 
     @Test("who tells the controller the addresses: beacond for hci and H4, and for auto when a beacon needs its own address")
     func whoChooses() throws {
-        #expect(try parse(ib(1)).beacondChoosesAddresses == false)  // auto on hci0: mgmt, the kernel's addresses
-        #expect(try parse(ib(1, "address = \"static\"\n")).beacondChoosesAddresses)
-        #expect(try parse(ib(1) + "[controller]\nbackend = \"hci\"\n").beacondChoosesAddresses)
-        #expect(try parse(ib(1) + "[controller]\ndevice = \"unix:/tmp/x\"\n").beacondChoosesAddresses)
-        #expect(try parse(ib(1, "address = \"rotating\"\n")).beacondChoosesAddresses == false)
+        #expect(try parse(ib(1)).addressPlan.beacondChooses == false)  // auto on hci0: mgmt, the kernel's addresses
+        #expect(try parse(ib(1, "address = \"static\"\n")).addressPlan.beacondChooses)
+        #expect(try parse(ib(1) + "[controller]\nbackend = \"hci\"\n").addressPlan.beacondChooses)
+        #expect(try parse(ib(1) + "[controller]\ndevice = \"unix:/tmp/x\"\n").addressPlan.beacondChooses)
+        #expect(try parse(ib(1, "address = \"rotating\"\n")).addressPlan.beacondChooses == false)
     }
 }

@@ -6,8 +6,8 @@ import BluetoothHCI
 import HCIHost
 import Testing
 
-private let kept: [UInt8] = [0x9A, 0x78, 0x56, 0x34, 0x12, 0xC6]
-private let other: [UInt8] = [0x01, 0x02, 0x03, 0x04, 0x05, 0xD0]
+private let kept: BluetoothAddress = [0x9A, 0x78, 0x56, 0x34, 0x12, 0xC6]
+private let other: BluetoothAddress = [0x01, 0x02, 0x03, 0x04, 0x05, 0xD0]
 
 private func w(_ setting: BeaconAddressSetting?, _ key: String) -> BeaconAddressWanted { BeaconAddressWanted(setting, key: key) }
 
@@ -16,7 +16,7 @@ struct AddressBookTests {
     @Test("the first key of a new book gets the earlier version's one address; the rest fresh ones, never a taken one")
     func upgrade() throws {
         var book = AddressBook()
-        var draws: [[UInt8]] = [kept, [0, 0, 0, 0, 0, 0], other]  // kept is taken, zeros make none: drawn again
+        var draws: [[UInt8]] = [kept.wire, [0, 0, 0, 0, 0, 0], other.wire]  // kept is taken, zeros make none: drawn again
         #expect(book.assign(["a", "b"], legacy: kept, random: { draws.removeFirst() }) == true)
         #expect(book.address(for: "a") == kept && book.address(for: "b") == other)
         #expect(draws.isEmpty)
@@ -47,7 +47,7 @@ struct AddressBookTests {
     @Test("chosen addresses are avoided; no random bytes is nil")
     func avoiding() {
         var book = AddressBook()
-        var draws: [[UInt8]] = [other, kept]
+        var draws: [[UInt8]] = [other.wire, kept.wire]
         #expect(book.assign(["x"], legacy: nil, avoiding: [other], random: { draws.removeFirst() }) == true)
         #expect(book.address(for: "x") == kept)
         #expect(book.assign(["y"], legacy: nil, random: { nil }) == nil)
@@ -56,7 +56,7 @@ struct AddressBookTests {
     @Test("the file's text round-trips; comments and blank lines are skipped; a bad line is named")
     func file() throws {
         var book = AddressBook()
-        var draws = [kept, other]
+        var draws = [kept.wire, other.wire]
         _ = book.assign(["ibeacon E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 1 2", "eddystone-uid 00112233445566778899 aabbccddeeff"],
                         legacy: nil, random: { draws.removeFirst() })
         let text = book.text
@@ -78,7 +78,7 @@ struct AddressChoiceTests {
     func staticAddresses() throws {
         var c = AddressChoice()
         var asked: [[String]] = []
-        let load = { (keys: [String]) -> Result<[String: [UInt8]], AddressChoice.StaticFailure> in
+        let load = { (keys: [String]) -> Result<[String: BluetoothAddress], AddressChoice.StaticFailure> in
             asked.append(keys)
             return .success(Dictionary(uniqueKeysWithValues: keys.map { ($0, $0 == "a" ? kept : other) }))
         }
@@ -95,7 +95,7 @@ struct AddressChoiceTests {
     func fallBack() throws {
         var c = AddressChoice()
         var loads = 0
-        let none = { (_: [String]) -> Result<[String: [UInt8]], AddressChoice.StaticFailure> in
+        let none = { (_: [String]) -> Result<[String: BluetoothAddress], AddressChoice.StaticFailure> in
             loads += 1
             return .failure(.unavailable("Cannot keep a static address: mkdir /var/lib/beacond: EACCES"))
         }
@@ -113,7 +113,7 @@ struct AddressChoiceTests {
     @Test("a damaged file is an error even for the default: never silently new identities")
     func damaged() {
         var c = AddressChoice()
-        let broken = { (_: [String]) -> Result<[String: [UInt8]], AddressChoice.StaticFailure> in .failure(.damaged("/var/lib/beacond/addresses:3: bad")) }
+        let broken = { (_: [String]) -> Result<[String: BluetoothAddress], AddressChoice.StaticFailure> in .failure(.damaged("/var/lib/beacond/addresses:3: bad")) }
         #expect(throws: AddressChoice.Refusal.self) { try c.choose([w(nil, "a")], generation: 0, loadStatic: broken, randomBytes: { nil }).get() }
     }
 
@@ -122,7 +122,7 @@ struct AddressChoiceTests {
         var c = AddressChoice()
         var draws: [[UInt8]] = [[0, 0, 0, 0, 0, 0], [1, 2, 3, 4, 5, 6], [7, 8, 9, 10, 11, 12], [13, 14, 15, 16, 17, 18]]
         let random = { () -> [UInt8]? in draws.isEmpty ? nil : draws.removeFirst() }
-        let load = { (_: [String]) -> Result<[String: [UInt8]], AddressChoice.StaticFailure> in .success([:]) }
+        let load = { (_: [String]) -> Result<[String: BluetoothAddress], AddressChoice.StaticFailure> in .success([:]) }
         let r = BeaconAddressSetting.policy(.rotating)
         let a = try c.choose([w(r, "a"), w(r, "b")], generation: 1, loadStatic: load, randomBytes: random).get().addresses
         #expect(a[0] != a[1])

@@ -1,4 +1,5 @@
 // The retry backoff and how durations print.
+import BeaconCore
 @testable import DaemonCore
 import Testing
 

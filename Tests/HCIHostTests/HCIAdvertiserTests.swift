@@ -132,7 +132,7 @@ struct HCIAdvertiserTests {
 
     @Test("legacy with an address per beacon: each slot restarts the advertiser from its beacon's address; the cost is said once")
     func timeSlicesWithOwnAddresses() {
-        let a1: [UInt8] = [1, 2, 3, 4, 5, 0xC6], a2: [UInt8] = [9, 9, 9, 9, 9, 0xD7]
+        let a1: BluetoothAddress = [1, 2, 3, 4, 5, 0xC6], a2: BluetoothAddress = [9, 9, 9, 9, 9, 0xD7]
         var second = request(2)
         second.ownAddress = .random(a2)
         var publicOne = request(3)
@@ -188,7 +188,7 @@ struct HCIAdvertiserTests {
         var a = HCIAdvertiser(device: "hci0", info: info(extended: true), capacity: 4, ownsController: false)
         let s = steps(a.apply([request(1), second], dataOnlyAllowed: false))
         let set = s.compactMap { if case .leSetAdvertisingSetRandomAddress(let h, let addr) = $0.command { "\(h) \(addr)" } else { nil } }
-        #expect(set == ["0 [1, 2, 3, 4, 5, 198]", "1 [7, 7, 7, 7, 7, 225]"])
+        #expect(set == ["0 C6:05:04:03:02:01", "1 E1:07:07:07:07:07"])
         _ = a.finished(ok(s))
         #expect(a.report?.beacons.map(\.txPower) == [3, 3])
     }

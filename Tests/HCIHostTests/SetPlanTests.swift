@@ -148,26 +148,33 @@ struct StartSequenceTests {
     }
 }
 
-@Suite("random addresses")
-struct RandomAddressTests {
+@Suite("Bluetooth addresses")
+struct BluetoothAddressTests {
     @Test("static: top two bits 11; non-resolvable: 00; an all-zero or all-one random part is refused")
     func kinds() throws {
-        let s = try #require(RandomAddress.makeStatic(from: [1, 2, 3, 4, 5, 6]))
-        #expect(s == [1, 2, 3, 4, 5, 0xC6] && RandomAddress.isStatic(s))
-        let n = try #require(RandomAddress.makeNonResolvable(from: [1, 2, 3, 4, 5, 0xFF]))
-        #expect(n == [1, 2, 3, 4, 5, 0x3F] && !RandomAddress.isStatic(n))
-        #expect(RandomAddress.makeStatic(from: [0, 0, 0, 0, 0, 0xC0]) == nil)
-        #expect(RandomAddress.makeStatic(from: [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x3F]) == nil)
-        #expect(RandomAddress.makeNonResolvable(from: [0, 0, 0, 0, 0, 0]) == nil)
+        let s = try #require(BluetoothAddress.makeStatic(from: [1, 2, 3, 4, 5, 6]))
+        #expect(s == [1, 2, 3, 4, 5, 0xC6] && s.isStatic && s.kind == .staticRandom)
+        let n = try #require(BluetoothAddress.makeNonResolvable(from: [1, 2, 3, 4, 5, 0xFF]))
+        #expect(n == [1, 2, 3, 4, 5, 0x3F] && !n.isStatic && n.kind == .nonResolvable && n.isValidRandom)
+        #expect(BluetoothAddress.makeStatic(from: [0, 0, 0, 0, 0, 0xC0]) == nil)
+        #expect(BluetoothAddress.makeStatic(from: [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x3F]) == nil)
+        #expect(BluetoothAddress.makeNonResolvable(from: [0, 0, 0, 0, 0, 0]) == nil)
+        let resolvable: BluetoothAddress = [1, 2, 3, 4, 5, 0x46]
+        #expect(resolvable.kind == .resolvable && !resolvable.isStatic)
+        let reserved: BluetoothAddress = [1, 2, 3, 4, 5, 0x86]
+        #expect(reserved.kind == .reserved && !reserved.isValidRandom)
+        let controller = try #require(BluetoothAddress(parsing: "C3:12:34:56:78:9A", public: true))
+        #expect(controller.kind == .public && !controller.isStatic && !controller.isValidRandom)
+        #expect(BluetoothAddress(wire: [1, 2, 3, 4, 5]) == nil)
     }
 
     @Test("text: most significant first, colons; anything else is refused")
     func text() {
-        #expect(RandomAddress.format([0x9A, 0x78, 0x56, 0x34, 0x12, 0xC3]) == "C3:12:34:56:78:9A")
-        #expect(RandomAddress.parse("C3:12:34:56:78:9A") == [0x9A, 0x78, 0x56, 0x34, 0x12, 0xC3])
-        #expect(RandomAddress.parse("c3:12:34:56:78:9a") == [0x9A, 0x78, 0x56, 0x34, 0x12, 0xC3])
+        #expect(([0x9A, 0x78, 0x56, 0x34, 0x12, 0xC3] as BluetoothAddress).description == "C3:12:34:56:78:9A")
+        #expect(BluetoothAddress(parsing: "C3:12:34:56:78:9A") == [0x9A, 0x78, 0x56, 0x34, 0x12, 0xC3])
+        #expect(BluetoothAddress(parsing: "c3:12:34:56:78:9a") == [0x9A, 0x78, 0x56, 0x34, 0x12, 0xC3])
         for bad in ["", "C3:12:34:56:78", "C3:12:34:56:78:9A:00", "C3:12:34:56:78:9G", "C312:34:56:78:9A:0", "+3:12:34:56:78:9A"] {
-            #expect(RandomAddress.parse(bad) == nil)
+            #expect(BluetoothAddress(parsing: bad) == nil)
         }
     }
 }

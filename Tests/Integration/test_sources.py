@@ -16,3 +16,14 @@ def test_only_systemcalls_imports_glibc():
     # As the issue puts it: grep -l 'import Glibc' Sources lists only Sources/SystemCalls.
     listed = subprocess.run(['grep', '-rl', '--include=*.swift', 'import Glibc', str(SOURCES)], capture_output=True, text=True).stdout.split()
     assert listed and all(Path(f).parent.name == 'SystemCalls' for f in listed), listed
+
+
+def test_the_address_rules_are_written_once():
+    """The mgmt rule (the kernel advertises a non-connectable beacon from an address it picks and rotates) and the
+    telemetry-follows-UID rule live in BeaconCore/AddressPlan.swift; nothing else decides them again."""
+    for phrase in ('picks and rotates', 'kernelCanGive(', 'isTelemetry, b.address == nil'):
+        users = sorted(str(f.relative_to(SOURCES)) for f in SOURCES.glob('*/*.swift') if phrase in f.read_text())
+        owners = [u for u in users if u != 'BeaconCore/AddressPlan.swift']
+        if phrase == 'kernelCanGive(':
+            owners = [u for u in owners if u != 'BeaconCore/Configuration.swift']  # the validator asks the plan
+        assert 'BeaconCore/AddressPlan.swift' in users and owners == [], (phrase, users)

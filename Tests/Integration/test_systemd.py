@@ -92,9 +92,11 @@ def test_watchdog_pings_at_half_the_interval_only_when_asked(tmp_path, processes
     elapsed = time.monotonic() - t0
     pings = [t for t, m in notify.messages if m == 'WATCHDOG=1']
     gaps = [b - a for a, b in zip(pings, pings[1:])]
-    # sd-event pings at half of WATCHDOG_USEC (200 ms here). Not more often than that; the upper bound only catches
+    # sd-event arms its ping between a half and three quarters of WATCHDOG_USEC, and a loop that wakes for other
+    # events pings at most once a quarter (process_watchdog: 100 ms here, by the sender's clock; these are arrival
+    # times, so 5 ms of delivery jitter is allowed: a gap of 0.0999 s failed a run). The upper bound only catches
     # pings that stopped (a busy machine delays them, and the precise figure is the benchmark's).
-    assert all(g >= 0.1 for g in gaps[1:]), gaps
+    assert all(g >= 0.095 for g in gaps[1:]), gaps
     assert all(g <= 2.0 for g in gaps[1:]), gaps
     assert elapsed < 20
     b.stop()

@@ -59,7 +59,7 @@ struct MgmtCodecTests {
     @Test("Read Controller Information and Read Advertising Features replies")
     func replies() throws {
         let info = try MgmtControllerInformation(returnParameters: hex("010203040506 09 0200 ffff0000 01020000 000000") + [UInt8](repeating: 0, count: 260))
-        #expect(info.address == [1, 2, 3, 4, 5, 6] && info.bluetoothVersion == 9 && info.manufacturer == 2)
+        #expect(info.address == BluetoothAddress(wire: [1, 2, 3, 4, 5, 6], public: true) && info.bluetoothVersion == 9 && info.manufacturer == 2)
         #expect(info.isPowered && info.supportsLE && info.currentSettings == 0x201)
         let f = try MgmtAdvertisingFeatures(returnParameters: hex("ff7f0100 1f 1f 05 02 01 02"))
         #expect(f.supportedFlags.contains(.canSetTxPower) && f.maxAdvertisingDataLength == 31 && f.maxInstances == 5)
