@@ -35,7 +35,7 @@ let package = Package(
         // The shells that run the command flows on an fd and a timer (HCI and mgmt).
         .target(name: "Connections", dependencies: ["BluetoothHCI", "HCIHost", "Mgmt", "HCITransport", "SystemCalls", "SystemdSupport"]),
         // Pure: the daemon's lifecycle as a state machine, and the ownership record.
-        .target(name: "DaemonCore", dependencies: ["BeaconCore", "BluetoothHCI", "HCIHost"]),
+        .target(name: "DaemonCore", dependencies: ["BeaconCore", "BluetoothHCI", "HCIHost", "Mgmt"]),
 
         // The program: CLI, the lifecycle's executor, the backends, scan, logging. main.swift only calls into
         // BeacondApp so tests can reach it.
@@ -49,7 +49,7 @@ let package = Package(
         .testTarget(name: "BeaconCoreTests", dependencies: ["BeaconCore", "BluetoothHCI", "TestSupport", "AESCipher"]),
         .testTarget(name: "HCIHostTests", dependencies: ["HCIHost"]),
         .testTarget(name: "MgmtTests", dependencies: ["Mgmt"]),
-        .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore", "BeaconCore", "BluetoothHCI", "HCIHost", "AESCipher"]),
+        .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore", "BeaconCore", "BluetoothHCI", "HCIHost", "Mgmt", "AESCipher"]),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
         .testTarget(name: "AESCipherTests", dependencies: ["AESCipher"]),
         .testTarget(name: "SystemdSupportTests", dependencies: ["SystemdSupport"]),

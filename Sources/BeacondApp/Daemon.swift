@@ -283,7 +283,7 @@ final class Daemon {
         let done = { [unowned self] in self.handle(.stopped, from: gen) }
         if let b = backend { return b.stop(done) }
         if case .kernel(let index) = lifecycle.device, !owned[lifecycle.device.description, .mgmtInstances].isEmpty {
-            return MgmtBackend.removeLeftovers(owned: owned, index: index, device: lifecycle.device, loop: loop, log: log, done)
+            return MgmtInstanceRemoval.removeLeftovers(owned: owned, index: index, device: lifecycle.device, loop: loop, log: log, done)
         }
         handle(.stopped)
     }

@@ -141,7 +141,7 @@ final class HCIBackend: AdvertisingBackend {
         case .permissionDenied(_, let cap, let e):
             return BackendFailure(message: "Cannot use \(device): \(e); beacond needs \(cap)", fatal: .noPermission)
         case .system(_, let e) where e.errno == .addressFamilyNotSupported:
-            return BackendFailure(message: "Cannot use \(device): this kernel or network namespace has no Bluetooth (AF_BLUETOOTH)", fatal: .unavailable)
+            return .noBluetooth(device.description)
         default:
             return BackendFailure(message: "Cannot open \(error)", level: .warning)
         }

@@ -200,6 +200,13 @@ public struct BackendFailure: Error, Sendable, Hashable {
     }
 }
 
+extension BackendFailure {
+    /// No AF_BLUETOOTH here: retrying cannot help (exit 69).
+    public static func noBluetooth(_ device: String) -> BackendFailure {
+        BackendFailure(message: "Cannot use \(device): this kernel or network namespace has no Bluetooth (AF_BLUETOOTH)", fatal: .unavailable)
+    }
+}
+
 /// Exit codes (sysexits.h, as systemd and swift-argument-parser use them).
 public enum ExitCode: Int32, Sendable, Hashable {
     case success = 0
