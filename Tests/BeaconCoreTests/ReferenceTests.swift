@@ -19,6 +19,12 @@ struct ReferenceTests {
         }
     }
 
+    @Test("the README says the schema's syntax paragraph, word for word")
+    func syntax() {
+        let words = { (t: String) in t.split(whereSeparator: { $0 == " " || $0 == "\n" }).joined(separator: " ") }
+        #expect(words(Self.readme).contains(words(ConfigSchema.syntax)))
+    }
+
     @Test("every integer range is the validator's: the bounds pass, one past each is refused naming it")
     func ranges() throws {
         var checked = 0

@@ -78,3 +78,28 @@ def test_readme_intro_names_every_format():
         assert name in intro, f'the README intro does not name {name}: {intro[:300]}'
     top = ' '.join(run_cli('--help', check=True).stdout.split())
     assert all(name in top for name in names), top
+
+
+def test_readme_commands_are_the_command_table():
+    """The README's command synopsis is every usage line of `beacond help`, in its order, and nothing else."""
+    top = run_cli('--help', check=True).stdout
+    commands = [l.split()[0] for l in top.split('COMMANDS:')[1].split('OPTIONS:')[0].splitlines() if l.strip()]
+    usages = []
+    for c in commands:
+        if c == 'help':
+            continue
+        usage = run_cli('help', c, check=True).stdout.split('USAGE:')[1].split('\n\n')[0]
+        usages += [' '.join(l.split()) for l in usage.strip().splitlines()]
+    readme = (ROOT / 'README.md').read_text()
+    block = readme.split('## Commands\n\n')[1].split('\n\n')[0]
+    documented = [' '.join(l.split()) for l in block.splitlines()]
+    assert documented == usages + ['beacond --help | --version | help COMMAND']
+
+
+def test_readme_fits_in_one_sitting_and_names_the_current_version():
+    readme = (ROOT / 'README.md').read_text()
+    assert len(readme.splitlines()) <= 480, 'the README is the user guide: move proofs and measurements to docs/'
+    version = subprocess.run(['sh', str(ROOT / 'scripts' / 'version.sh')], capture_output=True, text=True, check=True).stdout.strip()
+    assert run_cli('--version', check=True).stdout.strip() == f'beacond {version}'
+    for written in re.findall(r'beacond[ _](\d+\.\d+\.\d+)', readme):
+        assert written == version, f'the README names version {written}; scripts/version.sh says {version}'

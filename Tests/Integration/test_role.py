@@ -307,3 +307,15 @@ def test_the_role_agrees_with_beacond_schema():
         described = ' '.join(options[option]['description'].split())
         assert ': ' + ', '.join(names) + ' (beacond.conf(5))' in described, (option, names, described)
 
+
+def test_ansible_doc_shows_every_option_of_the_role():
+    """The README sends users to ansible-doc for the role's variables: every option must render there."""
+    doc = os.path.join(os.path.dirname(sys.executable), 'ansible-doc')
+    r = subprocess.run([doc, '-t', 'role', '-r', str(ROLE.parent), 'beacond'], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, 'ANSIBLE_NOCOLOR': '1'})
+    assert r.returncode == 0 and 'ERROR' not in r.stderr, r.stderr
+    import yaml
+    options = yaml.safe_load((ROLE / 'meta' / 'argument_specs.yml').read_text())['argument_specs']['main']['options']
+    for name in options:
+        assert name in r.stdout, name
+
