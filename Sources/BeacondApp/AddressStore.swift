@@ -110,3 +110,19 @@ enum AddressStore {
         }
     }
 }
+
+/// DaemonCore's AddressChoice with the system's parts: the kept static addresses (AddressStore) and the kernel's
+/// random bytes.
+struct AddressSource {
+    private var choice = AddressChoice()
+
+    mutating func choose(_ schedule: AdvertisingSchedule, device: DeviceSpec) -> Result<AddressChoice.Choice, BackendFailure> {
+        var chosen = Set<BluetoothAddress>()
+        for case .chosen(let a)? in schedule.addresses.map(\.setting) { chosen.insert(a) }
+        return choice.choose(schedule.addresses, generation: schedule.addressGeneration, loadStatic: { keys in
+            do throws(AddressStore.Failure) { return .success(try AddressStore.load(keys, avoiding: chosen)) } catch {
+                return .failure(error.damaged ? .damaged(error.description) : .unavailable(error.description))
+            }
+        }, randomBytes: { try? RandomID.bytes(6) }).mapError { BackendFailure(message: $0.message, fields: ["HCI_DEVICE=\(device)"]) }
+    }
+}

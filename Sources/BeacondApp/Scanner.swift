@@ -108,7 +108,7 @@ final class Scanner {
         }
         let transport: Transport
         do { transport = try Transport.open(options.device, mayBringUp: true) } catch {
-            let f = HCIBackend.failure(opening: options.device, error, mayBringUp: true)
+            let f = HCIDecisions.opening(options.device.description, error.problem, mayBringUp: true)
             return fail(f.message, f.fatal ?? .unavailable)
         }
         let c = try ControllerConnection(transport: transport, loop: loop)

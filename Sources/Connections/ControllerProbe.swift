@@ -20,3 +20,26 @@ extension ControllerConnection {
         }
     }
 }
+
+extension ControllerConnection {
+    /// The probe, then how many advertising sets an extended controller has (LE Read Number of Supported Advertising
+    /// Sets; a controller that sets the feature bit without the command refuses it and gets 1, ending up on legacy
+    /// commands anyway). `capacity(reply)` reads the count from the reply.
+    public func probeForAdvertising(capacity: @escaping ([UInt8]?) -> Int,
+                                    _ done: @escaping (Result<(ControllerInfo, capacity: Int), ProbeFailure>) -> Void) {
+        probe { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .failure(let f): done(.failure(f))
+            case .success(let info) where info.preferredFamily != .extended: done(.success((info, 1)))
+            case .success(let info):
+                self.run([Step(.leReadNumberOfSupportedAdvertisingSets, tolerating: [.unknownHCICommand, .unsupportedFeatureOrParameterValue, .commandDisallowed])]) { result in
+                    switch result {
+                    case .success(let replies): done(.success((info, capacity(replies.first))))
+                    case .failure(let f): done(.failure(.step(f)))
+                    }
+                }
+            }
+        }
+    }
+}

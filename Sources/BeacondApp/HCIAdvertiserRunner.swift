@@ -1,0 +1,195 @@
+// Runs an HCIAdvertiser on an open controller connection: carries the steps it asks for, and the jobs that keep the
+// beacons on the air between applies (time slices, the off-and-on refresh, beacond's own addresses again after the
+// controller refused them), with the addresses from the state directory. HCIBackend opens the connection and hears
+// its events; every decision here is the advertiser's or HCIDecisions'.
+import BeaconCore
+import BluetoothHCI
+import Connections
+import DaemonCore
+import HCIHost
+import SystemCalls
+import SystemdSupport
+
+final class HCIAdvertiserRunner {
+    var onEvent: (BackendEvent) -> Void = { _ in }
+    /// Every decision about what goes to the controller; nil until the probe is done.
+    var advertiser: HCIAdvertiser?
+
+    private let connection: ControllerConnection
+    private let device: DeviceSpec
+    private var name: String { device.description }
+    private let log: Logger
+    private let owned: OwnershipStore
+    private lazy var slices = RepeatingJob(loop) { [weak self] in self?.nextSlice() }
+    private lazy var addressRetry = RepeatingJob(loop) { [weak self] in self?.retryAddresses() }
+    private lazy var refreshes = RepeatingJob(loop) { [weak self] in self?.refresh() }
+    private let loop: EventLoop
+    /// An apply or a stop that came while a refresh's commands were out: each runs when they are back.
+    private var refreshing = false
+    private var afterRefresh: [() -> Void] = []
+    /// Each beacon's address as STATUS names it, and the address itself.
+    private var addressNotes: [String] = []
+    private var ownAddresses: [OwnAddress] = []
+    private var addresses = AddressSource()
+    /// Settings warnings and misbehaviour kinds already said on this connection (said once, then at debug level).
+    private var warned: Set<String> = []
+    private var oddities: Set<String> = []
+    private var closed = false
+
+    init(connection: ControllerConnection, device: DeviceSpec, loop: EventLoop, log: Logger, owned: OwnershipStore) {
+        (self.connection, self.device, self.loop, self.log, self.owned) = (connection, device, loop, log, owned)
+    }
+
+    func apply(_ schedule: AdvertisingSchedule, dataOnlyAllowed: Bool, _ done: @escaping (Result<OnAir, BackendFailure>) -> Void) {
+        let c = connection
+        guard advertiser != nil, !schedule.beacons.isEmpty else {
+            return done(.failure(BackendFailure(message: "The controller on \(device) is not open")))
+        }
+        // A refresh's off and on must not land between the apply's own commands.
+        if refreshing { return afterRefresh.append { [weak self] in self?.apply(schedule, dataOnlyAllowed: dataOnlyAllowed, done) } }
+        let choice: AddressChoice.Choice
+        switch addresses.choose(schedule, device: device) {
+        case .success(let got): choice = got
+        case .failure(let f): return done(.failure(f))
+        }
+        if let w = choice.warning { log.warning(w, ["HCI_DEVICE=\(device)"]) }
+        let wanted = zip(schedule.beacons, choice.addresses).map { r, a in var e = r; e.ownAddress = a; return e }
+        let notes = zip(schedule.addresses, choice.addresses).map { w, a in AddressPlan.describe(a, w.setting) }
+        carry(advertiser!.apply(wanted, dataOnlyAllowed: dataOnlyAllowed), on: c) { [weak self] result in
+            guard let self else { return }
+            if case .success = result { (self.addressNotes, self.ownAddresses) = (notes, choice.addresses) }
+            done(result.map { self.onAir! })
+        }
+    }
+
+    /// Runs what the advertiser asked for until it is done or failed (a family switch or a raised interval floor
+    /// asks for a second round of steps).
+    private func carry(_ outcome: HCIAdvertiser.Outcome, on c: ControllerConnection, _ done: @escaping (Result<Void, BackendFailure>) -> Void) {
+        say()
+        syncTimers()
+        // Before the steps go out: a run killed halfway still names every set they may enable.
+        if let a = advertiser, !a.ownsController { owned[name, .hciSets] = a.usedHandles }
+        switch outcome {
+        case .done: done(.success(()))
+        case .failed(let message, let error):
+            done(.failure(BackendFailure(message: message, fields: error.map { HCIDecisions.fields($0, device: name) } ?? ["HCI_DEVICE=\(device)"],
+                                         unanswered: error?.unanswered ?? false)))
+        case .send(let steps):
+            c.run(steps) { [weak self] result in
+                guard let self, !self.closed, self.advertiser != nil else { return }
+                self.carry(self.advertiser!.finished(result), on: c, done)
+            }
+        }
+    }
+
+    private func say() {
+        for n in advertiser?.takeNotes() ?? [] {
+            let line = HCIDecisions.logLine(n, device: name)
+            if !line.once || warned.insert(line.message).inserted { log.log(line.level, line.message, line.fields) }
+        }
+    }
+
+    /// The advertiser changes what is on the air by itself (the public address while the controller refuses
+    /// beacond's own, and back): the lifecycle hears of the result, or of the loss.
+    private func carryOnItsOwn(_ outcome: HCIAdvertiser.Outcome, on c: ControllerConnection) {
+        carry(outcome, on: c) { [weak self] result in
+            guard let self, !self.closed else { return }
+            switch result {
+            case .success: if let o = self.onAir { self.onEvent(.changed(o)) }
+            case .failure(let f): self.onEvent(.lost(f))
+            }
+        }
+    }
+
+    private func syncTimers() {
+        slices.sync(active: !closed && advertiser?.slotDuration != nil, after: advertiser?.slotDuration ?? .zero)
+        addressRetry.sync(active: !closed && advertiser?.publicWhileScanning == true, after: HCIAdvertiser.addressRetryPeriod)
+        refreshes.sync(active: !closed && advertiser?.isAdvertising == true, after: HCIAdvertiser.refreshPeriod)
+    }
+
+    private func nextSlice() {
+        let c = connection
+        guard !closed, let d = advertiser?.slotDuration else { return }
+        slices.rearm(after: d)
+        let steps = advertiser!.nextSlice()
+        guard !steps.isEmpty else { return }
+        let started = monotonicMicroseconds()
+        c.run(steps) { [weak self] result in
+            guard let self, !self.closed else { return }
+            switch result {
+            case .success:
+                self.advertiser?.sliceFinished(true, took: .microseconds(Int64(monotonicMicroseconds() &- started)))
+                self.say()
+            case .failure(let f) where f.error.unanswered: self.onEvent(.lost(self.failure("send the next time slice on \(self.device)", f)))
+            case .failure(let f):
+                if let again = self.advertiser?.sliceFailed(f) { return self.carryOnItsOwn(again, on: c) }
+                self.oddity("slice", "The controller on \(self.device) refused the next time slice's data (\(f.error)); trying again at the next slot")
+            }
+        }
+    }
+
+    private func retryAddresses() {
+        guard !closed else { return }
+        guard let o = advertiser?.retryOwnAddresses() else { return syncTimers() }
+        carryOnItsOwn(o, on: connection)
+    }
+
+    private func refresh() {
+        let c = connection
+        guard !closed, let steps = advertiser?.refreshSteps() else { return }
+        defer { syncTimers() }
+        guard !steps.isEmpty else { return }
+        refreshing = true
+        c.run(steps) { [weak self] result in
+            guard let self, !self.closed else { return }
+            self.refreshing = false
+            self.advertiser?.refreshFinished()
+            if case .failure(let f) = result, f.error.unanswered {
+                self.afterRefresh = []
+                return self.onEvent(.lost(self.failure("turn the advertising on \(self.device) off and on again", f)))
+            } else if case .failure(let f) = result {
+                self.oddity("refresh", "The controller on \(self.device) refused \(f.step.command.opcode) when beacond turned its advertising off and on again (\(f.error)); trying again in \(HCIAdvertiser.refreshPeriod.components.seconds) s")
+            }
+            let waiting = self.afterRefresh
+            self.afterRefresh = []
+            waiting.forEach { $0() }
+        }
+    }
+
+    var onAir: OnAir? { advertiser.flatMap { OnAir(hci: $0, device: name, notes: addressNotes, own: ownAddresses) } }
+
+    func stop(_ done: @escaping () -> Void) {
+        let c = connection
+        guard advertiser != nil, !c.isClosed else { return done() }
+        // A refresh's enable must not come after the stop's disable.
+        if refreshing { return afterRefresh.append { [weak self] in self.map { $0.stop(done) } ?? done() } }
+        let steps = advertiser!.stopSteps()
+        syncTimers()
+        c.run(steps) { [weak self] result in
+            guard let self else { return done() }
+            switch result {
+            case .success:
+                self.advertiser?.stopped()
+                if let a = self.advertiser, !a.ownsController { self.owned[self.name, .hciSets] = a.usedHandles }
+                self.log.info("Advertising disabled on \(self.device)")
+            case .failure(let f): self.log.warning("Failed to disable advertising on \(self.device): \(f.error)", HCIDecisions.fields(f.error, device: self.name))
+            }
+            done()
+        }
+    }
+
+    func close() {
+        closed = true
+        [slices, addressRetry, refreshes].forEach { $0.cancel() }
+    }
+
+    /// What a misbehaving controller did: each kind a warning once per connection, then at debug level.
+    func oddity(_ kind: String, _ message: String) {
+        log.log(oddities.insert(kind).inserted ? .warning : .debug, message, ["HCI_DEVICE=\(device)"])
+    }
+
+    /// After another program's command or a stopped connectable advertising: the slices follow the advertiser.
+    func syncAfterEvent() { syncTimers() }
+
+    private func failure(_ what: String, _ f: StepFailure) -> BackendFailure { HCIDecisions.failed(what, f.error, device: name) }
+}

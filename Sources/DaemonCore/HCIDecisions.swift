@@ -1,0 +1,123 @@
+// The raw-HCI side's decisions that are not the advertiser's, as values with tests: what a transport problem or a
+// failed command tells the user (shared by HCIBackend and `scan`), how the advertiser's notes are logged, and what
+// is on the air as the advertiser reports it. HCIBackend only carries commands and timers.
+import BeaconCore
+import BluetoothHCI
+import HCIHost
+
+/// Why a controller could not be opened or was lost, as the transport says it (HCITransport's TransportError,
+/// without its system types).
+public enum TransportProblem: Sendable, Hashable {
+    /// hciN does not exist (yet).
+    case absent
+    /// hciN is down, and bringing it up needs this capability.
+    case down(capability: String)
+    /// The operation needs a capability the process lacks.
+    case permission(capability: String, detail: String)
+    /// No AF_BLUETOOTH in this kernel or network namespace.
+    case noBluetooth
+    /// Anything else, as the transport describes it.
+    case other(String)
+}
+
+public enum HCIDecisions {
+    /// Opening `device` failed.
+    public static func opening(_ device: String, _ problem: TransportProblem, mayBringUp: Bool) -> BackendFailure {
+        switch problem {
+        case .absent:
+            return BackendFailure(message: "Waiting for \(device) to appear", level: .notice)
+        case .down(let cap):
+            return mayBringUp
+                ? BackendFailure(message: "\(device) is down and beacond lacks \(cap) to bring it up; waiting for it to come up", level: .warning)
+                : BackendFailure(message: "Waiting for \(device) to come up", level: .notice)
+        case .permission(let cap, let detail):
+            return BackendFailure(message: "Cannot use \(device): \(detail); beacond needs \(cap)", fatal: .noPermission)
+        case .noBluetooth:
+            return .noBluetooth(device)
+        case .other(let text):
+            return BackendFailure(message: "Cannot open \(text)", level: .warning)
+        }
+    }
+
+    /// An open connection was lost; `text`: the transport's own words for it.
+    public static func lost(_ device: String, _ problem: TransportProblem, text: String) -> BackendFailure {
+        if case .permission(let cap, let detail) = problem {
+            return BackendFailure(message: "Cannot send commands to \(device): \(detail); beacond needs \(cap)", fatal: .noPermission)
+        }
+        return BackendFailure(message: "Lost the controller (\(text))", level: .warning)
+    }
+
+    /// The controller took a command and gave no command credit back.
+    public static func hung(_ device: String, after d: Duration) -> BackendFailure {
+        BackendFailure(message: "The controller on \(device) gave no command credit back within \(formatDuration(d)) and is treated as hung", unanswered: true)
+    }
+
+    /// A step refused or unanswered, in what beacond was doing.
+    public static func failed(_ what: String, _ e: CommandError, device: String) -> BackendFailure {
+        BackendFailure(message: "Failed to \(what): \(e)", fields: fields(e, device: device), unanswered: e.unanswered)
+    }
+
+    /// The journal fields of a command error.
+    public static func fields(_ e: CommandError, device: String) -> [String] {
+        var f = ["HCI_DEVICE=\(device)", "HCI_OPCODE=\(hex16(e.opcode.rawValue))"]
+        if let s = e.status { f.append("HCI_STATUS=\(hex8(s.rawValue))") }
+        return f
+    }
+
+    /// An advertiser's note as a log line; `once`: a warning about the settings, said once per connection (an apply
+    /// runs again at every telemetry refresh and reload, and the same setting is not news then).
+    public static func logLine(_ note: HCIAdvertiser.Note, device: String) -> (level: LogLevel, message: String, fields: [String], once: Bool) {
+        switch note {
+        case .warning(let m): (.warning, m, ["HCI_DEVICE=\(device)"], true)
+        case .info(let m): (.info, m, ["HCI_DEVICE=\(device)"], false)
+        case .notice(let m, let e): (.notice, m, fields(e, device: device), false)
+        case .refused(let m, let e, .retryingWithFloor): (.warning, m, fields(e, device: device), false)
+        case .refused(let m, let e, .checkConfig): (.err, m, fields(e, device: device), false)
+        }
+    }
+
+    /// The probe's line for the journal, and the debug line when the controller's bitmap and feature bit disagree.
+    public static func probeLines(_ probed: ControllerInfo, capacity: Int, device: String) -> [(LogLevel, String)] {
+        let sets = probed.preferredFamily == .extended ? ", \(capacity) advertising set\(capacity == 1 ? "" : "s")" : ""
+        var lines: [(LogLevel, String)] = [(.info, "Controller on \(device): Bluetooth \(probed.version.coreVersionName), "
+            + "manufacturer \(hex16(probed.version.manufacturer)), using \(probed.preferredFamily) advertising commands\(sets)")]
+        if probed.bitmapDisagrees {
+            lines.append((.debug, "The controller's Supported Commands bitmap and its LE Extended Advertising feature bit disagree; following the feature bit, as the kernel does"))
+        }
+        return lines
+    }
+
+    /// How many beacons can have their own set, from LE Read Number of Supported Advertising Sets' reply (a
+    /// controller that sets the feature bit without the command ends up on legacy commands: 1).
+    public static func capacity(fromReply reply: [UInt8]?) -> Int {
+        reply.flatMap { $0.count >= 2 ? max(1, Int($0[1])) : nil } ?? 1
+    }
+}
+
+extension OnAir {
+    /// What the raw-HCI advertiser has on the air, with each beacon's address (`notes`: as STATUS says it; `own`: the
+    /// addresses), once for all when they share one, else per beacon; every beacon from the public address while
+    /// the controller refuses beacond's own (another program scans).
+    public init?(hci a: HCIAdvertiser, device: String, notes: [String], own: [OwnAddress]) {
+        guard let r = a.report else { return nil }
+        let n = a.applied?.count ?? 1
+        let controller = ControllerSummary(backend: .hci, family: "\(a.family)", bluetoothVersion: a.info.version.coreVersionName,
+                                           manufacturer: a.info.version.manufacturer, sets: a.family == .extended ? a.capacity : nil,
+                                           timeSliced: a.family == .legacy && n > 1)
+        var beacons = r.beacons.map { BeaconOnAir(every: $0.every, details: $0.details, txPower: $0.txPower) }
+        if a.publicWhileScanning {
+            self.init(interval: r.interval, details: r.details + ["public address while another program scans on \(device)"], txPower: r.txPower,
+                      beacons: beacons, controller: controller, addresses: Array(repeating: "public", count: n))
+            return
+        }
+        let shared = Set(notes).count <= 1
+        if !shared {
+            for k in beacons.indices where k < notes.count {
+                beacons[k].details.append(notes[k])
+                beacons[k].address = k < own.count ? own[k].description : nil
+            }
+        }
+        self.init(interval: r.interval, details: r.details + (shared ? notes.prefix(1) : []), txPower: r.txPower, beacons: beacons,
+                  controller: controller, addresses: own.map { $0.description })
+    }
+}

@@ -1,0 +1,52 @@
+// The raw-HCI side's words: transport problems, lost and hung controllers, failed commands, notes and the probe.
+import BeaconCore
+import BluetoothHCI
+import DaemonCore
+import HCIHost
+import Testing
+
+@Suite("raw HCI decisions")
+struct HCIDecisionsTests {
+    @Test("opening: waiting for an absent or down device, exit 77 without a capability, 69 without Bluetooth")
+    func opening() {
+        #expect(HCIDecisions.opening("hci0", .absent, mayBringUp: true) == BackendFailure(message: "Waiting for hci0 to appear", level: .notice))
+        #expect(HCIDecisions.opening("hci0", .down(capability: "CAP_NET_ADMIN"), mayBringUp: false) == BackendFailure(message: "Waiting for hci0 to come up", level: .notice))
+        #expect(HCIDecisions.opening("hci0", .down(capability: "CAP_NET_ADMIN"), mayBringUp: true).level == .warning)
+        let denied = HCIDecisions.opening("hci0", .permission(capability: "CAP_NET_RAW", detail: "socket: Operation not permitted"), mayBringUp: true)
+        #expect(denied.fatal == .noPermission && denied.message == "Cannot use hci0: socket: Operation not permitted; beacond needs CAP_NET_RAW")
+        #expect(HCIDecisions.opening("hci0", .noBluetooth, mayBringUp: true).fatal == .unavailable)
+        #expect(HCIDecisions.opening("tcp:h:1", .other("tcp:h:1: Connection refused"), mayBringUp: true).message == "Cannot open tcp:h:1: Connection refused")
+    }
+
+    @Test("lost and hung: a hung controller counts as unanswered (towards a power cycle)")
+    func lost() {
+        #expect(HCIDecisions.lost("hci0", .other("hci0: connection closed"), text: "hci0: connection closed").message == "Lost the controller (hci0: connection closed)")
+        #expect(HCIDecisions.lost("hci0", .permission(capability: "CAP_NET_RAW", detail: "write: EPERM"), text: "").fatal == .noPermission)
+        let hung = HCIDecisions.hung("hci0", after: .seconds(4))
+        #expect(hung.unanswered && hung.message == "The controller on hci0 gave no command credit back within 4 s and is treated as hung")
+    }
+
+    @Test("a failed command names the command and the status in the message and the journal fields")
+    func failed() {
+        let e = CommandError(opcode: .leSetAdvertisingEnable, reason: .status(.commandDisallowed))
+        let f = HCIDecisions.failed("enable advertising on hci0", e, device: "hci0")
+        #expect(f.message == "Failed to enable advertising on hci0: \(e)" && !f.unanswered)
+        #expect(f.fields == ["HCI_DEVICE=hci0", "HCI_OPCODE=0x200A", "HCI_STATUS=0x0C"])
+    }
+
+    @Test("notes: settings warnings once, refusals at their level")
+    func notes() {
+        let e = CommandError(opcode: .leSetAdvertisingParameters, reason: .status(.invalidHCICommandParameters))
+        #expect(HCIDecisions.logLine(.warning("w"), device: "hci0").once)
+        #expect(!HCIDecisions.logLine(.info("i"), device: "hci0").once)
+        #expect(HCIDecisions.logLine(.refused("r", e, level: .checkConfig), device: "hci0").level == .err)
+        #expect(HCIDecisions.logLine(.refused("r", e, level: .retryingWithFloor), device: "hci0").level == .warning)
+    }
+
+    @Test("the number of sets: the reply's count, at least 1; a refused read is 1")
+    func capacity() {
+        #expect(HCIDecisions.capacity(fromReply: [0, 6]) == 6)
+        #expect(HCIDecisions.capacity(fromReply: [0, 0]) == 1)
+        #expect(HCIDecisions.capacity(fromReply: [0]) == 1 && HCIDecisions.capacity(fromReply: nil) == 1)
+    }
+}
