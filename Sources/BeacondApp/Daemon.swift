@@ -166,8 +166,6 @@ final class Daemon {
 
     // MARK: Eddystone-EID
 
-    private var clockUnknownSaid = false
-
     private func watchClockSteps() {
         do {
             let w = try ClockStepWatch()
@@ -182,23 +180,7 @@ final class Daemon {
         }
     }
 
-    private func clockTick() {
-        let synchronized = systemClockSynchronized()
-        // Unknown (adjtimex refused, no timesyncd) is not called unsynchronized: only what the kernel says is.
-        if synchronized == nil, lifecycle.hasEID, !clockUnknownSaid {
-            clockUnknownSaid = true
-            log.notice("Cannot tell whether the system clock is synchronized (adjtimex refused, no systemd-timesyncd flag): the Eddystone-EID beacons assume it is")
-        }
-        handle(.clock(unixSeconds: wallClock().seconds, synchronized: synchronized ?? true))
-    }
-
-    /// The time until the wall clock's next multiple of `period` (a few ms past it, so the new period has begun).
-    private func untilBoundary(of period: Duration) -> Duration {
-        let p = Int64(period.components.seconds) * 1000
-        let (s, ms) = wallClock()
-        let now = Int64(s % UInt64(p / 1000)) * 1000 + Int64(ms)
-        return .milliseconds(p - now + 5)
-    }
+    private func clockTick() { handle(.clock(unixSeconds: wallClock().seconds, synchronized: systemClockSynchronized())) }
 
     private func perform(_ action: Lifecycle.Action) {
         switch action {
@@ -229,7 +211,9 @@ final class Daemon {
             } catch { handle(.configRefused(error)) }
         case .armTimer(let d): timer?.rearm(after: d)
         case .cancelTimer: timer?.disarm()
-        case .armPeriodic(.eidRotation, let d): eidTimer?.rearm(after: untilBoundary(of: d))
+        case .armPeriodic(.eidRotation, let d):
+            let w = wallClock()
+            eidTimer?.rearm(after: Lifecycle.untilBoundary(of: d, wallSeconds: w.seconds, milliseconds: w.milliseconds))
         case .armPeriodic(let k, let d): periodic(k)?.rearm(after: d)
         case .cancelPeriodic(let k): periodic(k)?.disarm()
         case .notify(let assignments): Notifier.send(assignments)

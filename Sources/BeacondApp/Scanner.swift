@@ -34,7 +34,7 @@ final class Scanner {
     private let loop: EventLoop
     private let json: Bool
     private var connection: ControllerConnection?
-    private var family: CommandFamily = .legacy
+    private var plan = ScanPlan(family: .legacy)
     /// Bounded: beyond `tableCapacity` senders the least recently heard one goes (the summary counts them).
     private var seen = ScanTable<ScanEntry>(capacity: Scanner.tableCapacity)
     static let tableCapacity = 1024
@@ -120,45 +120,22 @@ final class Scanner {
                 for r in reports { self.record(r) }
             }
         }
-        // After Reset the LE Meta event and the extended report are masked; a kernel device has them on already.
-        let masks = transport.ownsController
-            ? [Step(.setEventMask(0x2000_1FFF_FFFF_FFFF)), Step(.leSetEventMask(0x1F | 1 << 12))] : []
-        c.probe(then: masks) { [unowned self] result in
+        c.probe(then: ScanPlan.eventMasks(ownsController: transport.ownsController)) { [unowned self] result in
             switch result {
             case .failure(.step(let f)): self.fail("Failed to probe the controller on \(self.options.device): \(f.error)", .unavailable)
             case .failure(.malformedReply): self.fail("The controller on \(self.options.device) sent a malformed probe reply", .unavailable)
             case .success(let info):
-                self.family = info.preferredFamily
-                self.startScanning(allowSwitch: true)
+                self.plan = ScanPlan(family: info.preferredFamily)
+                self.startScanning()
             }
         }
     }
 
-    private func scanSteps(enable: Bool) -> [Step] {
-        switch family {
-        case .legacy:
-            return enable
-                ? [Step(.leSetScanEnable(enable: false, filterDuplicates: false), tolerating: [.commandDisallowed]),
-                   Step(.leSetScanParameters(active: false, interval: 0x0010, window: 0x0010)),
-                   Step(.leSetScanEnable(enable: true, filterDuplicates: false))]
-                : [Step(.leSetScanEnable(enable: false, filterDuplicates: false))]
-        case .extended:
-            return enable
-                ? [Step(.leSetExtendedScanEnable(enable: false, filterDuplicates: false), tolerating: [.commandDisallowed]),
-                   Step(.leSetExtendedScanParameters(active: false, interval: 0x0010, window: 0x0010)),
-                   Step(.leSetExtendedScanEnable(enable: true, filterDuplicates: false))]
-                : [Step(.leSetExtendedScanEnable(enable: false, filterDuplicates: false))]
-        }
-    }
-
-    private func startScanning(allowSwitch: Bool) {
+    private func startScanning() {
         guard let c = connection, !stopping else { return }
-        c.run(scanSteps(enable: true)) { [unowned self] result in
+        c.run(plan.startSteps) { [unowned self] result in
             if case .failure(let f) = result {
-                if allowSwitch, self.family.switchReason(after: f, leadingSteps: 2) != nil {
-                    self.family = self.family.other
-                    return self.startScanning(allowSwitch: false)
-                }
+                if self.plan.startFailed(f) { return self.startScanning() }
                 self.fail("Failed to start scanning on \(self.options.device): \(f.error)", .unavailable)
             } else if !self.json && self.check == nil {
                 self.render()
@@ -256,7 +233,7 @@ final class Scanner {
         stopping = true
         guard let c = connection, !c.isClosed else { return finish() }
         _ = try? loop.addTimer(after: .seconds(2)) { [unowned self] in self.finish() }
-        c.run(scanSteps(enable: false)) { [unowned self] _ in self.finish() }
+        c.run(plan.stopSteps) { [unowned self] _ in self.finish() }
     }
 
     private func finish() {
@@ -301,7 +278,7 @@ final class Scanner {
 
     private func render(final: Bool = false) {
         var out = final ? "" : "\u{1B}[H\u{1B}[2J"
-        out += "beacond scan on \(options.device) (\(family) scanning, passive)"
+        out += "beacond scan on \(options.device) (\(plan.family) scanning, passive)"
         out += options.duration.map { " for \(decimal($0, 1)) s" } ?? ", Ctrl-C to stop"
         out += "\nrssi: last / \(RSSIFilter.description); distance: Android Beacon Library curve\n\n"
         out += pad("KIND", 14) + pad("UUID / NAMESPACE:INSTANCE", 37) + pad("MAJOR", 6) + pad("MINOR", 6) + pad("RSSI", 11)

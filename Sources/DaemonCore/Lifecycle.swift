@@ -63,7 +63,9 @@ public struct Lifecycle: Sendable {
         case addressPeriod
         /// The wall clock (Unix seconds) and whether it is synchronized: before the start, and at every EID period
         /// boundary (the `eidRotation` timer) while the config has an Eddystone-EID beacon.
-        case clock(unixSeconds: UInt64, synchronized: Bool)
+        /// The wall clock, and whether the kernel calls it synchronized (nil: it cannot tell, which counts as
+        /// synchronized, said once).
+        case clock(unixSeconds: UInt64, synchronized: Bool?)
     }
 
     public enum Action: Sendable, Hashable {
@@ -132,9 +134,13 @@ public struct Lifecycle: Sendable {
     private struct Apply: Sendable {
         var request: AdvertisingSchedule
         var dataOnly: Bool
+        /// Only new telemetry or the next EIDs: not news for the journal.
+        var refresh: Refresh?
         /// A reload or another program changed things meanwhile: apply once more after this one, with what is
         /// wanted then.
         var again = false
+
+        enum Refresh: Sendable { case telemetry, eid }
     }
 
     private struct Stop: Sendable {
@@ -196,8 +202,6 @@ public struct Lifecycle: Sendable {
     private(set) var lastStatus = ""
     /// What the Eddystone-TLM beacons report now.
     private var telemetry = Telemetry()
-    /// The apply running now only puts new telemetry on the air: no log lines for it.
-    private var telemetryRefresh = false
     /// Bumped for every new rotating address.
     private var addressGeneration: UInt64 = 0
     /// The periodic timers armed now.
@@ -206,8 +210,8 @@ public struct Lifecycle: Sendable {
     private(set) var clock: (time: UInt32, synchronized: Bool)?
     /// AES-128 for the EID beacons (libgcrypt's, passed in by the executor; nil in configs without them).
     private let cipher: BlockCipher?
-    /// The apply running now only puts new EIDs on the air: no notice for it.
-    private var eidRefresh = false
+    /// It was said that the clock's synchronization cannot be told.
+    private var clockUnknownSaid = false
     /// The unsynchronized clock was said (once until it is synchronized again).
     private var clockWarned = false
 
@@ -339,15 +343,20 @@ public struct Lifecycle: Sendable {
         case .telemetry(let t):
             telemetry = t
             guard phase == .advertising, hasTelemetry else { break }
-            telemetryRefresh = true
-            apply(&out, dataOnlyAllowed: true)
+            apply(&out, dataOnlyAllowed: true, refresh: .telemetry)
         case .addressPeriod:
             guard rotatesAddress else { break }
             addressGeneration &+= 1
             // Not on the air now: the next apply takes the new address anyway.
             if phase == .advertising { apply(&out, dataOnlyAllowed: true) }
-        case .clock(let seconds, let synchronized):
+        case .clock(let seconds, let told):
             let before = eidPeriods
+            // Unknown (adjtimex refused, no timesyncd) is not called unsynchronized: only what the kernel says is.
+            if told == nil, hasEID, !clockUnknownSaid {
+                clockUnknownSaid = true
+                out.append(.log(.notice, "Cannot tell whether the system clock is synchronized (adjtimex refused, no systemd-timesyncd flag): the Eddystone-EID beacons assume it is", []))
+            }
+            let synchronized = told ?? true
             clock = (eidTimeCounter(unixSeconds: seconds), synchronized)
             if hasEID && !synchronized && !clockWarned {
                 clockWarned = true
@@ -358,8 +367,7 @@ public struct Lifecycle: Sendable {
             }
             // A new EID period: those beacons get their new identifier and address, the others are not touched.
             guard phase == .advertising, hasEID, eidPeriods != before else { break }
-            eidRefresh = true
-            apply(&out, dataOnlyAllowed: true)
+            apply(&out, dataOnlyAllowed: true, refresh: .eid)
         }
         syncPeriodic(after: event, &out)
         return out
@@ -499,12 +507,12 @@ public struct Lifecycle: Sendable {
         setStatus(kind == .mgmt ? "Probing \(device) through the management interface" : "Probing the controller on \(device)", &out)
     }
 
-    private mutating func apply(_ out: inout [Action], dataOnlyAllowed: Bool) {
+    private mutating func apply(_ out: inout [Action], dataOnlyAllowed: Bool, refresh: Apply.Refresh? = nil) {
         guard let wanted = request else { return withdraw(&out) }
         let dataOnly = dataOnlyAllowed && applied.map { $0.addresses == wanted.addresses && $0.addressGeneration == wanted.addressGeneration
             && $0.beacons.count == wanted.beacons.count
             && !zip($0.beacons, wanted.beacons).contains { $0.needsRestart(for: $1) } } == true
-        state = .applying(Apply(request: wanted, dataOnly: dataOnly))
+        state = .applying(Apply(request: wanted, dataOnly: dataOnly, refresh: refresh))
         out.append(.apply(wanted, dataOnlyAllowed: dataOnlyAllowed))
         out.append(.armTimer(Self.operationDeadline))
     }
@@ -520,9 +528,7 @@ public struct Lifecycle: Sendable {
         applied = wanted
         unanswered = 0
         // New telemetry alone is not news for the journal.
-        let quiet = (telemetryRefresh && dataOnly) || eidRefresh
-        telemetryRefresh = false
-        eidRefresh = false
+        let quiet = (done.refresh == .telemetry && dataOnly) || done.refresh == .eid
         onAir = result
         backoff.reset()
         if done.again {
@@ -928,4 +934,14 @@ private func configFields(_ path: String, _ d: ConfigDiagnostic) -> [String] {
     var f = ["CONFIG_FILE=\(path)"]
     if let l = d.location { f.append("CONFIG_LINE=\(l.line)") }
     return f
+}
+
+extension Lifecycle {
+    /// The time from the wall clock's `seconds`.`milliseconds` until its next multiple of `period` (5 ms past it, so
+    /// the new EID period has begun when the timer fires).
+    public static func untilBoundary(of period: Duration, wallSeconds seconds: UInt64, milliseconds: Int) -> Duration {
+        let p = max(1, UInt64(period.components.seconds))
+        let into = Int64(seconds % p) * 1000 + Int64(milliseconds)
+        return .milliseconds(Int64(p) * 1000 - into + 5)
+    }
 }

@@ -73,4 +73,24 @@ struct EIDLifecycleTests {
         #expect(ready?.hasSuffix("; the system clock is not synchronized: the EIDs will not resolve") == true)
         #expect(lc.handle(.clock(unixSeconds: 101, synchronized: false)).allSatisfy { if case .log = $0 { false } else { true } })
     }
+
+    @Test("a clock whose synchronization cannot be told counts as synchronized, said once at notice level")
+    func unknownClock() {
+        var lc = Lifecycle(config: config(exponent: 4), configPath: "/c", seed: 1, cipher: { k, b in try AES128.encrypt(b, key: k) })
+        let first = lc.handle(.clock(unixSeconds: 100, synchronized: nil))
+        #expect(first.contains { if case .log(.notice, let m, _) = $0 { m.hasPrefix("Cannot tell whether the system clock is synchronized") } else { false } })
+        #expect(!first.contains { if case .log(.warning, _, _) = $0 { true } else { false } })
+        _ = lc.handle(.start)
+        _ = lc.handle(.opened())
+        let ready = lc.handle(.applied(onAir)).compactMap { if case .notify(let n) = $0 { n.last } else { nil } }.first
+        #expect(ready?.contains("not synchronized") == false)
+        #expect(lc.handle(.clock(unixSeconds: 101, synchronized: nil)).allSatisfy { if case .log = $0 { false } else { true } })
+    }
+
+    @Test("the next boundary of the wall clock: just past the next multiple of the period")
+    func boundary() {
+        #expect(Lifecycle.untilBoundary(of: .seconds(1024), wallSeconds: 1024 * 5 + 100, milliseconds: 250) == .milliseconds((1024 - 100) * 1000 - 250 + 5))
+        #expect(Lifecycle.untilBoundary(of: .seconds(1), wallSeconds: 7, milliseconds: 999) == .milliseconds(6))
+        #expect(Lifecycle.untilBoundary(of: .seconds(16), wallSeconds: 32, milliseconds: 0) == .milliseconds(16_005))
+    }
 }

@@ -1,0 +1,166 @@
+// A random walk through the lifecycle with every kind of event: the backend's answers and losses, reloads that
+// move the device, telemetry, address-rotation and clock ticks (synchronized, not, unknown), clock steps between
+// ticks, and stops. After every event: each phase keeps a way out, every RELOADING=1 gets its READY=1, and each
+// periodic timer is armed exactly while the config wants it.
+import AESCipher
+import BeaconCore
+import BluetoothHCI
+import DaemonCore
+import HCIHost
+import Testing
+
+private func keyed(_ text: String) -> BeaconConfiguration {
+    var c = try! BeaconConfiguration.parse(Array(text.utf8))
+    for k in c.beacons.indices {
+        if case .eddystoneEID(var e) = c.beacons[k].beacon {
+            e.key = IdentityKey([UInt8](repeating: 7, count: 16))
+            c.beacons[k].beacon = .eddystoneEID(e)
+        }
+    }
+    return c
+}
+
+private let devices = ["tcp:127.0.0.1:9", "hci0", "hci1"]
+
+/// Configs with every periodic job: telemetry beside its UID, a rotating address, an EID beacon; and a plain one.
+private func walkConfig(_ n: UInt64, device: String) -> BeaconConfiguration {
+    let ib = "[[beacon]]\nuuid = \"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"\nmajor = 1\nminor = \(n % 7)\n"
+    let uid = "[[beacon]]\nformat = \"eddystone-uid\"\nnamespace = \"00112233445566778899\"\ninstance = \"a1b2c3d4e5f6\"\n"
+    let tlm = "[[beacon]]\nformat = \"eddystone-tlm\"\n"
+    let eid = "[[beacon]]\nformat = \"eddystone-eid\"\nidentity_key_file = \"k.key\"\nrotation_exponent = \(n % 3 + 2)\n"
+    let controller = "[controller]\ndevice = \"\(device)\"\n"
+    switch n % 4 {
+    case 0: return keyed(uid + tlm + controller)
+    case 1: return keyed(ib + "address = \"rotating\"\n" + ib.replacingOccurrences(of: "minor = ", with: "minor = 1") + controller)
+    case 2: return keyed(ib + eid + controller)
+    default: return keyed(ib + uid + tlm + eid + "[advertising]\naddress = \"rotating\"\n" + controller)
+    }
+}
+
+private extension String {
+    func replacingOccurrences(of a: String, with b: String) -> String { split(separator: a, omittingEmptySubsequences: false).joined(separator: b) }
+}
+
+private struct Walker {
+    var lc: Lifecycle
+    var timerArmed = false
+    var backendOpen = false
+    var periodic: Set<Lifecycle.PeriodicTimer> = []
+    var loads = 0
+    var reloadsOwed = 0
+    var exited = false
+
+    mutating func send(_ e: Lifecycle.Event) {
+        switch e {
+        case .configLoaded, .configRefused: loads = max(0, loads - 1)
+        // A tick spends its timer.
+        case .telemetry: periodic.remove(.telemetry)
+        case .addressPeriod: periodic.remove(.addressRotation)
+        case .clock: periodic.remove(.eidRotation)
+        default: break
+        }
+        for a in lc.handle(e) {
+            switch a {
+            case .armTimer: timerArmed = true
+            case .cancelTimer: timerArmed = false
+            case .open: backendOpen = true
+            case .closeBackend: backendOpen = false
+            case .notify(let n) where n.contains("READY=1"): reloadsOwed = 0
+            case .notifyReloading: reloadsOwed += 1
+            case .exit: exited = true
+            case .loadConfig: loads += 1
+            case .armPeriodic(let t, _):
+                #expect(!periodic.contains(t), "\(t) armed twice after \(e)")
+                periodic.insert(t)
+            case .cancelPeriodic(let t):
+                #expect(periodic.contains(t), "\(t) cancelled while not armed after \(e)")
+                periodic.remove(t)
+            default: break
+            }
+        }
+        check(after: e)
+    }
+
+    func check(after e: Lifecycle.Event) {
+        if exited { return }
+        switch lc.phase {
+        case .opening, .applying, .reapplyWait, .waiting, .powerCycling, .stopping:
+            #expect(timerArmed, "phase \(lc.phase) has no deadline after \(e)")
+        case .advertising:
+            #expect(backendOpen, "advertising without a backend after \(e)")
+        default: break
+        }
+        if loads == 0, [.advertising, .waiting, .unprovisioned].contains(lc.phase) {
+            #expect(reloadsOwed == 0, "RELOADING=1 without READY=1 in \(lc.phase) after \(e)")
+        }
+        var wanted: Set<Lifecycle.PeriodicTimer> = []
+        if lc.hasTelemetry { wanted.insert(.telemetry) }
+        if lc.rotatesAddress { wanted.insert(.addressRotation) }
+        if lc.hasEID { wanted.insert(.eidRotation) }
+        #expect(periodic == wanted, "periodic timers \(periodic), wanted \(wanted), after \(e)")
+    }
+}
+
+private struct SplitMix64 {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+@Suite("lifecycle random walk with every event")
+struct RandomWalkTests {
+    @Test("telemetry, address and clock ticks, clock steps and device changes keep every invariant")
+    func walk() {
+        var rng = SplitMix64(state: 34)
+        let onAir = OnAir(interval: AdvertisingInterval(units: 160)!, details: ["extended"])
+        let refused = BackendFailure(message: "refused")
+        let unanswered = BackendFailure(message: "no answer", unanswered: true)
+        var sawEach: Set<String> = []
+        for walk in 0..<150 {
+            var w = Walker(lc: Lifecycle(config: walkConfig(UInt64(walk), device: devices[walk % 3]), configPath: "/c", seed: UInt64(walk),
+                                         cipher: { k, b in try AES128.encrypt(b, key: k) }))
+            var wall: UInt64 = 1_700_000_000
+            w.send(.clock(unixSeconds: wall, synchronized: true))
+            w.send(.start)
+            for _ in 0..<80 {
+                if w.exited { break }
+                var choices: [Lifecycle.Event] = [.hangup, .device(.up), .device(.down), .device(.unregistered)]
+                if w.lc.isWaitingForBackend {
+                    switch w.lc.phase {
+                    case .opening: choices += [.opened(), .opened(ControllerTraits(advertisingSets: rng.next() % 2 == 0)), .openFailed(refused), .openFailed(unanswered)]
+                    case .applying: choices += [.applied(onAir), .applyFailed(refused), .applyFailed(unanswered)]
+                    case .powerCycling: choices += [.powerCycled(nil), .powerCycled(refused)]
+                    default: choices += [.stopped, .powerCycled(nil)]
+                    }
+                }
+                if w.backendOpen { choices += [.lost(refused), .onAirChanged(onAir)] }
+                if w.periodic.contains(.telemetry) { choices.append(.telemetry(Telemetry())) }
+                if w.periodic.contains(.addressRotation) { choices.append(.addressPeriod) }
+                // A boundary tick, or a step of the clock (either way, at any time), with every answer about its sync.
+                wall = rng.next() % 5 == 0 ? wall &- rng.next() % 5000 : wall + rng.next() % 300
+                let sync: Bool? = [true, false, nil][Int(rng.next() % 3)]
+                choices.append(.clock(unixSeconds: wall, synchronized: sync))
+                if rng.next() % 50 == 0 { choices.append(.terminate(signal: "SIGTERM")) }
+                if w.timerArmed && rng.next() % 3 == 0 {
+                    w.timerArmed = false
+                    w.send(.timerFired)
+                } else {
+                    let e = choices[Int(rng.next() % UInt64(choices.count))]
+                    sawEach.insert("\(e)".prefix { $0 != "(" }.description)
+                    w.send(e)
+                }
+                // The executor answers a load at once: a good file (maybe on another device, maybe other jobs) or a broken one.
+                while w.loads > 0 {
+                    w.send(rng.next() % 4 == 0 ? .configRefused(ConfigError(path: "x", diagnostics: []))
+                                               : .configLoaded(walkConfig(rng.next(), device: devices[Int(rng.next() % 3)])))
+                }
+            }
+        }
+        #expect(sawEach.isSuperset(of: ["telemetry", "addressPeriod", "clock", "hangup", "applied", "lost"]), "\(sawEach)")
+    }
+}
