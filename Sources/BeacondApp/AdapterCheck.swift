@@ -119,8 +119,7 @@ enum AdapterCheck {
                         c.send(.readAdvertisingFeatures) { r in
                             switch r {
                             case .failure(let f):
-                                result.mgmtFeaturesError = "Read Advertising Features: \(f.status.map { "\($0)" } ?? "no answer")"
-                                    + (f.status == .permissionDenied ? " (the kernel answers it to root, or with CAP_NET_ADMIN)" : "")
+                                result.mgmtFeaturesError = MgmtDecisions.featuresRefused(f.status)
                             case .success(let p):
                                 if let a = try? MgmtAdvertisingFeatures(returnParameters: p) {
                                     result.mgmt?.instances = Int(a.maxInstances)

@@ -57,7 +57,7 @@ final class MgmtBackend: AdvertisingBackend {
     func open(_ done: @escaping (BackendFailure?) -> Void) {
         let c: MgmtConnection
         do { c = try MgmtConnection(index: index, loop: loop) } catch {
-            if case .system(_, let e) = error, e.errno == .addressFamilyNotSupported { return done(.noBluetooth(device.description)) }
+            if error.problem == .noBluetooth { return done(.noBluetooth(device.description)) }
             return done(BackendFailure(message: "Cannot open the management interface: \(error)", level: .warning))
         }
         connection = c

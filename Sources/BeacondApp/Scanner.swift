@@ -114,12 +114,7 @@ final class Scanner {
         let c = try ControllerConnection(transport: transport, loop: loop)
         connection = c
         c.onClosed = { [unowned self] reason in self.fail("Lost the controller (\(reason))", .unavailable) }
-        c.onUnsolicited = { [unowned self] event in
-            if case .leMeta(let sub, let params) = event,
-               let reports = try? AdvertisingReport.parse(subevent: sub, parameters: params) {
-                for r in reports { self.record(r) }
-            }
-        }
+        c.onUnsolicited = { [unowned self] event in event.advertisingReports.forEach { self.record($0) } }
         c.probe(then: ScanPlan.eventMasks(ownsController: transport.ownsController)) { [unowned self] result in
             switch result {
             case .failure(.step(let f)): self.fail("Failed to probe the controller on \(self.options.device): \(f.error)", .unavailable)

@@ -116,6 +116,12 @@ public enum MgmtDecisions {
         }
     }
 
+    /// `status --check`'s words for a refused Read Advertising Features (the kernel answers it to privileged callers).
+    public static func featuresRefused(_ status: MgmtStatus?) -> String {
+        "Read Advertising Features: \(status.map { "\($0)" } ?? "no answer")"
+            + (status == .permissionDenied ? " (the kernel answers it to root, or with CAP_NET_ADMIN)" : "")
+    }
+
     /// A note of the advertiser's, as a log line: level, message, journal fields.
     public static func logLine(_ note: MgmtAdvertiser.Note, device: String) -> (LogLevel, String, [String]) {
         switch note {

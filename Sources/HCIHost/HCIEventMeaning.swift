@@ -15,6 +15,15 @@ extension HCIEvent {
     }
 }
 
+extension HCIEvent {
+    /// The advertising reports an LE Meta event carries (legacy or extended); empty for any other event, or one whose
+    /// reports run past its end.
+    public var advertisingReports: [AdvertisingReport] {
+        guard case .leMeta(let sub, let params) = self else { return [] }
+        return (try? AdvertisingReport.parse(subevent: sub, parameters: params)) ?? []
+    }
+}
+
 /// What an event nobody waited for means, on a controller beacond owns or on a kernel device it shares.
 public enum UnsolicitedMeaning: Sendable, Hashable {
     /// The controller's state is gone (Hardware Error): start over.

@@ -130,4 +130,10 @@ struct MgmtDecisionsTests {
         let one = OnAir(mgmt: try applied(false, [request(250)]), information: nil)
         #expect(one.details.first?.hasPrefix("mgmt instance ") == true && one.interval == KernelInterval.legacyNonConnectable.typical)
     }
+
+    @Test("status --check says why Read Advertising Features was refused")
+    func featuresRefused() {
+        #expect(MgmtDecisions.featuresRefused(.permissionDenied).hasSuffix("(the kernel answers it to root, or with CAP_NET_ADMIN)"))
+        #expect(MgmtDecisions.featuresRefused(nil) == "Read Advertising Features: no answer")
+    }
 }

@@ -43,4 +43,14 @@ struct EventMeaningTests {
         #expect(ForeignCommand.delay(.leSetAdvertisingEnable) == .milliseconds(100))
         #expect(ForeignCommand.reason(.reset, device: "hci0") == "Another program sent \(Opcode.reset) to hci0")
     }
+
+    @Test("an LE Meta event's advertising reports, none from anything else or from reports that run past the end")
+    func reports() {
+        // One legacy report: type 3, random address, 3 bytes of data, RSSI -60.
+        let one = HCIEvent.leMeta(subevent: 0x02, parameters: [1, 3, 1, 1, 2, 3, 4, 5, 0xC6, 3, 2, 1, 6, 0xC4])
+        #expect(one.advertisingReports.map(\.address.description) == ["C6:05:04:03:02:01"])
+        #expect(one.advertisingReports.first?.rssi == -60 && one.advertisingReports.first?.data == [2, 1, 6])
+        #expect(HCIEvent.leMeta(subevent: 0x02, parameters: [1, 3, 1, 1, 2]).advertisingReports.isEmpty)
+        #expect(HCIEvent.hardwareError(code: 1).advertisingReports.isEmpty)
+    }
 }

@@ -27,3 +27,18 @@ def test_the_address_rules_are_written_once():
         if phrase == 'kernelCanGive(':
             owners = [u for u in owners if u != 'BeaconCore/Configuration.swift']  # the validator asks the plan
         assert 'BeaconCore/AddressPlan.swift' in users and owners == [], (phrase, users)
+
+
+def test_beacondapp_decides_nothing_about_statuses_and_events():
+    """The shells carry commands; what a status or an event means is decided in the pure modules (HCIHost, Mgmt,
+    DaemonCore), with unit tests. No BeacondApp file names a status or takes an event apart."""
+    words = ('HCIStatus', 'MgmtStatus', '.leMeta(', '.hardwareError(', '.commandComplete(', '.commandStatus(', '.newSettings(',
+             '.advertisingRemoved(', '.advertisingAdded(', '.indexRemoved', '.status(.', 'f.status ==', 'status == .')
+    found = sorted(f'{f.name}: {w}' for f in (SOURCES / 'BeacondApp').glob('*.swift') for w in words if w in f.read_text())
+    assert found == [], found
+
+
+def test_each_backend_shell_is_short():
+    for name in ('HCIBackend.swift', 'MgmtBackend.swift'):
+        lines = len((SOURCES / 'BeacondApp' / name).read_text().splitlines())
+        assert lines <= 150, f'{name} has {lines} lines: its decisions belong in a pure module'
