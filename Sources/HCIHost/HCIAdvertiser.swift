@@ -23,13 +23,9 @@ public struct HCIAdvertiser: Sendable {
     public private(set) var usedHandles: Set<UInt8>
     /// Legacy: the one advertiser's parameters and the data and scan response it carries now.
     private var legacyBase: AdvertisingRequest?
-    private var legacyData: AdvertisingData?
-    private var legacyScanResponse: AdvertisingData?
-    private var legacyAddress: OwnAddress?
     /// Legacy with several beacons: the beacons taking turns, whose turn it is; a slot's or a refresh's commands in
     /// flight (the steps a timer sends, one sequence at a time).
-    private var slicing: LegacySlicing?
-    private var sliceIndex = 0
+    private var slicer = LegacySlicer()
     private var timedStepsInFlight = false
     /// The intervals used, per beacon of `applied`; the TX power each set (legacy: 0) reported.
     private var effectiveIntervals: [AdvertisingInterval] = []
@@ -53,7 +49,7 @@ public struct HCIAdvertiser: Sendable {
 
     private enum Pending: Sendable {
         case extended(SetPlan, wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest], full: Bool, allowSwitch: Bool)
-        case legacyData(wanted: [AdvertisingRequest], slot: Slot)
+        case legacyData(wanted: [AdvertisingRequest], slot: LegacySlicer.Slot)
         case legacyStart(wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest], steps: [Step], allowSwitch: Bool)
     }
 
@@ -149,21 +145,19 @@ public struct HCIAdvertiser: Sendable {
             let base = s.base
             if dataOnlyAllowed, let legacyBase, !legacyBase.needsRestart(for: base) {
                 // The advertiser's parameters stay: only the data of the beacon in the current slot may change.
-                if sliceIndex >= wanted.count { sliceIndex = 0 }
-                let steps = sliceSteps(s, sliceIndex)
-                startSlicing(s)
+                let (steps, slot) = slicer.update(to: s)
                 self.legacyBase = base
                 effectiveIntervals = wanted.map { _ in base.interval }
                 if steps.isEmpty {
                     applied = wanted
                     return .done
                 }
-                pending = .legacyData(wanted: wanted, slot: Slot(s, sliceIndex))
+                pending = .legacyData(wanted: wanted, slot: slot)
                 return .send(steps)
             }
             let steps = AdvertisingPlan.start(base, family: .legacy, handle: 0, afterReset: freshlyReset)
             freshlyReset = false
-            stopSlicing()
+            slicer.stop()
             legacyBase = nil
             pending = .legacyStart(wanted: wanted, adjusted: adjustedRequests, steps: steps, allowSwitch: allowSwitch)
             return .send(steps)
@@ -192,7 +186,7 @@ public struct HCIAdvertiser: Sendable {
             applied = wanted
             return .done
         case (.legacyData(let wanted, let slot), .success):
-            carrying(slot)
+            slicer.carrying(slot)
             applied = wanted
             return .done
         case (.legacyStart(let wanted, let adjusted, let steps, _), .success(let replies)):
@@ -202,13 +196,9 @@ public struct HCIAdvertiser: Sendable {
             }
             let s = LegacySlicing(adjusted)
             legacyBase = s.base
-            legacyData = s.base.data
-            legacyScanResponse = s.base.scanResponse
-            legacyAddress = s.base.ownAddress
-            sliceIndex = 0
+            slicer.started(s)
             txPowers[0] = zip(steps, replies).compactMap { AdvertisingPlan.reportedTxPower(for: $0.command, returnParameters: $1) }.last
             effectiveIntervals = adjusted.map { _ in s.base.interval }
-            startSlicing(s)
             applied = wanted
             return .done
         case (_, .failure(let f)):
@@ -285,8 +275,7 @@ public struct HCIAdvertiser: Sendable {
         applied = nil
         sets = nil
         legacyBase = nil
-        legacyAddress = nil
-        stopSlicing()
+        slicer.forget()
     }
 
     private func settingsRefused(by command: HCICommand, _ wanted: [AdvertisingRequest]) -> String {
@@ -306,77 +295,31 @@ public struct HCIAdvertiser: Sendable {
 
     // MARK: time slices (legacy controllers, several beacons)
 
-    private mutating func startSlicing(_ s: LegacySlicing) {
-        slicing = s.beacons.count > 1 ? s : nil
-    }
-
-    private mutating func stopSlicing() { slicing = nil }
-
     /// While beacons take turns on the one legacy advertiser: how long each slot lasts (the slot timer's period).
     public var slotDuration: Duration? {
-        guard slicing != nil, let base = legacyBase ?? slicing?.base else { return nil }
+        guard let slicing = slicer.slicing, let base = legacyBase ?? Optional(slicing.base) else { return nil }
         return .microseconds(Int64(base.interval.units) * 625)
-    }
-
-    /// What slot `i` needs sent: its data and its scan response, each only when it differs from what is there, and
-    /// a restart from its address when that differs.
-    private func sliceSteps(_ s: LegacySlicing, _ i: Int) -> [Step] {
-        s.steps(toSlot: i, from: legacyAddress, data: legacyData, response: legacyScanResponse)
-    }
-
-    /// What one slot puts on the advertiser.
-    private struct Slot: Sendable {
-        var index: Int
-        var data: AdvertisingData
-        var response: AdvertisingData?
-        var address: OwnAddress
-        init(_ s: LegacySlicing, _ i: Int) {
-            (index, data, response, address) = (i, s.beacons[i].data, s.scanResponse(i), s.beacons[i].ownAddress)
-        }
-    }
-
-    private mutating func carrying(_ slot: Slot) {
-        sliceIndex = slot.index
-        (legacyData, legacyScanResponse, legacyAddress) = (slot.data, slot.response, slot.address)
     }
 
     /// The slot timer fired: the next beacon's steps (empty when nothing needs sending, or the last slot's commands are
     /// still out: that slot is skipped). Report them with `sliceFinished`.
     public mutating func nextSlice() -> [Step] {
-        guard let s = slicing, legacyBase != nil, !timedStepsInFlight else { return [] }
-        let i = s.next(after: sliceIndex)
-        let steps = sliceSteps(s, i)
-        if steps.isEmpty {
-            sliceIndex = i
-            return []
-        }
-        timedStepsInFlight = true
-        pendingSlice = (Slot(s, i), steps.count, s.beacons[i].ownAddress != legacyAddress)
+        guard legacyBase != nil, !timedStepsInFlight else { return [] }
+        let steps = slicer.next()
+        if !steps.isEmpty { timedStepsInFlight = true }
         return steps
     }
 
-    private var pendingSlice: (slot: Slot, commands: Int, restart: Bool)?
-    /// How long the restarts of the first slots took, until the cost is said.
-    private var restartTimes: [Duration] = []
-    private var restartCostSaid = false
-    /// How many restarts are timed before the cost is said (the median of these).
-    public static let restartSamples = 9
+    /// How many restarts are timed before the cost is said.
+    public static let restartSamples = LegacySlicer.restartSamples
 
     /// The result of `nextSlice`'s steps; false when the controller refused them (the caller says so, once).
     /// `took`: from the first command out to the last reply, for the cost of a slot that restarts the advertiser.
     public mutating func sliceFinished(_ ok: Bool, took: Duration? = nil) {
         timedStepsInFlight = false
-        guard ok, let p = pendingSlice else { pendingSlice = nil; return }
-        pendingSlice = nil
-        carrying(p.slot)
-        guard p.restart, !restartCostSaid, let took else { return }
-        restartTimes.append(took)
-        if restartTimes.count == Self.restartSamples {
-            restartCostSaid = true
-            let median = restartTimes.sorted()[Self.restartSamples / 2]
-            let slot = legacyBase.map { " of every \($0.interval) slot" } ?? ""
-            notes.append(.info("Time slices on \(device) restart the advertiser from each beacon's own address: \(p.commands) commands, at most \(formatMicroseconds(median)) off the air\(slot) (median of \(Self.restartSamples))"))
-        }
+        guard let (commands, median) = slicer.finished(ok, took: took) else { return }
+        let slot = legacyBase.map { " of every \($0.interval) slot" } ?? ""
+        notes.append(.info("Time slices on \(device) restart the advertiser from each beacon's own address: \(commands) commands, at most \(formatMicroseconds(median)) off the air\(slot) (median of \(Self.restartSamples))"))
     }
 
     // MARK: a controller that stops by itself
@@ -396,7 +339,7 @@ public struct HCIAdvertiser: Sendable {
         let steps: [Step]
         switch family {
         case .legacy:
-            guard legacyBase != nil, slicing?.restartsPerSlot != true else { return [] }
+            guard legacyBase != nil, slicer.slicing?.restartsPerSlot != true else { return [] }
             steps = [Step(.leSetAdvertisingEnable(false), tolerating: [.commandDisallowed]), Step(.leSetAdvertisingEnable(true))]
         case .extended:
             guard !setHandles.isEmpty else { return [] }
@@ -507,7 +450,7 @@ public struct HCIAdvertiser: Sendable {
         case .legacy:
             single = tx(0)
             if let t = single { details.append("TX \(t) dBm") }
-            if n > 1, let base = legacyBase, let slicing {
+            if n > 1, let base = legacyBase, let slicing = slicer.slicing {
                 details.append("time-sliced, \(base.interval) slots")
                 if slicing.restartsPerSlot { details.append("each slot restarted from its beacon's address") }
                 let every = slicing.effectiveInterval(slot: base.interval)
