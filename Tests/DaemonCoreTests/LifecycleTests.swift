@@ -4,6 +4,7 @@ import BeaconCore
 import BluetoothHCI
 @testable import DaemonCore
 import HCIHost
+import TestSupport
 import Testing
 
 private func config(device: String = "tcp:127.0.0.1:9", minor: Int = 1, backend: String = "auto", uuid: Bool = true) -> BeaconConfiguration {
@@ -510,17 +511,5 @@ struct LifecycleTests {
                 }
             }
         }
-    }
-}
-
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

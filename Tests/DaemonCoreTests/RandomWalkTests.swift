@@ -7,6 +7,7 @@ import BeaconCore
 import BluetoothHCI
 import DaemonCore
 import HCIHost
+import TestSupport
 import Testing
 
 private func keyed(_ text: String) -> BeaconConfiguration {
@@ -101,22 +102,12 @@ private struct Walker {
     }
 }
 
-private struct SplitMix64 {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 @Suite("lifecycle random walk with every event")
 struct RandomWalkTests {
     @Test("telemetry, address and clock ticks, clock steps and device changes keep every invariant")
     func walk() {
-        var rng = SplitMix64(state: 34)
+        var rng = SplitMix(seed: 34)
         let onAir = OnAir(interval: AdvertisingInterval(units: 160)!, details: ["extended"])
         let refused = BackendFailure(message: "refused")
         let unanswered = BackendFailure(message: "no answer", unanswered: true)
