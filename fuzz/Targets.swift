@@ -39,7 +39,17 @@ private func fuzzConfig(_ bytes: [UInt8]) {
             _ = b.beacon.summary
             _ = config.interval(of: b)
         }
-        _ = config.addressesWanted
+        // Every question the address plan answers, for every beacon, on any config that parses.
+        let plan = config.addressPlan
+        _ = plan.ownCommandsNeeded
+        for k in plan.wanted.indices {
+            for kernel in [false, true] {
+                _ = plan.kind(k, throughKernel: kernel)
+                _ = plan.sentence(k, throughKernel: kernel, kept: .notYet(file: "f"))
+            }
+            _ = plan.settingName(k)
+            if let u = plan.sharesWith[k] { precondition(u < plan.wanted.count && plan.wanted[u] == plan.wanted[k], "telemetry not on its UID's address") }
+        }
     }
     // The resolver's key file shares the grammar.
     _ = try? EIDKeyring.parse(bytes)

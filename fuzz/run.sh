@@ -26,12 +26,13 @@ fi
 out=.build/fuzz
 mkdir -p "$out/src"
 rm -f "$out"/src/*.swift
-# One module: the pure sources, without their cross-module imports, plus the entry points.
-for f in Sources/BluetoothHCI/*.swift Sources/BeaconCore/*.swift \
+# One module: the pure sources, without their cross-module imports (and libm's pow, which BeaconCore takes from
+# SystemCalls), plus the entry points.
+for f in Sources/BluetoothHCI/*.swift Sources/BeaconCore/*.swift Sources/SystemCalls/Math.swift \
          Sources/HCIHost/CommandFlow.swift Sources/HCIHost/StepSequence.swift Sources/HCIHost/AdvertisingPlan.swift Sources/HCIHost/HCIEventMeaning.swift \
          Sources/Mgmt/MgmtCodec.swift Sources/Mgmt/MgmtCommandFlow.swift Sources/Mgmt/MgmtAdvertisingPlan.swift \
          Sources/Mgmt/MgmtInstancePlan.swift; do
-    sed '/^import BluetoothHCI$/d; /^import HCITransport$/d; /^import HCIHost$/d' "$f" > "$out/src/$(basename "$(dirname "$f")")-$(basename "$f")"
+    sed '/^import BluetoothHCI$/d; /^import HCITransport$/d; /^import HCIHost$/d; /^import SystemCalls$/d' "$f" > "$out/src/$(basename "$(dirname "$f")")-$(basename "$f")"
 done
 if [ ! -x "$out/$binary" ] || [ -n "$(find fuzz Sources -newer "$out/$binary" -name '*.swift' | head -n 1)" ]; then
     echo "fuzz: building the targets (-sanitize=$sanitize)"
