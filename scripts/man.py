@@ -85,7 +85,7 @@ def beacond_8(beacond, version, date):
     helps = {c: help_sections(run_help(beacond, 'help', c)) for c in commands}  # each command's help, read once
     overview = ' '.join(l.strip() for l in top['OVERVIEW'])
     out = [f'.TH BEACOND 8 "{date}" "beacond {version}" "System Administration"',
-           '.SH NAME', 'beacond \\- keep Bluetooth LE beacons on the air',
+           '.SH NAME', 'beacond \\- ' + esc(overview.replace('beacond keeps ', 'keep ', 1).rstrip('.')),
            '.SH SYNOPSIS']
 
     def usages(c):

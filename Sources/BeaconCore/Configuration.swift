@@ -494,30 +494,29 @@ private struct Validator {
 
         // The kernel's management interface advertises a non-connectable beacon from an address of its own choosing.
         let labelOf = { (k: Int) in labels[k] }
-        var settings: [(BeaconAddressSetting, SourceLocation, String, String)] = []
-        if let a = advertising.address, let at = advertising.addressLocation { settings.append((.policy(a), at, "[advertising]", "advertising.address")) }
-        for (k, b) in beacons.enumerated() {
-            if let a = b.address, let at = b.addressLocation { settings.append((a, at, labelOf(k), "beacon.address")) }
+        let mgmt = controller.backend == .mgmt
+        func refuseUnderMgmt(_ setting: BeaconAddressSetting, at: SourceLocation, _ label: String, key: String) {
+            guard mgmt, !AddressPlan.kernelCanGive(setting, connectable: advertising.connectable) else { return }
+            fail("'address' in \(label) cannot be \"\(setting)\" with backend = \"mgmt\": \(AddressPlan.kernelRule); use backend = \"hci\" or \"auto\" (which then uses raw HCI commands)",
+                 at: at, key: key)
         }
-        if controller.backend == .mgmt {
-            for (setting, at, label, key) in settings where !AddressPlan.kernelCanGive(setting, connectable: advertising.connectable) {
-                fail("'address' in \(label) cannot be \"\(setting)\" with backend = \"mgmt\": \(AddressPlan.kernelRule); use backend = \"hci\" or \"auto\" (which then uses raw HCI commands)",
-                     at: at, key: key)
-            }
-            if let k = beacons.firstIndex(where: { $0.beacon.format == .eddystoneEID }) {
-                fail("\(labelOf(k)) is an Eddystone-EID beacon, which cannot use backend = \"mgmt\": its address must change with every EID, and the kernel changes its own on its own schedule; use backend = \"hci\" or \"auto\" (which then uses raw HCI commands)",
-                     at: beacons[k].location, key: "controller.backend")
-            }
+        if let a = advertising.address, let at = advertising.addressLocation { refuseUnderMgmt(.policy(a), at: at, "[advertising]", key: "advertising.address") }
+        if mgmt, let k = beacons.firstIndex(where: { $0.beacon.format == .eddystoneEID }) {
+            fail("\(labelOf(k)) is an Eddystone-EID beacon, which cannot use backend = \"mgmt\": its address must change with every EID, and the kernel changes its own on its own schedule; use backend = \"hci\" or \"auto\" (which then uses raw HCI commands)",
+                 at: beacons[k].location, key: "controller.backend")
         }
         var chosenBy: [BluetoothAddress: Int] = [:]
         for (k, b) in beacons.enumerated() {
-            guard case .chosen(let a)? = b.address, let at = b.addressLocation else { continue }
-            if let first = chosenBy[a] {
-                fail("'address' in \(labelOf(k)) is \(a), the same as in \(labelOf(first)) (line \(beacons[first].addressLocation!.line)): gateways would take the two for one device; give each beacon its own address",
-                     at: at, key: "beacon.address")
-            } else {
-                chosenBy[a] = k
+            guard let a = b.address, let at = b.addressLocation else { continue }
+            if case .chosen(let chosen) = a {
+                if let first = chosenBy[chosen] {
+                    fail("'address' in \(labelOf(k)) is \(a), the same as in \(labelOf(first)) (line \(beacons[first].addressLocation!.line)): gateways would take the two for one device; give each beacon its own address",
+                         at: at, key: "beacon.address")
+                } else {
+                    chosenBy[chosen] = k
+                }
             }
+            refuseUnderMgmt(a, at: at, labelOf(k), key: "beacon.address")
         }
 
         guard diagnostics.isEmpty, !beacons.isEmpty || unprovisioned != nil else { return nil }

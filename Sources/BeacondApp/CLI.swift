@@ -206,7 +206,14 @@ enum CLI {
                 },
             ],
             exitStatus: "0 the file is valid, 78 it has errors.",
-            start: CheckConfigOptions(), finish: { o in o.schema ? .configSchema : .checkConfig(configPath: o.path, keys: o.keys) }),
+            start: CheckConfigOptions(),
+            finish: { o throws(UsageError) in
+                guard o.schema else { return .checkConfig(configPath: o.path, keys: o.keys) }
+                guard o.path == defaultConfigPath, o.keys == nil else {
+                    throw UsageError(message: "'--schema' prints every key the config takes; it reads no file ('--config', '--keys')", command: "check-config")
+                }
+                return .configSchema
+            }),
         Command(
             "payload", abstract: "Print the advertising bytes as hex, hcitool commands or JSON.",
             usage: "beacond payload [--config PATH] [--format \(PayloadFormat.allCases.map(\.rawValue).joined(separator: "|"))] [--time T]",
@@ -299,10 +306,11 @@ enum CLI {
                     o.device = try p.device(typed, v)
                 },
                 Option(["--duration"], "SECONDS", "Stop after this long (default: until Ctrl-C).") { o, p, typed, v throws(UsageError) in
+                    let d = try seconds(p, typed, v, max: 86400 * 365, expected: "seconds, e.g. 10 or 2.5")
                     if o.calibrate {
                         throw UsageError(message: "'--calibrate' listens for as long as it says; give '--duration' or '--calibrate', not both", command: "scan")
                     }
-                    o.duration = try seconds(p, typed, v, max: 86400 * 365, expected: "seconds, e.g. 10 or 2.5")
+                    o.duration = d
                 },
                 Option(["--calibrate"], "SECONDS", """
                     Listen this long with the receiver 1 m from the beacons, then print per beacon the median RSSI and \

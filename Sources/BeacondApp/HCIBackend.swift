@@ -56,8 +56,9 @@ final class HCIBackend: AdvertisingBackend {
         c.probeForAdvertising(capacity: HCIDecisions.capacity(fromReply:)) { [weak self] result in
             guard let self, !self.closed else { return }
             switch result {
-            case .failure(.step(let f)): done(self.failure("probe the controller on \(self.device)", f))
-            case .failure(.malformedReply): done(BackendFailure(message: "The controller on \(self.device) sent a malformed probe reply"))
+            case .failure(.probe(.step(let f))): done(self.failure("probe the controller on \(self.device)", f))
+            case .failure(.probe(.malformedReply)): done(BackendFailure(message: "The controller on \(self.device) sent a malformed probe reply"))
+            case .failure(.sets(let f)): done(self.failure("read the number of advertising sets on \(self.device)", f))
             case .success(let (probed, capacity)):
                 // On a kernel hciN, the sets a killed run left: the first apply removes those no beacon needs.
                 let owns = c.transport.ownsController

@@ -12,6 +12,9 @@ import SystemdSupport
 final class MgmtAirWatcher {
     /// The controller was told to stop and not to start again while beacond's instances are held: the reason.
     var onSilence: (String) -> Void = { _ in }
+    /// beacond's instances on the air now, in beacon order; nil while nothing is applied (no check then, and no
+    /// waiting counted).
+    var instances: () -> [UInt8]? = { nil }
 
     private let index: UInt16
     private let device: DeviceSpec
@@ -71,10 +74,10 @@ final class MgmtAirWatcher {
     }
 
     private func check() {
-        guard watch != nil else { return }
+        guard watch != nil, let instances = instances() else { return }
         let now = Self.now()
         let off = watch!.offSince.map { now - $0 } ?? .zero
-        if watch!.due(at: now) { onSilence(MgmtDecisions.silenceReason(device: device.description, off: off, instances: watch!.ours.sorted())) }
+        if watch!.due(at: now) { onSilence(MgmtDecisions.silenceReason(device: device.description, off: off, instances: instances)) }
         arm()
     }
 }

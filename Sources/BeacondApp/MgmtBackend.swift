@@ -117,8 +117,9 @@ final class MgmtBackend: AdvertisingBackend {
         guard let a = advertiser, a.applied != nil, !closed else { return }
         if watcher == nil {
             watcher = MgmtAirWatcher(index: index, device: device, sets: traits.advertisingSets == true, loop: loop, log: log)
+            watcher!.instances = { [weak self] in self.flatMap { !$0.closed && $0.advertiser?.applied != nil ? $0.advertiser!.beaconInstances : nil } }
             watcher!.onSilence = { [weak self] reason in
-                guard let self, !self.closed, self.advertiser?.applied != nil else { return }
+                guard let self else { return }
                 self.advertiser!.airLost()
                 self.onEvent(.reapply(reason: reason, delay: .zero, fields: ["HCI_DEVICE=\(self.device)"]))
             }

@@ -21,22 +21,28 @@ extension ControllerConnection {
     }
 }
 
+/// Why the probe for advertising failed: the probe itself, or the read of the set count after it.
+public enum AdvertisingProbeFailure: Error, Sendable {
+    case probe(ProbeFailure)
+    case sets(StepFailure)
+}
+
 extension ControllerConnection {
     /// The probe, then how many advertising sets an extended controller has (LE Read Number of Supported Advertising
     /// Sets; a controller that sets the feature bit without the command refuses it and gets 1, ending up on legacy
     /// commands anyway). `capacity(reply)` reads the count from the reply.
     public func probeForAdvertising(capacity: @escaping ([UInt8]?) -> Int,
-                                    _ done: @escaping (Result<(ControllerInfo, capacity: Int), ProbeFailure>) -> Void) {
+                                    _ done: @escaping (Result<(ControllerInfo, capacity: Int), AdvertisingProbeFailure>) -> Void) {
         probe { [weak self] result in
             guard let self else { return }
             switch result {
-            case .failure(let f): done(.failure(f))
+            case .failure(let f): done(.failure(.probe(f)))
             case .success(let info) where info.preferredFamily != .extended: done(.success((info, 1)))
             case .success(let info):
                 self.run([Step(.leReadNumberOfSupportedAdvertisingSets, tolerating: [.unknownHCICommand, .unsupportedFeatureOrParameterValue, .commandDisallowed])]) { result in
                     switch result {
                     case .success(let replies): done(.success((info, capacity(replies.first))))
-                    case .failure(let f): done(.failure(.step(f)))
+                    case .failure(let f): done(.failure(.sets(f)))
                     }
                 }
             }

@@ -95,4 +95,12 @@ struct AddressPlanTests {
     private func thrown(_ text: String) -> ConfigDiagnostics? {
         do { _ = try BeaconConfiguration.parse(Array(text.utf8)); return nil } catch { return error }
     }
+
+    @Test("review: a chosen address both repeated and refused under mgmt names the repetition first, as before the plan")
+    func duplicateThenRefusal() throws {
+        let a = "address = \"C6:12:34:56:78:9A\"\n"
+        let error = try #require(thrown(ib(1, a) + ib(2, a) + "[controller]\nbackend = \"mgmt\"\n"))
+        let second = error.items.filter { $0.location?.line == 10 }.map(\.message)
+        #expect(second.count == 2 && second[0].contains("the same as in [[beacon]] #1") && second[1].contains(AddressPlan.kernelRule))
+    }
 }

@@ -106,6 +106,15 @@ struct CLITests {
         }
     }
 
+    @Test("review: a bad --duration is named before its clash with --calibrate; --schema reads no file", arguments: [
+        (["scan", "--calibrate", "5", "--duration", "abc"], "invalid value for '--duration': 'abc' (expected seconds, e.g. 10 or 2.5)"),
+        (["check-config", "--schema", "--config", "x.conf"], "'--schema' prints every key the config takes; it reads no file ('--config', '--keys')"),
+        (["check-config", "--keys", "k", "--schema"], "'--schema' prints every key the config takes; it reads no file ('--config', '--keys')"),
+    ])
+    func reviewed(args: [String], message: String) {
+        #expect(thrown(UsageError.self) { _ = try CLI.parse(args) }?.message == message)
+    }
+
     @Test("an option's value is checked by its own declaration", arguments: [
         (["payload", "--format", "yaml"], "invalid value for '--format': 'yaml' (expected hex, hcitool or json)"),
         (["run", "--log-level", "loud"], "invalid value for '--log-level': 'loud' (expected emerg, alert, crit, err, warning, notice, info, debug)"),
