@@ -36,6 +36,17 @@ def test_error_status_on_enable_is_retried_until_it_succeeds(tmp_path, processes
     assert b.proc.poll() is None
 
 
+def test_a_refused_read_of_the_set_count_is_named_as_that_not_as_the_probe(tmp_path, processes, tcp_lab, notify):
+    """Bug (review): when LE Read Number of Supported Advertising Sets was refused, STATUS blamed the probe."""
+    lab, device = tcp_lab
+    lab.add_fault(hci.HCI_LE_READ_NUMBER_OF_SUPPORTED_ADVERTISING_SETS_COMMAND, hci.HCI_CONTROLLER_BUSY_ERROR, times=1)
+    start(tmp_path, processes, device, notify)
+    status = notify.wait_for('STATUS=Failed to read the number of advertising sets on')
+    assert 'Controller Busy (0x3A), retrying in' in status
+    assert not any(a.startswith('STATUS=Failed to probe') for a in notify.assignments())
+    on_air(lab, ibeacon_bytes(), timeout=20)
+
+
 def test_an_always_failing_command_keeps_retrying_and_recovers_once_fixed(tmp_path, processes, tcp_lab, notify):
     lab, device = tcp_lab
     lab.add_fault(EXT_DATA, hci.HCI_UNSPECIFIED_ERROR_ERROR, times=-1)
