@@ -21,11 +21,10 @@ public enum BeaconFormat: String, Sendable, Hashable, CaseIterable {
         }
     }
 
-    /// Every format's display name, as a list in prose: "iBeacon, AltBeacon, …, and Eddystone-EID" (with `and`) or
-    /// "…, or Eddystone-EID" (with `or`).
+    /// Every format's display name, as a list in prose: "iBeacon, AltBeacon, … and Eddystone-EID" (with `and`) or
+    /// "… or Eddystone-EID" (with `or`).
     public static func names(_ conjunction: String) -> String {
-        let names = allCases.map(\.displayName)
-        return names.dropLast().joined(separator: ", ") + " \(conjunction) " + names.last!
+        proseList(allCases.map(\.displayName), conjunction)
     }
 }
 

@@ -38,7 +38,7 @@ public enum LogLevel: Int, Sendable, Hashable, Comparable, CaseIterable, CustomS
     /// The levels worth choosing (the ones above err are for emergencies beacond never logs).
     public static let common = allCases.filter { $0 >= .err }
     /// "err, warning, notice, info or debug".
-    public static let commonNames = common.dropLast().map(\.description).joined(separator: ", ") + " or " + common.last!.description
+    public static let commonNames = proseList(common.map(\.description), "or")
 }
 
 /// Whose address the advertising comes from (`[advertising] address`).
@@ -327,10 +327,7 @@ private struct Validator {
     }
 
     /// "[beacon], [advertising], [controller] and [daemon]".
-    static let tableList: String = {
-        let names = ConfigTable.allCases.map { "[\($0.rawValue)]" }
-        return names.dropLast().joined(separator: ", ") + " and " + names.last!
-    }()
+    static let tableList = proseList(ConfigTable.allCases.map { "[\($0.rawValue)]" })
 
     mutating func unknownKey(_ e: TOMLEntry, in table: ConfigTable, label: String) {
         let keys = ConfigSchema.names(in: table)

@@ -30,7 +30,7 @@ enum PayloadFormat: String, Equatable, CaseIterable, Sendable {
     case hex, hcitool, json
 
     /// "hex, hcitool or json".
-    static let namesText = allCases.dropLast().map(\.rawValue).joined(separator: ", ") + " or " + allCases.last!.rawValue
+    static let namesText = proseList(allCases.map(\.rawValue), "or")
 }
 
 /// A mistake on the command line: the message and the usage line of the command concerned.

@@ -95,3 +95,9 @@ public func hex16(_ value: UInt16) -> String {
 
 /// `0x0C`-style formatting for one-byte codes.
 public func hex8(_ value: UInt8) -> String { "0x" + hexString([value], uppercase: true) }
+
+/// Items as a list in prose: "a, b and c" (`conjunction` "or": "a, b or c"); one item alone.
+public func proseList(_ items: [String], _ conjunction: String = "and") -> String {
+    guard let last = items.last else { return "" }
+    return items.count == 1 ? last : items.dropLast().joined(separator: ", ") + " \(conjunction) " + last
+}

@@ -15,7 +15,7 @@ public enum DeviceSpec: Sendable, Hashable, CustomStringConvertible {
     /// How a device is written, each form once: for messages, help texts and the config reference.
     public static let forms = ["hciN", "tcp:HOST:PORT", "unix:PATH", "serial:PATH[:BAUD]"]
     /// "hciN, tcp:HOST:PORT, unix:PATH or serial:PATH[:BAUD]".
-    public static let formsText = forms.dropLast().joined(separator: ", ") + " or " + forms.last!
+    public static let formsText = proseList(forms, "or")
     /// Baud rates Linux termios can set by constant.
     public static let supportedBauds: [Int] = [
         9600, 19200, 38400, 57600, 115_200, 230_400, 460_800, 500_000, 576_000, 921_600, 1_000_000, 1_152_000,

@@ -450,6 +450,7 @@ public struct Lifecycle: Sendable {
     private mutating func chooseBackend(_ out: inout [Action]) -> BackendKind {
         let kind: BackendKind
         let why: String
+        let ownCommandsNeeded = config.addressPlan.ownCommandsNeeded
         switch device {
         case .kernel:
             switch config.controller.backend {
@@ -457,8 +458,8 @@ public struct Lifecycle: Sendable {
             case .hci: (kind, why) = (.hci, "backend hci")
             case .auto where mgmtRefused: (kind, why) = (.hci, "backend auto: the management interface cannot serve it")
             case .auto where mgmtShortfall != nil: (kind, why) = (.hci, "backend auto: \(mgmtShortfall!)")
-            case .auto where config.addressPlan.ownCommandsNeeded != nil:
-                (kind, why) = (.hci, "backend auto: \(config.addressPlan.ownCommandsNeeded!)")
+            case .auto where ownCommandsNeeded != nil:
+                (kind, why) = (.hci, "backend auto: \(ownCommandsNeeded!)")
             case .auto: (kind, why) = (.mgmt, "backend auto: cooperates with bluetoothd")
             }
         default:
