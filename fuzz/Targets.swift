@@ -56,7 +56,7 @@ private func fuzzConfig(_ bytes: [UInt8]) {
     if let v = JSONValue(parsing: bytes) {
         precondition(JSONValue(parsing: Array(v.text.utf8)) == v, "JSON that does not read back as itself")
     }
-    _ = try? ConfigEditor.settingUUID(BeaconUUID.version4(random: [UInt8](repeating: 7, count: 16)), in: bytes, replacing: bytes.count % 2 == 0)
+    _ = try? ConfigEditor.settingUUIDs(BeaconUUID.version4(random: [UInt8](repeating: 7, count: 16)), in: bytes, replacing: bytes.count % 2 == 0)
 }
 
 private func fuzzHCI(_ bytes: [UInt8]) {

@@ -95,13 +95,13 @@ public struct AddressPlan: Sendable, Hashable {
     }
 
     /// Beacon `k`'s setting, by name (payload's address_setting): eid, chosen, public, static, rotating, or kernel
-    /// when it has none and the config has the kernel give it.
-    public func settingName(_ k: Int) -> String {
+    /// when it has none and the kernel gives it (`throughKernel`; by default as the config alone decides).
+    public func settingName(_ k: Int, throughKernel: Bool? = nil) -> String {
         if isEID[k] { return "eid" }
         switch wanted[k].setting {
         case .chosen?: return "chosen"
         case .policy(let p)?: return p.rawValue
-        case nil: return beacondChooses ? "static" : "kernel"
+        case nil: return throughKernel ?? !beacondChooses ? "kernel" : "static"
         }
     }
 
@@ -111,6 +111,9 @@ public struct AddressPlan: Sendable, Hashable {
         case notYet(file: String)
         case unreadable(String, file: String)
     }
+
+    /// The kernel's own address in a few words, where a sentence says it beside another case.
+    public static let kernelBrief = "the kernel's own, rotating (mgmt; address = \"static\" keeps it fixed there too)"
 
     /// The sentence for beacon `k` (check-config, payload), before anything is on the air.
     public func sentence(_ k: Int, throughKernel: Bool, kept: Kept?) -> String {

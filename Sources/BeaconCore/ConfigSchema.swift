@@ -89,7 +89,7 @@ public enum ConfigDefault: Sendable, Hashable {
         case .unset(let text): text
         case .inherited(let key): "`\(key)`"
         case .required: "required"
-        case .provisioning: "none: beacond runs and advertises nothing until it is set"
+        case .provisioning: "none: beacond runs, and this beacon goes on the air once it is set"
         }
     }
 }
@@ -130,7 +130,7 @@ public enum ConfigSchema {
     public static let keys: [ConfigKey] = [
         ConfigKey(.beacon, "format", all, .format, .value("\"ibeacon\""),
                   "the frame on the air; each format has its keys, and a key of another format is an error that names both"),
-        ConfigKey(.beacon, "uuid", iBeaconLike, .uuid, .provisioning, "proximity UUID (`beacond gen-uuid --set FILE`)"),
+        ConfigKey(.beacon, "uuid", iBeaconLike, .uuid, .provisioning, "proximity UUID; one per site, shared by its beacons (`beacond gen-uuid --set FILE` fills every beacon without one)"),
         ConfigKey(.beacon, "major", iBeaconLike, .integer(0...65535), .required, "e.g. the store"),
         ConfigKey(.beacon, "minor", iBeaconLike, .integer(0...65535), .required, "e.g. the shelf"),
         ConfigKey(.beacon, "measured_power", iBeaconLike, .integer(-127...20, unit: "dBm"), .value("-59"),

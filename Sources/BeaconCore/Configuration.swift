@@ -147,14 +147,29 @@ public struct ConfiguredBeacon: Sendable, Hashable {
     public static let maxNameBytes = 29
 }
 
+/// A beacon table that has no `uuid` yet (a fresh install, or a beacon just added): not a mistake, and not on the
+/// air until `beacond gen-uuid --set` or the user gives it one.
+public struct UnprovisionedBeacon: Sendable, Hashable {
+    /// How messages name it: "[beacon]", "[[beacon]] #2".
+    public var label: String
+    /// Where its table starts.
+    public var location: SourceLocation
+
+    public init(label: String = "[beacon]", location: SourceLocation) {
+        self.label = label
+        self.location = location
+    }
+}
+
 /// A validated beacond configuration.
 public struct BeaconConfiguration: Sendable, Hashable {
-    /// The beacons, in file order: one for `[beacon]`, one per `[[beacon]]`. Empty when `[beacon]` has no `uuid`
-    /// yet (the file as a fresh install ships it): beacond then runs and advertises nothing rather than putting a
-    /// made-up identity on the air.
+    /// The beacons that go on the air, in file order: one for `[beacon]`, one per `[[beacon]]` that has its
+    /// identity. A table without its `uuid` yet (the file as a fresh install ships it) is in `unprovisioned`
+    /// instead, in `[beacon]` and `[[beacon]]` alike: beacond runs and advertises the others (or nothing) rather
+    /// than putting a made-up identity on the air.
     public var beacons: [ConfiguredBeacon]
-    /// Where the `[beacon]` table that lacks its uuid starts (nil when there is a beacon).
-    public var unprovisioned: SourceLocation?
+    /// The beacon tables that lack their uuid, in file order (empty when every beacon has one).
+    public var unprovisioned: [UnprovisionedBeacon]
     public var advertising: AdvertisingSettings
     public var controller: ControllerSettings
     public var daemon: DaemonSettings
@@ -162,10 +177,10 @@ public struct BeaconConfiguration: Sendable, Hashable {
     /// The first beacon (the only one of a `[beacon]` config).
     public var beacon: Beacon? { beacons.first?.beacon }
 
-    public init(beacons: [ConfiguredBeacon], unprovisioned: SourceLocation? = nil, advertising: AdvertisingSettings = .init(),
+    public init(beacons: [ConfiguredBeacon], unprovisioned: [UnprovisionedBeacon] = [], advertising: AdvertisingSettings = .init(),
                 controller: ControllerSettings = .init(), daemon: DaemonSettings = .init()) {
         self.beacons = beacons
-        self.unprovisioned = beacons.isEmpty ? unprovisioned ?? SourceLocation(line: 1, column: 1) : nil
+        self.unprovisioned = beacons.isEmpty && unprovisioned.isEmpty ? [UnprovisionedBeacon(location: SourceLocation(line: 1, column: 1))] : unprovisioned
         self.advertising = advertising
         self.controller = controller
         self.daemon = daemon
@@ -173,8 +188,20 @@ public struct BeaconConfiguration: Sendable, Hashable {
 
     public init(beacon: Beacon?, unprovisioned: SourceLocation? = nil, advertising: AdvertisingSettings = .init(), controller: ControllerSettings = .init(),
                 daemon: DaemonSettings = .init()) {
-        self.init(beacons: beacon.map { [ConfiguredBeacon($0)] } ?? [], unprovisioned: unprovisioned, advertising: advertising,
-                  controller: controller, daemon: daemon)
+        self.init(beacons: beacon.map { [ConfiguredBeacon($0)] } ?? [], unprovisioned: unprovisioned.map { [UnprovisionedBeacon(location: $0)] } ?? [],
+                  advertising: advertising, controller: controller, daemon: daemon)
+    }
+
+    /// What to do about the beacons without a uuid, said the same way by STATUS, the journal, check-config and
+    /// payload: "[beacon] in PATH:4 has no uuid yet; set one with …" (nil when every beacon has one).
+    public func uuidNeeded(path: String) -> String? {
+        guard let first = unprovisioned.first else { return nil }
+        let fix = "set \(unprovisioned.count == 1 ? "one" : "one for all of them") with 'beacond gen-uuid --set \(path)'"
+        if unprovisioned.count == 1 {
+            return "\(first.label) in \(path):\(first.location.line) has no uuid yet; \(fix)"
+        }
+        let lines = proseList(unprovisioned.map { "\($0.location.line)" })
+        return "\(unprovisioned.count) beacons in \(path) (lines \(lines)) have no uuid yet; \(fix)"
     }
 
     /// The interval a beacon asks for: its own, else `[advertising]`'s.
@@ -216,7 +243,7 @@ private struct Validator {
     enum BeaconResult { case beacon(ConfiguredBeacon), unprovisioned(SourceLocation), invalid }
 
     /// One `[beacon]` table or `[[beacon]]` element. `label` names it in messages ("[beacon]", "[[beacon]] #2").
-    mutating func validateBeacon(_ table: TOMLTable, label: String, mayLackUUID: Bool) -> BeaconResult {
+    mutating func validateBeacon(_ table: TOMLTable, label: String) -> BeaconResult {
         let before = diagnostics.count
         var uuid: BeaconUUID?
         var major: UInt16?
@@ -290,8 +317,8 @@ private struct Validator {
             for row in ConfigSchema.keys where row.table == .beacon && row.formats.contains(format) && !present.contains(row.name) {
                 switch row.defaultValue {
                 case .required: missing.append(row.name)
-                // No uuid yet is a fresh install, not a mistake: beacond waits for one. In an array every beacon needs one.
-                case .provisioning: if mayLackUUID { lacksUUID = true } else { missing.append(row.name) }
+                // No uuid yet is a fresh install or a beacon just added, not a mistake: that beacon waits for one.
+                case .provisioning: lacksUUID = true
                 default: break
                 }
             }
@@ -424,19 +451,19 @@ private struct Validator {
         var controller = ControllerSettings()
         var daemon = DaemonSettings()
         var beacons: [ConfiguredBeacon] = []
-        var unprovisioned: SourceLocation?
+        var unprovisioned: [UnprovisionedBeacon] = []
         var labels: [String] = []
 
         let beaconTables = doc.tables("beacon")
         let isArray = beaconTables.first?.isArrayElement == true
         for (n, table) in beaconTables.enumerated() {
             let label = isArray ? "[[beacon]] #\(n + 1)" : "[beacon]"
-            switch validateBeacon(table, label: label, mayLackUUID: !isArray) {
+            switch validateBeacon(table, label: label) {
             case .beacon(var b):
                 b.label = label
                 beacons.append(b)
                 labels.append(label)
-            case .unprovisioned(let at): unprovisioned = at
+            case .unprovisioned(let at): unprovisioned.append(UnprovisionedBeacon(label: label, location: at))
             case .invalid: break
             }
         }
@@ -516,7 +543,7 @@ private struct Validator {
             refuseUnderMgmt(a, at: at, labelOf(k), key: "beacon.address")
         }
 
-        guard diagnostics.isEmpty, !beacons.isEmpty || unprovisioned != nil else { return nil }
+        guard diagnostics.isEmpty, !beacons.isEmpty || !unprovisioned.isEmpty else { return nil }
         return BeaconConfiguration(beacons: beacons, unprovisioned: unprovisioned, advertising: advertising, controller: controller,
                                    daemon: daemon)
     }

@@ -39,12 +39,20 @@ enum AdapterCheck {
         var facts = AdapterFacts()
         facts.keysNotRead = keysNotRead
         facts.controllers = controllers()
+        if case .kernel = device { facts.kernelHasBluetooth = Transport.kernelHasBluetooth() }
         facts.bluetoothdRunning = bluetoothdRunning()
         if let d = DaemonView.running(device: device.description, configPath: nil).first { facts.runningOnDevice = d.name }
         ask(device, &facts)
 
         var plan: AdapterPlan?
-        if let config { plan = AdapterPlan(config: config, device: device, facts: facts, addresses: Tools.addressViews(config).map(\.text)) }
+        if let config {
+            var p = AdapterPlan(config: config, device: device, facts: facts, addresses: [])
+            // The addresses for the backend run would take here; both cases while it is not known (mgmt told a normal
+            // user nothing about the sets).
+            let known = p.backend == .hci || p.family != nil ? p.backend : nil
+            p.addresses = Tools.addressViews(config, backend: known).map(\.text)
+            plan = p
+        }
         var problems = configErrors.isEmpty ? [] : ["\(path) has errors (fix them; 'beacond check-config' lists them): " + configErrors.joined(separator: "; ")]
         problems += plan?.problems ?? []
         let ok = problems.isEmpty
@@ -256,7 +264,7 @@ enum AdapterCheck {
         } ?? "null"
         let p = plan.map { p in
             "{\"config\":\(jsonString(path)),\"backend\":\(s(p.backend?.rawValue)),\"why\":\(jsonString(p.backendWhy)),\"family\":\(s(p.family))"
-                + ",\"sharing\":\(s(p.sharing)),\"addresses\":[\(p.addresses.map { p.backend == .mgmt ? jsonString("kernel") : jsonString($0) }.joined(separator: ","))]"
+                + ",\"sharing\":\(s(p.sharing)),\"addresses\":[\(p.addresses.map { p.backend == .mgmt && p.family != nil ? jsonString("kernel") : jsonString($0) }.joined(separator: ","))]"
                 + ",\"notes\":[\(p.notes.map(jsonString).joined(separator: ","))]}"
         } ?? "null"
         return "{\"ok\":\(ok),\"problems\":[\(problems.map(jsonString).joined(separator: ","))],\"device\":\(jsonString(device.description))"

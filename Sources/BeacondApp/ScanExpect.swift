@@ -35,8 +35,10 @@ enum ScanExpect {
         var expected: [ExpectedBeacon] = []
         for path in try files(paths) {
             let config = try ConfigLoader.load(path)
-            if let at = config.unprovisioned {
-                throw ConfigError(path: path, diagnostics: [ConfigDiagnostic("[beacon] has no uuid yet: this config puts nothing on the air to expect", at: at, key: "beacon.uuid")])
+            // Beacons without a uuid are not on the air (the host runs the others): only a file with none is an error.
+            if config.beacons.isEmpty, let first = config.unprovisioned.first {
+                throw ConfigError(path: path, diagnostics: [ConfigDiagnostic("\(config.unprovisioned.count == 1 ? "\(first.label) has" : "none of its \(config.unprovisioned.count) beacons has") no uuid yet: this config puts nothing on the air to expect",
+                                                                             at: first.location, key: "beacon.uuid")])
             }
             expected += ExpectedBeacon.all(in: config, path: path, base: expected.count)
         }

@@ -21,10 +21,12 @@ enum Tools {
         let config: BeaconConfiguration
         do { config = try ConfigLoader.load(path, keys: keys) } catch { return report(error) }
         guard let b = config.beacon else {
-            let line = config.unprovisioned.map { ":\($0.line)" } ?? ""
+            let u = config.unprovisioned
+            let which = u.count == 1 ? "\(u[0].label) at line \(u[0].location.line) has no uuid"
+                : "its \(u.count) beacons (lines \(proseList(u.map { "\($0.location.line)" }))) have no uuid"
             Output.out("""
-                \(path): OK, but there is no beacon yet: [beacon]\(line.isEmpty ? "" : " at line \(line.dropFirst())") has no uuid.
-                  beacond runs and advertises nothing until it has one. Set a fresh one with:
+                \(path): OK, but there is no beacon yet: \(which).
+                  beacond runs and advertises nothing until \(u.count == 1 ? "it has one" : "they have one"). \(u.count == 1 ? "Set a fresh one" : "Give them one fresh UUID (one per site: major and minor tell them apart)") with:
                     beacond gen-uuid --set \(path)
 
                 """)
@@ -49,9 +51,12 @@ enum Tools {
                 return "  beacon \(k + 1) (line \(cb.location.line))\n" + lines.map { "    " + $0.name.padding(to: 14) + $0.value + "\n" }.joined()
             }.joined()
         }
+        // Beacons still without a uuid: the others go on the air, these once they have one.
+        let waiting = config.unprovisioned.isEmpty ? "" : "  not on the air yet: " + config.unprovisioned.map { "\($0.label) (line \($0.location.line))" }.joined(separator: ", ")
+            + " without a uuid ('beacond gen-uuid --set \(path)' gives \(config.unprovisioned.count == 1 ? "it" : "them") the UUID the others share)\n"
         let address = a.address.map { "\($0.rawValue) (for beacons without their own)" }
             ?? "static where beacond drives the controller (hci, H4), each beacon its own; the kernel's own through mgmt (default)"
-        Output.out(beacons + """
+        Output.out(beacons + waiting + """
               interval        \(a.interval) (\(a.interval.units) × 0.625 ms)
               pdu             \(a.legacyType.pduName) (\(a.connectable ? "connectable" : "non-connectable"))
               tx_power        \(tx)
@@ -65,34 +70,50 @@ enum Tools {
     }
 
     /// What each beacon will advertise from, as the tools show it without making anything: the address when it is
-    /// known (chosen, or kept in the state directory), else what it will be.
+    /// known (chosen, or kept in the state directory), else what it will be. With `backend` (status --check, which
+    /// asked the controller) for that backend; without, for both kinds of controller where the choice depends on it
+    /// (backend auto: raw HCI on one without advertising sets, such as every Raspberry Pi's; mgmt on one with sets).
     struct AddressView {
         var text: String
         /// For payload's JSON and hcitool recipe: the random address, `.public`, or nil when not known yet.
         var own: OwnAddress?
+        /// The setting's name on a controller without advertising sets (or on the one `backend` names)…
         var setting: String
+        /// … and on a controller with sets.
+        var settingWithSets: String
     }
 
-    static func addressViews(_ config: BeaconConfiguration) -> [AddressView] {
+    static func addressViews(_ config: BeaconConfiguration, backend known: BackendKind? = nil) -> [AddressView] {
         let plan = config.addressPlan
+        let device = config.controller.device
+        let legacy = known ?? AdapterPlan.backend(for: config, device: device, advertisingSets: false) ?? (plan.beacondChooses ? .hci : .mgmt)
+        let sets = known ?? AdapterPlan.backend(for: config, device: device, advertisingSets: true) ?? (plan.beacondChooses ? .hci : .mgmt)
         let file = "\(AddressStore.directory)/\(AddressStore.fileName)"
         let staticKeys = plan.wanted.filter { $0.setting == nil || $0.setting == .policy(.static) }.map(\.key)
-        let kept = plan.beacondChooses && !staticKeys.isEmpty ? AddressStore.peek(staticKeys) : .success([:])
+        let kept = (legacy == .hci || sets == .hci) && !staticKeys.isEmpty ? AddressStore.peek(staticKeys) : .success([:])
         return plan.wanted.indices.map { k in
             let w = plan.wanted[k]
-            var known: AddressPlan.Kept?
-            var own: OwnAddress?
-            switch (w.setting, kept) {
-            case (.chosen(let a)?, _): own = .random(a)
-            case (.policy(.public)?, _): own = .public
-            case (nil, _) where !plan.beacondChooses, (.policy(.rotating)?, _): break
-            case (_, .success(let found)):
-                if let a = found[w.key] { (known, own) = (.known(a, file: file), .random(a)) } else { known = .notYet(file: file) }
-            case (_, .failure(let f)): known = .unreadable("\(f)", file: file)
+            func view(_ backend: BackendKind) -> (text: String, own: OwnAddress?) {
+                let throughKernel = backend == .mgmt
+                var known: AddressPlan.Kept?
+                var own: OwnAddress?
+                switch (w.setting, kept) {
+                case (.chosen(let a)?, _): own = .random(a)
+                case (.policy(.public)?, _): own = .public
+                case (nil, _) where throughKernel, (.policy(.rotating)?, _): break
+                case (_, .success(let found)):
+                    if let a = found[w.key] { (known, own) = (.known(a, file: file), .random(a)) } else { known = .notYet(file: file) }
+                case (_, .failure(let f)): known = .unreadable("\(f)", file: file)
+                }
+                if plan.isEID[k] { own = nil }
+                return (plan.sentence(k, throughKernel: throughKernel, kept: known), own)
             }
-            if plan.isEID[k] { own = nil }
-            return AddressView(text: plan.sentence(k, throughKernel: !plan.beacondChooses, kept: known), own: own,
-                               setting: plan.settingName(k))
+            let (l, s) = (view(legacy), view(sets))
+            let onSets = sets == .mgmt && w.setting == nil ? AddressPlan.kernelBrief : s.text
+            let text = l.text == s.text ? l.text
+                : "\(l.text) on a controller without advertising sets (every Raspberry Pi's: \(legacy == .hci ? "raw HCI" : "mgmt")); \(onSets) on one with sets"
+            return AddressView(text: text, own: l.own, setting: plan.settingName(k, throughKernel: legacy == .mgmt),
+                               settingWithSets: plan.settingName(k, throughKernel: sets == .mgmt))
         }
     }
 
@@ -144,10 +165,11 @@ enum Tools {
         let config: BeaconConfiguration
         do { config = try ConfigLoader.load(path) } catch { return report(error) }
         guard config.beacon != nil else {
-            let at = config.unprovisioned.map { ":\($0.line):\($0.column)" } ?? ""
-            Output.err("\(path)\(at): error: no beacon to print: [beacon] has no uuid yet (set one with 'beacond gen-uuid --set \(path)')\n")
+            let at = config.unprovisioned.first.map { ":\($0.location.line):\($0.location.column)" } ?? ""
+            Output.err("\(path)\(at): error: no beacon to print: \(config.uuidNeeded(path: path) ?? "the config has no beacon")\n")
             return .config
         }
+        if let why = config.uuidNeeded(path: path) { Output.err("\(path): note: not printed: \(why)\n") }
         let now = Telemetry(temperature: ThermalZone.read())
         let addresses = format == .hex ? [] : addressViews(config)
         // EIDs for time counter `time`, or for now (the wall clock, as `run` computes them).
@@ -197,6 +219,7 @@ enum Tools {
                 + "\"pdu\":\(jsonString(type.pduName)),\"tx_power\":\(a.txPower.map(String.init) ?? "null"),"
                 + "\"advertising_data\":\(jsonString(hexString(data.bytes)))"
                 + ",\"address\":\(address?.own.map { jsonString($0.description) } ?? "null"),\"address_setting\":\(jsonString(address?.setting ?? "static"))"
+                + ",\"address_setting_with_sets\":\(jsonString(address?.settingWithSets ?? "static"))"
                 + (scanResponse.map { ",\"scan_response\":\(jsonString(hexString($0.bytes)))" } ?? "") + "}\n")
         }
     }
@@ -213,13 +236,19 @@ enum Tools {
             let bytes: [UInt8]
             do { (file, bytes) = try ConfigLoader.openForEdit(path) } catch { return report(error) }
             guard let uuid = fresh() else { return .failure }
-            let edited: [UInt8]
-            do { edited = try ConfigEditor.settingUUID(uuid, in: bytes, replacing: replacing) } catch {
+            let edit: ConfigEditor.UUIDEdit
+            do { edit = try ConfigEditor.settingUUIDs(uuid, in: bytes, replacing: replacing) } catch {
                 Output.err("Error: not changing \(path): it must be a valid config before and after the change\n")
                 return report(ConfigError(path: path, diagnostics: error.items))
             }
-            do { try ConfigLoader.replace(file, with: edited) } catch { return report(error) }
-            Output.out(uuid.formatted(uppercase: !lowercase) + "\n")
+            do { try ConfigLoader.replace(file, with: edit.bytes) } catch { return report(error) }
+            // The UUID alone on stdout (scripts take it from there); which beacons got it, when that is news, on stderr.
+            if edit.reusedSiteUUID {
+                Output.err("\(path): \(proseList(edit.filled)) joined the UUID the file's other beacons share\n")
+            } else if edit.filled.count > 1 {
+                Output.err("\(path): \(proseList(edit.filled)) got the same new UUID (one per site; major and minor tell the beacons apart)\n")
+            }
+            Output.out(edit.uuid.formatted(uppercase: !lowercase) + "\n")
             return .success
         }
         var buffer = ""

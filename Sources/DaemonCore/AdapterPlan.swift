@@ -62,6 +62,9 @@ public struct AdapterFacts: Sendable {
     }
 
     public var controllers: [Controller] = []
+    /// False: this kernel or network namespace has no Bluetooth (no AF_BLUETOOTH), where `run` exits 69; nil:
+    /// could not tell.
+    public var kernelHasBluetooth: Bool?
     /// nil: could not tell.
     public var bluetoothdRunning: Bool?
     public var mgmt: Mgmt?
@@ -103,6 +106,11 @@ public struct AdapterPlan: Sendable {
         if n == 0 { problems.append("the config has no beacon yet: set a uuid with 'beacond gen-uuid --set FILE', then reload") }
         if case .kernel = device {
             let name = device.description
+            if f.kernelHasBluetooth == false {
+                // What run says when it exits 69, and what to look at.
+                problems.append("\(BackendFailure.noBluetooth(name).message): run would exit 69; load the kernel's Bluetooth support ('modprobe bluetooth'), or run beacond outside the container or network namespace it is in")
+                return
+            }
             guard let c = f.controllers.first(where: { $0.name == name }) else {
                 let others = f.controllers.map(\.name)
                 problems.append(others.isEmpty
@@ -195,5 +203,17 @@ public struct AdapterPlan: Sendable {
         case nil:
             break
         }
+    }
+}
+
+extension AdapterPlan {
+    /// The backend `run` would take for `config` on `device` when its controller has advertising sets or has none
+    /// (every Raspberry Pi): the lifecycle's own choice, for the tools that describe a config before it meets a
+    /// controller (check-config, payload). Nil when the config has no beacon.
+    public static func backend(for config: BeaconConfiguration, device: DeviceSpec, advertisingSets: Bool) -> BackendKind? {
+        var f = AdapterFacts()
+        if case .kernel = device { f.controllers = [AdapterFacts.Controller(name: device.description, up: true)] }
+        f.mgmt = AdapterFacts.Mgmt(powered: true, lowEnergy: true, bluetoothVersion: "", manufacturer: 0, advertisingSets: advertisingSets)
+        return AdapterPlan(config: config, device: device, facts: f, addresses: []).backend
     }
 }

@@ -261,12 +261,13 @@ public struct Lifecycle: Sendable {
         switch event {
         case .start:
             guard phase == .idle else { return [] }
-            guard let beacon = config.beacon else {
+            guard config.beacon != nil else {
                 out.append(.log(.info, "beacond \(beacondVersion) starting", []))
                 unprovision(&out)
                 break
             }
-            out.append(.log(.info, "beacond \(beacondVersion) starting: \(describe(beacon)) on \(device)", beaconFields))
+            out.append(.log(.info, "beacond \(beacondVersion) starting: \(beaconsSummary) on \(device)", beaconFields))
+            if let why = config.uuidNeeded(path: configPath) { out.append(.log(.notice, "Not advertising yet: \(why), then reload", ["CONFIG_FILE=\(configPath)"])) }
             open(&out)
         case .powerCycled(let f):
             switch phase {
@@ -564,7 +565,9 @@ public struct Lifecycle: Sendable {
     private var advertisingStatus: String {
         // EIDs from an unsynchronized clock do not resolve: say so where `systemctl status` shows it.
         let clockNote = hasEID && clock?.synchronized == false ? "; the system clock is not synchronized: the EIDs will not resolve" : ""
-        return advertisingSummary + clockNote
+        // Beacons still without a uuid are not on the air: say what to do, as for an unprovisioned file.
+        let uuidNote = config.uuidNeeded(path: configPath).map { "; not on the air: \($0), then reload" } ?? ""
+        return advertisingSummary + clockNote + uuidNote
     }
 
     private var advertisingSummary: String {
@@ -752,7 +755,7 @@ public struct Lifecycle: Sendable {
             return withdraw(&out)
         }
         if phase == .unprovisioned {
-            out.append(.log(.info, "\(configPath) now has a beacon: \(describe(new.beacon!))", beaconFields))
+            out.append(.log(.info, "\(configPath) now has \(new.beacons.count > 1 ? "" : "a beacon: ")\(beaconsSummary)", beaconFields))
             return open(&out)
         }
         let oldDevice = deviceOverride ?? old.controller.device
@@ -804,8 +807,7 @@ public struct Lifecycle: Sendable {
         closeBackend(&out)
         out.append(.cancelTimer)
         state = .unprovisioned
-        let at = config.unprovisioned.map { ":\($0.line)" } ?? ""
-        let s = "Not advertising: [beacon] in \(configPath)\(at) has no uuid yet; set one with 'beacond gen-uuid --set \(configPath)', then reload"
+        let s = "Not advertising: \(config.uuidNeeded(path: configPath) ?? "the config has no beacon"), then reload"
         out.append(.log(.notice, s, ["CONFIG_FILE=\(configPath)"]))
         setStatus(s, ready: true, &out)
         settle(&out)
@@ -904,6 +906,12 @@ public struct Lifecycle: Sendable {
     }
 
     private func describe(_ b: Beacon) -> String { b.summary }
+
+    /// Every beacon of the config, for the start line: "UUID major 1 minor 1", or "3 beacons: 1. …; 2. …; 3. …".
+    private var beaconsSummary: String {
+        guard config.beacons.count > 1 else { return config.beacon.map(describe) ?? "no beacon" }
+        return "\(config.beacons.count) beacons: " + config.beacons.enumerated().map { "\($0 + 1). \(describe($1.beacon))" }.joined(separator: "; ")
+    }
 
     /// Measured-power warnings already given (beacon, TX power, measured power): said once, not at every apply.
     private var measuredPowerWarned: Set<String> = []

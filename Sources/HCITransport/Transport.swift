@@ -106,6 +106,18 @@ public final class Transport {
         deviceInfo(index: index).map { $0.result != -ENODEV }
     }
 
+    /// Whether this kernel and network namespace have Bluetooth at all: an HCI socket opens (EAFNOSUPPORT says no,
+    /// as for `run`'s exit 69). Nil when the socket fails for another reason.
+    public static func kernelHasBluetooth() -> Bool? {
+        do throws(SystemError) {
+            let socket = try hciSocket()
+            socket.close()
+            return true
+        } catch {
+            return error.errno == .addressFamilyNotSupported ? false : nil
+        }
+    }
+
     /// Whether hciINDEX is up (HCIGETDEVINFO; no privilege needed). Nil when it does not exist or cannot be asked.
     public static func kernelDeviceIsUp(index: UInt16) -> Bool? {
         guard let (r, info) = deviceInfo(index: index), r == 0 else { return nil }

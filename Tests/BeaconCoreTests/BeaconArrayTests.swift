@@ -27,7 +27,20 @@ struct BeaconArrayTests {
         #expect(c.beacons.map(\.location.line) == [1, 5, 13])
         #expect(c.beacons.map { c.interval(of: $0).units } == [320, 320, 400])  // 200, 200, 250 ms
         #expect(c.beacon?.format == .ibeacon)  // the first
-        #expect(c.unprovisioned == nil)
+        #expect(c.unprovisioned.isEmpty)
+    }
+
+    @Test("bug (#42): a [[beacon]] without uuid was an error; it is unprovisioned, as [beacon] is, and the others go on the air")
+    func arrayWithoutUUID() throws {
+        let c = try parse(ib + "[[beacon]]\nmajor = 1\nminor = 3\n" + alt)
+        #expect(c.beacons.map(\.label) == ["[[beacon]] #1", "[[beacon]] #3"])
+        #expect(c.unprovisioned == [UnprovisionedBeacon(label: "[[beacon]] #2", location: SourceLocation(line: 5, column: 1))])
+        #expect(c.uuidNeeded(path: "b.conf") == "[[beacon]] #2 in b.conf:5 has no uuid yet; set one with 'beacond gen-uuid --set b.conf'")
+        let none = try parse("[[beacon]]\nmajor = 1\nminor = 1\n[[beacon]]\nmajor = 1\nminor = 2\n[[beacon]]\nmajor = 1\nminor = 3\n")
+        #expect(none.beacons.isEmpty && none.unprovisioned.map(\.location.line) == [1, 4, 7])
+        #expect(none.uuidNeeded(path: "b.conf") == "3 beacons in b.conf (lines 1, 4 and 7) have no uuid yet; set one for all of them with 'beacond gen-uuid --set b.conf'")
+        // Still a mistake: a missing major or minor beside the missing uuid.
+        #expect(errors(ib + "[[beacon]]\nmajor = 1\n") == ["5:1: error: missing required key 'minor' in [[beacon]] #2"])
     }
 
     @Test("one [[beacon]] is the same beacon as [beacon]")
@@ -49,7 +62,6 @@ struct BeaconArrayTests {
     static let cases: [(String, [String])] = [
         // Each mistake names the element, so the user knows which beacon.
         (ib + "[[beacon]]\nformat = \"altbeacon\"\nuuid = \"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"\nmajor = 70000\nminor = 4\n", ["8:9: error: 'major' in [[beacon]] #2 must be from 0 to 65535, found 70000"]),
-        (ib + "[[beacon]]\nmajor = 1\nminor = 2\n", ["5:1: error: missing required key 'uuid' in [[beacon]] #2"]),
         (ib + "[[beacon]]\nformat = \"eddystone-uid\"\nnamespace = \"00112233445566778899\"\ninstance = \"a1b2c3d4e5f6\"\nmajor = 1\n",
          ["9:1: error: 'major' in [[beacon]] #2 belongs to formats \"ibeacon\" and \"altbeacon\", not to this beacon's format \"eddystone-uid\""]),
         (ib + "[[beacon]]\nformat = \"altbeacn\"\n", ["6:10: error: 'format' in [[beacon]] #2 must be one of \"ibeacon\", \"altbeacon\", \"eddystone-uid\", \"eddystone-tlm\", \"eddystone-eid\", found \"altbeacn\"; did you mean \"altbeacon\"?"]),

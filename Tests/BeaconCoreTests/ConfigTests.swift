@@ -81,20 +81,20 @@ struct ConfigFixtureTests {
         let bytes = Fixtures.bytes(Fixtures.root + "/../../config/beacond.conf")
         let c = try BeaconConfiguration.parse(bytes)
         #expect(c.beacon == nil)
-        #expect(c.unprovisioned?.line == 4)
+        #expect(c.unprovisioned.map(\.location.line) == [4])
         #expect(c.advertising.interval.units == 160 && !c.advertising.connectable && c.advertising.txPower == nil)
         #expect(c.controller.device == .kernel(index: 0) && c.controller.backend == .auto)
         let uuid = BeaconUUID.version4(random: Array(0..<16))
-        let set = try BeaconConfiguration.parse(try ConfigEditor.settingUUID(uuid, in: bytes))
+        let set = try BeaconConfiguration.parse(try ConfigEditor.settingUUIDs(uuid, in: bytes).bytes)
         #expect(set.beacon?.iBeacon?.uuid == uuid)
         #expect(set.beacon?.iBeacon?.major == 1 && set.beacon?.iBeacon?.minor == 1 && set.beacon?.iBeacon?.measuredPower == -59)
-        #expect(set.unprovisioned == nil)
+        #expect(set.unprovisioned.isEmpty)
     }
 
     @Test("a [beacon] without uuid is valid and unprovisioned; without major or minor it is still an error")
     func unprovisioned() throws {
         let c = try BeaconConfiguration.parse(Array("# fresh\n[beacon]\nmajor = 1\nminor = 2\n".utf8))
-        #expect(c.beacon == nil && c.unprovisioned == SourceLocation(line: 2, column: 1))
+        #expect(c.beacon == nil && c.unprovisioned == [UnprovisionedBeacon(location: SourceLocation(line: 2, column: 1))])
         let e = thrown(ConfigDiagnostics.self) { _ = try BeaconConfiguration.parse(Array("[beacon]\nmajor = 1\n".utf8)) }
         #expect(e?.items.map(\.message) == ["missing required key 'minor' in [beacon]"])
         let bad = thrown(ConfigDiagnostics.self) { _ = try BeaconConfiguration.parse(Array("[beacon]\nuuid = 5\nmajor = 1\nminor = 2\n".utf8)) }
@@ -205,7 +205,7 @@ struct EditorTests {
     @Test("replacing the UUID changes exactly one line and nothing else")
     func replace() throws {
         let uuid = BeaconUUID.version4(random: Array(0..<16))
-        let out = try ConfigEditor.settingUUID(uuid, in: Array(Self.commented.utf8), replacing: true)
+        let out = try ConfigEditor.settingUUIDs(uuid, in: Array(Self.commented.utf8), replacing: true).bytes
         let before = Self.commented.split(separator: "\n", omittingEmptySubsequences: false)
         let after = String(decoding: out, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
         #expect(before.count == after.count)
@@ -218,7 +218,7 @@ struct EditorTests {
     @Test("bug: --set on a file that has a uuid silently gave each Pi of a fleet its own region; it needs --replace")
     func keepsAnExistingUUID() {
         let uuid = BeaconUUID.version4(random: Array(0..<16))
-        let error = thrown(ConfigDiagnostics.self) { _ = try ConfigEditor.settingUUID(uuid, in: Array(Self.commented.utf8)) }
+        let error = thrown(ConfigDiagnostics.self) { _ = try ConfigEditor.settingUUIDs(uuid, in: Array(Self.commented.utf8)) }
         #expect(error?.items.map(\.message) == ["'uuid' in [beacon] is already E2C56DB5-DFFB-48D2-B060-D0F5A71096E0; a fleet shares one UUID, so --set keeps it: pass --replace to give this file a new region"])
         #expect(error?.items.first?.location?.line == 3)
     }
@@ -227,28 +227,83 @@ struct EditorTests {
     func insert() throws {
         let text = "# c\n[beacon]\nmajor = 1\nminor = 2\n"
         let uuid = BeaconUUID.version4(random: [UInt8](repeating: 0xAB, count: 16))
-        let out = String(decoding: try ConfigEditor.settingUUID(uuid, in: Array(text.utf8)), as: UTF8.self)
+        let out = String(decoding: try ConfigEditor.settingUUIDs(uuid, in: Array(text.utf8)).bytes, as: UTF8.self)
         #expect(out == "# c\n[beacon]\nuuid = \"\(uuid)\"\nmajor = 1\nminor = 2\n")
     }
 
     @Test("a malformed UUID is fixed, a file with syntax errors is refused")
     func refuse() throws {
         let uuid = BeaconUUID.version4(random: Array(0..<16))
-        _ = try ConfigEditor.settingUUID(uuid, in: Array("[beacon]\nuuid = \"nope\"\nmajor = 1\nminor = 2\n".utf8))
+        _ = try ConfigEditor.settingUUIDs(uuid, in: Array("[beacon]\nuuid = \"nope\"\nmajor = 1\nminor = 2\n".utf8))
         #expect(throws: ConfigDiagnostics.self) {
-            try ConfigEditor.settingUUID(uuid, in: Array("[beacon]\nuuid = \"x\nmajor = 1\nminor = 2\n".utf8))
+            try ConfigEditor.settingUUIDs(uuid, in: Array("[beacon]\nuuid = \"x\nmajor = 1\nminor = 2\n".utf8))
         }
         #expect(throws: ConfigDiagnostics.self) {  // valid syntax, but the result would still be invalid
-            try ConfigEditor.settingUUID(uuid, in: Array("[beacon]\nmajor = 1\n".utf8))
+            try ConfigEditor.settingUUIDs(uuid, in: Array("[beacon]\nmajor = 1\n".utf8))
         }
     }
 
-    @Test("bug: with [[beacon]] tables --set replaced the first beacon's uuid; which beacon is the user's to say")
-    func refuseArrays() {
+    static let threeShop = """
+        # Shop 7: three shelves
+        [[beacon]]
+        major = 7
+        minor = 1
+        name = "shelf 1"
+
+        [[beacon]]
+        major = 7
+        minor = 2   # by the door
+        name = "shelf 2"
+
+        [[beacon]]
+        major = 7
+        minor = 3
+        name = "shelf 3"
+        """
+
+    @Test("bug (#42): --set refused [[beacon]] tables; now every beacon without a uuid gets the same new one, and nothing else changes")
+    func fillsEveryArrayBeacon() throws {
         let uuid = BeaconUUID.version4(random: Array(0..<16))
-        let text = "[[beacon]]\nuuid = \"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"\nmajor = 1\nminor = 2\n[[beacon]]\nmajor = 1\nminor = 3\n"
-        let error = thrown(ConfigDiagnostics.self) { _ = try ConfigEditor.settingUUID(uuid, in: Array(text.utf8)) }
-        #expect(error?.items.map(\.message) == ["--set fills the uuid of a single [beacon]; this file has [[beacon]] tables: put a uuid into each yourself ('beacond gen-uuid --count N' prints N)"])
-        #expect(error?.items.first?.location == SourceLocation(line: 1, column: 1))
+        let edit = try ConfigEditor.settingUUIDs(uuid, in: Array(Self.threeShop.utf8))
+        #expect(edit.uuid == uuid && !edit.reusedSiteUUID)
+        #expect(edit.filled == ["[[beacon]] #1", "[[beacon]] #2", "[[beacon]] #3"])
+        let before = Self.threeShop.split(separator: "\n", omittingEmptySubsequences: false)
+        let after = String(decoding: edit.bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        // Exactly three lines added, one right after each header; every other line as it was.
+        let added = after.enumerated().filter { $0.element.hasPrefix("uuid = ") }.map(\.offset)
+        #expect(added == [2, 8, 14])
+        #expect(after.enumerated().filter { !added.contains($0.offset) }.map(\.element) == before)
+        let c = try BeaconConfiguration.parse(edit.bytes)
+        #expect(c.beacons.compactMap(\.beacon.iBeacon?.uuid) == [uuid, uuid, uuid])
+        #expect(c.beacons.compactMap(\.beacon.iBeacon?.minor) == [1, 2, 3] && c.unprovisioned.isEmpty)
+    }
+
+    @Test("a beacon added to a provisioned site joins the site's UUID; several UUIDs or none missing are refused")
+    func joinsTheSiteUUID() throws {
+        let fresh = BeaconUUID.version4(random: Array(0..<16))
+        let site = "[[beacon]]\nuuid = \"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"\nmajor = 1\nminor = 2\n"
+        let edit = try ConfigEditor.settingUUIDs(fresh, in: Array((site + "[[beacon]]\nmajor = 1\nminor = 3\n").utf8))
+        #expect(edit.reusedSiteUUID && edit.filled == ["[[beacon]] #2"] && edit.uuid.description == "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0")
+        // Nothing missing: kept, as for [beacon].
+        let kept = thrown(ConfigDiagnostics.self) { _ = try ConfigEditor.settingUUIDs(fresh, in: Array((site + site).utf8)) }
+        #expect(kept?.items.map(\.message) == ["every beacon in this file has its uuid already (E2C56DB5-DFFB-48D2-B060-D0F5A71096E0); a fleet shares one UUID, so --set keeps it: pass --replace to give this file a new region"])
+        // Two regions in one file: which one the new beacon joins is the user's to say.
+        let other = "[[beacon]]\nuuid = \"00112233-4455-6677-8899-AABBCCDDEEFF\"\nmajor = 1\nminor = 4\n"
+        let two = thrown(ConfigDiagnostics.self) {
+            _ = try ConfigEditor.settingUUIDs(fresh, in: Array((site + other + "[[beacon]]\nmajor = 1\nminor = 3\n").utf8))
+        }
+        #expect(two?.items.first?.message.hasPrefix("the beacons in this file have 2 different UUIDs") == true)
+        // --replace: every beacon the one new UUID.
+        let replaced = try ConfigEditor.settingUUIDs(fresh, in: Array((site + other).utf8), replacing: true)
+        #expect(try BeaconConfiguration.parse(replaced.bytes).beacons.compactMap(\.beacon.iBeacon?.uuid) == [fresh, fresh])
+    }
+
+    @Test("beacons of formats without a uuid are left alone")
+    func otherFormats() throws {
+        let fresh = BeaconUUID.version4(random: Array(0..<16))
+        let eddy = "[[beacon]]\nformat = \"eddystone-uid\"\nnamespace = \"00112233445566778899\"\ninstance = \"a1b2c3d4e5f6\"\n"
+        let edit = try ConfigEditor.settingUUIDs(fresh, in: Array((eddy + "[[beacon]]\nformat = \"altbeacon\"\nmajor = 1\nminor = 3\n").utf8))
+        #expect(edit.filled == ["[[beacon]] #2"])
+        #expect(thrown(ConfigDiagnostics.self) { _ = try ConfigEditor.settingUUIDs(fresh, in: Array(eddy.utf8)) } != nil)
     }
 }

@@ -43,7 +43,7 @@ struct FormatConfigTests {
         let uid = EddystoneUID(namespace: [0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99],
                                instance: [0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6], txPowerAt0m: -18)!
         #expect(c.beacon == .eddystoneUID(uid))
-        #expect(c.unprovisioned == nil)
+        #expect(c.unprovisioned.isEmpty)
     }
 
     // The cases live in a property: Swift 6.0's compiler crashes on string interpolation inside @Test's arguments.

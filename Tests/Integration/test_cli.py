@@ -74,7 +74,8 @@ def test_payload_json(tmp_path):
     assert j == {'uuid': APPLE_UUID, 'major': 1, 'minor': 7, 'measured_power': -59, 'interval_ms': 100,
                  'connectable': False, 'pdu': 'ADV_NONCONN_IND', 'tx_power': -4,
                  'advertising_data': ibeacon_bytes(minor=7).hex(),
-                 'address': None, 'address_setting': 'kernel'}  # hci0 through mgmt: the kernel's own address
+                 # hci0, backend auto: static on a legacy controller (a Pi: raw HCI), the kernel's own on one with sets
+                 'address': None, 'address_setting': 'static', 'address_setting_with_sets': 'kernel'}
 
 
 BAD = sorted((FIXTURES / 'bad').glob('*.conf'))
