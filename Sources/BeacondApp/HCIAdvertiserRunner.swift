@@ -75,12 +75,15 @@ final class HCIAdvertiserRunner {
             done(.failure(BackendFailure(message: message, fields: error.map { HCIDecisions.fields($0, device: name) } ?? ["HCI_DEVICE=\(device)"],
                                          unanswered: error?.unanswered ?? false)))
         case .send(let steps):
-            c.run(steps) { [weak self] result in
+            c.run(steps, withholding: withholding) { [weak self] result in
                 guard let self, !self.closed, self.advertiser != nil else { return }
                 self.carry(self.advertiser!.finished(result), on: c, done)
             }
         }
     }
+
+    /// The advertiser's say on each step before it goes out (HCIAdvertiser.withholds).
+    private var withholding: (Step) -> CommandError? { { [weak self] step in self?.advertiser?.withholds(step) } }
 
     private func say() {
         for n in advertiser?.takeNotes() ?? [] {
@@ -114,17 +117,18 @@ final class HCIAdvertiserRunner {
         let steps = advertiser!.nextSlice()
         guard !steps.isEmpty else { return }
         let started = monotonicMicroseconds()
-        c.run(steps) { [weak self] result in
+        c.run(steps, withholding: withholding) { [weak self] result in
             guard let self, !self.closed else { return }
             switch result {
             case .success:
                 self.advertiser?.sliceFinished(true, took: .microseconds(Int64(monotonicMicroseconds() &- started)))
                 self.say()
-            case .failure(let f) where f.error.unanswered: self.onEvent(.lost(self.failure("send the next time slice on \(self.device)", f)))
+            case .failure(let f) where f.error.unanswered: return self.onEvent(.lost(self.failure("send the next time slice on \(self.device)", f)))
             case .failure(let f):
                 if let again = self.advertiser?.sliceFailed(f) { return self.carryOnItsOwn(again, on: c) }
                 self.oddity("slice", "The controller on \(self.device) refused the next time slice's data (\(f.error)); trying again at the next slot")
             }
+            self.publicIfDue()
         }
     }
 
@@ -152,8 +156,22 @@ final class HCIAdvertiserRunner {
             }
             let waiting = self.afterRefresh
             self.afterRefresh = []
+            if waiting.isEmpty { self.publicIfDue() }
             waiting.forEach { $0() }
         }
+    }
+
+    /// Another program's command that tells of a scan on a kernel device (HCIAdvertiser.otherProgramCommand): every
+    /// beacon to the public address when it needs to go there now.
+    func otherProgramCommand(_ opcode: Opcode, _ p: [UInt8]) {
+        guard !closed, let o = advertiser?.otherProgramCommand(opcode, p) else { return say() }
+        carryOnItsOwn(o, on: connection)
+    }
+
+    /// A scan started while commands of beacond's were out: the public address now that they are back.
+    private func publicIfDue() {
+        guard !closed, !refreshing, let o = advertiser?.switchToPublicIfDue() else { return }
+        carryOnItsOwn(o, on: connection)
     }
 
     var onAir: OnAir? { advertiser.flatMap { OnAir(hci: $0, device: name, notes: addressNotes, own: ownAddresses) } }

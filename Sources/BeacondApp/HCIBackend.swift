@@ -106,6 +106,8 @@ final class HCIBackend: AdvertisingBackend {
 
     /// Another program talked to our kernel device: if it can take our advertising off the air, put it back shortly.
     private func foreignCommand(_ opcode: Opcode, _ p: [UInt8]) {
+        // A scan beside beacond's beacons (the kernel's, for Home Assistant): the advertiser moves them itself.
+        runner?.otherProgramCommand(opcode, p)
         guard runner?.advertiser?.foreignCommand(opcode, p) == true else { return }
         runner?.syncAfterEvent()
         onEvent(.reapply(reason: ForeignCommand.reason(opcode, device: name), delay: ForeignCommand.delay(opcode),

@@ -102,6 +102,8 @@ struct DaemonView {
             if !id.isEmpty { line += " " + id.joined(separator: " ") }
             let kind = b["address_kind"]?.string ?? "?"
             line += " from " + (b["address"]?.string.map { "\($0) (\(kind))" } ?? kind)
+            // Not its own address, for now: say why, and when it comes back.
+            if let why = b["address_held_back"]?.string { line += " [not its \(kind) address: \(why)]" }
             if let ms = b["interval_ms"]?.number { line += ", every \(decimal(ms, ms < 10 ? 2 : 0)) ms" }
             if b["on_air"]?.bool == true {
                 let since = b["on_air_since"]?.int.map { UInt64(clamping: $0) } ?? now

@@ -60,10 +60,14 @@ public final class ControllerConnection {
         runner.send(command, completion: completion)
     }
 
-    /// Runs the steps in order, stopping at the first failure; a tolerated status counts as success.
-    public func run(_ steps: [Step], completion: @escaping (Result<[[UInt8]], StepFailure>) -> Void) {
+    /// Runs the steps in order, stopping at the first failure; a tolerated status counts as success. `withholding`
+    /// is asked before each step is sent: an error it gives fails that step unsent (a sequence whose ground moved
+    /// under it, such as an enable after another program wrote the controller's random address).
+    public func run(_ steps: [Step], withholding: @escaping (Step) -> CommandError? = { _ in nil },
+                    completion: @escaping (Result<[[UInt8]], StepFailure>) -> Void) {
         runInOrder(steps, send: { [weak self] step, answer in
             guard let self else { return answer(.failure(CommandFlow.notSent(step.command))) }
+            if let withheld = withholding(step) { return answer(.failure(withheld)) }
             self.send(step.command, completion: answer)
         }, tolerated: { step, e in
             e.status.flatMap { step.tolerated.contains($0) ? [$0.rawValue] : nil }

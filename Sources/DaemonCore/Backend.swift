@@ -115,9 +115,13 @@ public struct OnAir: Sendable, Hashable {
     /// Each beacon's own address as the backend set it, in the schedule's order ("C6:12:34:56:78:9A", "public"; nil
     /// where the kernel or the controller picks it); empty when the backend does not say.
     public var addresses: [String?]
+    /// Why the beacons go out from other addresses than their own settings give, for now ("another program scans on
+    /// hci0"); nil when each has its own.
+    public var addressesHeldBack: String?
 
     public init(interval: AdvertisingInterval, details: [String], kernelInterval: KernelInterval? = nil, txPower: Int8? = nil,
-                beacons: [BeaconOnAir] = [], controller: ControllerSummary? = nil, addresses: [String?] = []) {
+                beacons: [BeaconOnAir] = [], controller: ControllerSummary? = nil, addresses: [String?] = [], addressesHeldBack: String? = nil) {
+        self.addressesHeldBack = addressesHeldBack
         self.interval = interval
         self.details = details
         self.kernelInterval = kernelInterval

@@ -107,7 +107,8 @@ extension OnAir {
         var beacons = r.beacons.map { BeaconOnAir(every: $0.every, details: $0.details, txPower: $0.txPower) }
         if a.publicWhileScanning {
             self.init(interval: r.interval, details: r.details + ["public address while another program scans on \(device)"], txPower: r.txPower,
-                      beacons: beacons, controller: controller, addresses: Array(repeating: "public", count: n))
+                      beacons: beacons, controller: controller, addresses: Array(repeating: "public", count: n),
+                      addressesHeldBack: "another program scans on \(device), and the controller takes no new random address while it scans; each beacon's own address comes back once the scan has ended")
             return
         }
         let shared = Set(notes).count <= 1

@@ -18,6 +18,9 @@ public struct RuntimeState: Sendable, Hashable {
         public var address: String?
         /// static, chosen, public, rotating, eid (a new one with each EID), kernel (the kernel's choice, through mgmt).
         public var addressKind: String
+        /// Why it goes out from `address` and not from what `addressKind` gives, for now (another program scans on
+        /// the controller); nil when it has its own.
+        public var addressHeldBack: String?
         /// How often it is on the air (its interval, or a time-sliced beacon's whole round), in ms.
         public var intervalMs: Double?
         public var onAir: Bool
@@ -89,8 +92,10 @@ public struct RuntimeState: Sendable, Hashable {
             }
             let kind = plan.kind(k, throughKernel: l.backend == .mgmt)
             let address: String? = onAir.flatMap { k < $0.addresses.count ? $0.addresses[k] : nil }
+            let heldBack = address == "public" && kind != "public" ? onAir?.addressesHeldBack : nil
             var s = BeaconState(index: k + 1, format: b.beacon.format.rawValue, identity: Self.identity(b.beacon), address: address,
-                                addressKind: kind, intervalMs: interval, onAir: onAir != nil, onAirSince: nil, warnings: warnings)
+                                addressKind: kind, addressHeldBack: heldBack, intervalMs: interval, onAir: onAir != nil, onAirSince: nil,
+                                warnings: warnings)
             if s.onAir {
                 let before = previous.flatMap { k < $0.beacons.count ? $0.beacons[k] : nil }
                 s.onAirSince = before.flatMap { $0.onAir && $0.identity == s.identity && $0.format == s.format ? $0.onAirSince : nil } ?? now
@@ -166,7 +171,7 @@ public struct RuntimeState: Sendable, Hashable {
         let bs = beacons.map { b in
             "{\"index\":\(b.index),\"format\":\(jsonString(b.format)),\"identity\":{"
                 + b.identity.map { "\(jsonString($0.name)):\($0.value)" }.joined(separator: ",") + "}"
-                + ",\"address\":\(opt(b.address)),\"address_kind\":\(jsonString(b.addressKind))"
+                + ",\"address\":\(opt(b.address)),\"address_kind\":\(jsonString(b.addressKind)),\"address_held_back\":\(opt(b.addressHeldBack))"
                 + ",\"interval_ms\":\(b.intervalMs.map { decimal($0, 3) } ?? "null"),\"on_air\":\(b.onAir)"
                 + ",\"on_air_since\":\(b.onAirSince.map { "\($0)" } ?? "null"),\"warnings\":\(list(b.warnings))}"
         }

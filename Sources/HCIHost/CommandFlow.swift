@@ -15,6 +15,8 @@ public struct CommandError: Error, Sendable, Hashable, CustomStringConvertible {
         case malformedReply
         /// Never sent: the controller gave no command credit back for this long and counts as hung.
         case noCredit(Duration)
+        /// Never sent: the sequence it belonged to was stopped before it, for this reason.
+        case withheld(String)
     }
 
     public let opcode: Opcode
@@ -31,7 +33,7 @@ public struct CommandError: Error, Sendable, Hashable, CustomStringConvertible {
     public var unanswered: Bool {
         switch reason {
         case .timeout, .noCredit: true
-        case .status, .transportClosed, .malformedReply: false
+        case .status, .transportClosed, .malformedReply, .withheld: false
         }
     }
 
@@ -43,6 +45,7 @@ public struct CommandError: Error, Sendable, Hashable, CustomStringConvertible {
         case .transportClosed: "\(opcode) → connection to the controller lost"
         case .malformedReply: "\(opcode) → malformed reply"
         case .noCredit(let d): "\(opcode) → not sent: the controller gave no command credit back within \(d.components.seconds) s and is treated as hung"
+        case .withheld(let why): "\(opcode) → not sent: \(why)"
         }
     }
 }

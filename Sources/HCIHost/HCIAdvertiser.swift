@@ -44,8 +44,14 @@ public struct HCIAdvertiser: Sendable {
     /// The apply running is such a retry.
     private var retryingAddresses = false
     /// How often beacond tries its own addresses again while the controller refuses them: a disable, the address and
-    /// a restart (public again if still refused), a few milliseconds off the air.
+    /// a restart (public again if still refused), a few milliseconds off the air. Not while another program's scan
+    /// shows signs of running (`OtherScanner.tick`).
     public static let addressRetryPeriod = Duration.seconds(10)
+    /// Another program's scan on this controller, as its commands and the controller's refusals show it.
+    public private(set) var scanner = OtherScanner()
+    /// A scan started or another program wrote the random address while commands of beacond's were out: every
+    /// beacon goes to the public address as soon as they are back (`switchToPublicIfDue`).
+    private var switchDue = false
 
     private enum Pending: Sendable {
         case extended(SetPlan, wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest], full: Bool, allowSwitch: Bool)
@@ -188,7 +194,12 @@ public struct HCIAdvertiser: Sendable {
         case (.legacyData(let wanted, let slot), .success):
             slicer.carrying(slot)
             applied = wanted
-            return .done
+            return switchToPublicIfDue() ?? .done
+        case (.legacyStart(let wanted, _, _, _), .success) where switchDue:
+            // Another program's scan started while these steps were out: once more, from the public address.
+            switchDue = false
+            forget()
+            return apply(wanted, dataOnlyAllowed: false, allowSwitch: false)
         case (.legacyStart(let wanted, let adjusted, let steps, _), .success(let replies)):
             if retryingAddresses {
                 retryingAddresses = false
@@ -210,6 +221,11 @@ public struct HCIAdvertiser: Sendable {
             case .legacyData(let w, _): (wanted, adjusted, full, allowSwitch) = (w, w, false, false)
             }
             if addressRefused(f) { return apply(wanted, dataOnlyAllowed: false, allowSwitch: false) }
+            if case .withheld = f.error.reason {
+                // Its enable was withheld (another program's address): from the public address, at once.
+                switchDue = false
+                return apply(wanted, dataOnlyAllowed: false, allowSwitch: false)
+            }
             if !full { return .failed("Failed to update the advertising data on \(device): \(f.error)", f.error) }
             if allowSwitch, let why = family.switchReason(after: f, leadingSteps: AdvertisingPlan.familyProbeSteps) {
                 notes.append(.notice("\(f.error.opcode) was refused with \(f.error.status!) on \(device): \(why); switching to \(family.other) commands", f.error))
@@ -240,6 +256,7 @@ public struct HCIAdvertiser: Sendable {
     /// the public address (said once), and the caller applies again at once.
     private mutating func addressRefused(_ f: StepFailure) -> Bool {
         guard family == .legacy, case .leSetRandomAddress = f.step.command, f.error.status == .commandDisallowed else { return false }
+        scanner.saw(.ownAddressRefused)
         let retry = retryingAddresses
         retryingAddresses = false
         guard !publicWhileScanning else { return false }
@@ -253,7 +270,9 @@ public struct HCIAdvertiser: Sendable {
     /// air now); nil when there is nothing to try. Report them with `finished(_:)`: refused again, the public address
     /// goes back on the air in the same round.
     public mutating func retryOwnAddresses() -> Outcome? {
-        guard publicWhileScanning, family == .legacy, pending == nil, !timedStepsInFlight, let wanted = applied else { return nil }
+        guard publicWhileScanning, family == .legacy else { return nil }
+        // Every period counts, whatever is in flight: a scan that restarts leaves a sign in each.
+        guard scanner.tick(), pending == nil, !timedStepsInFlight, let wanted = applied else { return nil }
         publicWhileScanning = false
         retryingAddresses = true
         forget()
@@ -264,6 +283,7 @@ public struct HCIAdvertiser: Sendable {
     /// beacon back on the air from the public address (report them with `finished(_:)`); nil otherwise.
     public mutating func sliceFailed(_ f: StepFailure) -> Outcome? {
         sliceFinished(false)
+        if case .withheld = f.error.reason { return switchToPublicIfDue() }
         guard pending == nil, let wanted = applied, addressRefused(f) else { return nil }
         forget()
         return apply(wanted, dataOnlyAllowed: false, allowSwitch: false)
@@ -379,6 +399,45 @@ public struct HCIAdvertiser: Sendable {
     }
 
     // MARK: what others do
+
+    /// Another program's command on this kernel device that tells of a scan (LE Set Scan Enable, its own LE Set
+    /// Random Address). On a legacy controller with beacons on their own random addresses, a scan that starts or an
+    /// address written by someone else moves every beacon to the public address at once, before a time slice is
+    /// refused or goes out from the other program's address; the steps for that (report them with `finished(_:)`),
+    /// or nil when there is nothing to send now (nothing of beacond's on its own addresses, or commands of beacond's
+    /// out: then `switchToPublicIfDue` after they are back).
+    public mutating func otherProgramCommand(_ opcode: Opcode, _ p: [UInt8]) -> Outcome? {
+        guard family == .legacy, let sign = OtherScanner.sign(opcode, p) else { return nil }
+        scanner.saw(sign)
+        guard OtherScanner.takesTheAddress(sign), !publicWhileScanning else { return nil }
+        let carried: [AdvertisingRequest]? = switch pending {
+        case .legacyStart(let w, _, _, _)?, .legacyData(let w, _)?: w
+        default: applied
+        }
+        guard let wanted = carried, wanted.contains(where: { if case .random = $0.ownAddress { true } else { false } }) else { return nil }
+        publicWhileScanning = true
+        switchDue = true
+        notes.append(.warning("Another program scans on \(device) (\(opcode)), and a controller without advertising sets takes no new random address while it scans: every beacon goes out from the controller's public address until the scan has ended, each back to its own address once \(Self.addressRetryPeriod.components.seconds) s pass without it"))
+        return switchToPublicIfDue()
+    }
+
+    /// Asked before each step of beacond's goes out: an enable of the legacy advertiser after another program wrote
+    /// the controller's random address (the kernel starting its scan between a time slice's address and its enable)
+    /// is withheld, or the beacon would go out from that program's address; the sequence then fails at it, and the
+    /// beacons go to the public address at once.
+    public func withholds(_ step: Step) -> CommandError? {
+        guard switchDue, case .leSetAdvertisingEnable(true) = step.command else { return nil }
+        return CommandError(opcode: step.command.opcode, reason: .withheld("another program wrote the random address of the controller on \(device)"))
+    }
+
+    /// After commands of beacond's came back (an apply, a time slice, a refresh): the steps that move every beacon to
+    /// the public address when a scan started meanwhile (report them with `finished(_:)`); nil otherwise.
+    public mutating func switchToPublicIfDue() -> Outcome? {
+        guard switchDue, pending == nil, !timedStepsInFlight, let wanted = applied else { return nil }
+        switchDue = false
+        forget()
+        return apply(wanted, dataOnlyAllowed: false, allowSwitch: false)
+    }
 
     /// Another program sent `opcode` to this kernel device. True when it can take beacond's advertising off the air:
     /// then the state is forgotten and the caller applies again shortly.

@@ -230,6 +230,8 @@ struct HCIAdvertiserTests {
         #expect(a.takeNotes().contains { if case .warning(let m) = $0 { m.contains("another program scans") } else { false } })
         guard case .done = a.finished(ok(pub)) else { Issue.record("not on the air from the public address"); return }
         #expect(a.publicWhileScanning)
+        // The refusal is a sign of the scan: the period it fell in passes without a retry.
+        #expect(a.retryOwnAddresses() == nil)
         // The retry: the own address again; refused once more, the public one in the same round, and no second warning.
         let retry = steps(a.retryOwnAddresses()!)
         let j = retry.firstIndex { $0.command.opcode == .leSetRandomAddress }!
@@ -237,6 +239,7 @@ struct HCIAdvertiserTests {
         #expect(!opcodes(again).contains(.leSetRandomAddress))
         _ = a.finished(ok(again))
         #expect(a.publicWhileScanning && a.takeNotes().isEmpty)
+        #expect(a.retryOwnAddresses() == nil)
         // Taken: each beacon from its own address again, and said.
         let third = steps(a.retryOwnAddresses()!)
         #expect(opcodes(third).contains(.leSetRandomAddress))
@@ -244,6 +247,105 @@ struct HCIAdvertiserTests {
         #expect(!a.publicWhileScanning)
         #expect(a.takeNotes().contains { if case .info(let m) = $0 { m.contains("own address again") } else { false } })
         #expect(a.retryOwnAddresses() == nil)
+    }
+
+    /// Three beacons time-sliced from their own addresses on a legacy controller, on the air.
+    static func threeOnTheirOwnAddresses() -> HCIAdvertiser {
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: false), capacity: 1, ownsController: false)
+        var r2 = request(2), r3 = request(3)
+        r2.ownAddress = .random([6, 5, 4, 3, 2, 0xD1])
+        r3.ownAddress = .random([9, 9, 9, 9, 9, 0xE2])
+        _ = a.finished(ok(steps(a.apply([request(1), r2, r3], dataOnlyAllowed: false))))
+        _ = a.takeNotes()
+        return a
+    }
+
+    /// The kernel's commands for one start of an active discovery round (hci_active_scan_sync): its own address,
+    /// then the scan on.
+    static let scanStart: [(Opcode, [UInt8])] = [(.leSetScanEnable, [0, 0]), (.leSetRandomAddress, [1, 2, 3, 4, 5, 0x05]),
+                                                 (.leSetScanParameters, [1, 0x12, 0, 0x12, 0, 1, 0]), (.leSetScanEnable, [1, 0])]
+
+    @Test("bug (#42): Home Assistant's active discovery restarting every 10 s flapped the beacons between their own and the public address; the public one is held from the first sign of the scan until a whole period passes without one")
+    func activeDiscoveryHoldsThePublicAddress() {
+        var a = Self.threeOnTheirOwnAddresses()
+        #expect(opcodes(a.nextSlice()).contains(.leSetRandomAddress))  // slots restart from each beacon's own address
+        a.sliceFinished(true)
+        // The kernel's first command that takes the address: the beacons leave their own addresses at once.
+        #expect(a.otherProgramCommand(.leSetScanEnable, [0, 0]) == nil)
+        let moved = steps(a.otherProgramCommand(.leSetRandomAddress, [1, 2, 3, 4, 5, 0x05])!)
+        #expect(!opcodes(moved).contains(.leSetRandomAddress))
+        #expect(moved.contains { if case .leSetAdvertisingParameters(let p) = $0.command { p.ownAddressType == 0 } else { false } })
+        #expect(a.takeNotes().contains { if case .warning(let m) = $0 { m.contains("Another program scans on hci0") } else { false } })
+        guard case .done = a.finished(ok(moved)) else { Issue.record("not on the air from the public address"); return }
+        #expect(a.publicWhileScanning)
+        // Slots from one address write only the data: the advertiser stays on, and the kernel defers its address.
+        #expect(opcodes(a.nextSlice()) == [.leSetAdvertisingData])
+        a.sliceFinished(true)
+        // Discovery restarts every 10 s: each period sees a sign, so no retry, and no new steps for its commands.
+        for _ in 0..<5 {
+            for (op, p) in Self.scanStart { #expect(a.otherProgramCommand(op, p) == nil) }
+            #expect(a.retryOwnAddresses() == nil)
+        }
+        #expect(a.publicWhileScanning && a.takeNotes().isEmpty)
+        // Discovery ends: the scan off, then a quiet period, then each beacon's own address again.
+        #expect(a.otherProgramCommand(.leSetScanEnable, [0, 0]) == nil)
+        #expect(a.retryOwnAddresses() == nil)
+        let back = steps(a.retryOwnAddresses()!)
+        #expect(opcodes(back).contains(.leSetRandomAddress))
+        guard case .done = a.finished(ok(back)) else { Issue.record("not back"); return }
+        #expect(!a.publicWhileScanning)
+    }
+
+    @Test("a scan that starts while a time slice's commands are out: the public address as soon as they are back")
+    func scanDuringASlice() {
+        var a = Self.threeOnTheirOwnAddresses()
+        let slice = a.nextSlice()
+        #expect(opcodes(slice).contains(.leSetRandomAddress))
+        // The kernel's address lands between the slot's address and its enable: nothing can be sent now, and the
+        // slot's enable is withheld (it would go out from the kernel's address) …
+        #expect(a.otherProgramCommand(.leSetRandomAddress, [1, 2, 3, 4, 5, 0x05]) == nil)
+        #expect(a.publicWhileScanning)
+        let k = slice.firstIndex { $0.command == .leSetAdvertisingEnable(true) }!
+        guard let withheld = a.withholds(slice[k]) else { Issue.record("the enable went out"); return }
+        #expect(slice[..<k].allSatisfy { a.withholds($0) == nil })
+        // … and the failed slot turns into every beacon from the public address.
+        let moved = steps(a.sliceFailed(StepFailure(index: k, step: slice[k], error: withheld))!)
+        #expect(moved.contains { if case .leSetAdvertisingParameters(let p) = $0.command { p.ownAddressType == 0 } else { false } })
+        guard case .done = a.finished(ok(moved)) else { Issue.record("not done"); return }
+        #expect(a.switchToPublicIfDue() == nil && a.withholds(Step(.leSetAdvertisingEnable(true))) == nil)
+
+        // The kernel's command after the slot's enable went out: the public address once the slot is back.
+        var b = Self.threeOnTheirOwnAddresses()
+        _ = b.nextSlice()
+        #expect(b.otherProgramCommand(.leSetScanEnable, [1, 0]) == nil)
+        b.sliceFinished(true)
+        let moved2 = steps(b.switchToPublicIfDue()!)
+        #expect(!opcodes(moved2).contains(.leSetRandomAddress))
+        _ = b.finished(ok(moved2))
+        #expect(b.switchToPublicIfDue() == nil)
+    }
+
+    @Test("a scan that starts during an apply: the apply ends from the public address, in the same round")
+    func scanDuringAnApply() {
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: false), capacity: 1, ownsController: false)
+        let s = steps(a.apply([request(1)], dataOnlyAllowed: false))
+        #expect(a.otherProgramCommand(.leSetScanEnable, [1, 0]) == nil)
+        let again = steps(a.finished(ok(s)))
+        #expect(!opcodes(again).contains(.leSetRandomAddress))
+        guard case .done = a.finished(ok(again)) else { Issue.record("not done"); return }
+        #expect(a.publicWhileScanning)
+    }
+
+    @Test("a scan beside beacons on the public address, or on an extended controller, changes nothing")
+    func scansThatChangeNothing() {
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: false), capacity: 1, ownsController: false)
+        var r = request(1)
+        r.ownAddress = .public
+        _ = a.finished(ok(steps(a.apply([r], dataOnlyAllowed: false))))
+        #expect(a.otherProgramCommand(.leSetScanEnable, [1, 0]) == nil && !a.publicWhileScanning)
+        var e = HCIAdvertiser(device: "hci0", info: info(extended: true), capacity: 4, ownsController: false)
+        _ = e.finished(ok(steps(e.apply([request(1)], dataOnlyAllowed: false))))
+        #expect(e.otherProgramCommand(.leSetRandomAddress, [1, 2, 3, 4, 5, 0x05]) == nil && !e.publicWhileScanning)
     }
 
     @Test("any other refusal of a time slice is not taken for a scan")
