@@ -62,9 +62,10 @@ final class HCIBackend: AdvertisingBackend {
             case .success(let (probed, capacity)):
                 // On a kernel hciN, the sets a killed run left: the first apply removes those no beacon needs.
                 let owns = c.transport.ownsController
-                runner.advertiser = HCIAdvertiser(device: self.name, info: probed, capacity: capacity, ownsController: owns,
-                                                leftOver: owns ? [] : self.owned[self.name, .hciSets])
-                for (level, line) in HCIDecisions.probeLines(probed, capacity: capacity, device: self.name) { self.log.log(level, line) }
+                let a = HCIAdvertiser(device: self.name, info: probed, capacity: capacity, ownsController: owns,
+                                      leftOver: owns ? [] : self.owned[self.name, .hciSets])
+                runner.advertiser = a
+                for (level, line) in HCIDecisions.probeLines(probed, family: a.family, capacity: capacity, device: self.name) { self.log.log(level, line) }
                 done(nil)
             }
         }

@@ -31,8 +31,8 @@ extension ControllerConnection {
     /// The probe, then how many advertising sets an extended controller has (LE Read Number of Supported Advertising
     /// Sets; a controller that sets the feature bit without the command refuses it and gets 1, ending up on legacy
     /// commands anyway). `capacity(reply)` reads the count from the reply.
-    public func probeForAdvertising(capacity: @escaping ([UInt8]?) -> Int,
-                                    _ done: @escaping (Result<(ControllerInfo, capacity: Int), AdvertisingProbeFailure>) -> Void) {
+    public func probeForAdvertising(capacity: @escaping ([UInt8]?) -> Int?,
+                                    _ done: @escaping (Result<(ControllerInfo, capacity: Int?), AdvertisingProbeFailure>) -> Void) {
         probe { [weak self] result in
             guard let self else { return }
             switch result {

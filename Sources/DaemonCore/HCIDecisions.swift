@@ -77,20 +77,25 @@ public enum HCIDecisions {
     }
 
     /// The probe's line for the journal, and the debug line when the controller's bitmap and feature bit disagree.
-    public static func probeLines(_ probed: ControllerInfo, capacity: Int, device: String) -> [(LogLevel, String)] {
-        let sets = probed.preferredFamily == .extended ? ", \(capacity) advertising set\(capacity == 1 ? "" : "s")" : ""
+    /// `family`: what the advertiser took (legacy when an extended controller refused to say its number of sets).
+    public static func probeLines(_ probed: ControllerInfo, family: CommandFamily, capacity: Int?, device: String) -> [(LogLevel, String)] {
+        let sets = family == .extended ? ", \(capacity ?? 1) advertising set\(capacity == 1 ? "" : "s")"
+            : probed.preferredFamily == .extended ? " (it refused LE Read Number of Supported Advertising Sets: the legacy family is in use there)" : ""
         var lines: [(LogLevel, String)] = [(.info, "Controller on \(device): Bluetooth \(probed.version.coreVersionName), "
-            + "manufacturer \(hex16(probed.version.manufacturer)), using \(probed.preferredFamily) advertising commands\(sets)")]
+            + "manufacturer \(hex16(probed.version.manufacturer)), using \(family) advertising commands\(sets)")]
         if probed.bitmapDisagrees {
             lines.append((.debug, "The controller's Supported Commands bitmap and its LE Extended Advertising feature bit disagree; following the feature bit, as the kernel does"))
         }
         return lines
     }
 
-    /// How many beacons can have their own set, from LE Read Number of Supported Advertising Sets' reply (a
-    /// controller that sets the feature bit without the command ends up on legacy commands: 1).
-    public static func capacity(fromReply reply: [UInt8]?) -> Int {
-        reply.flatMap { $0.count >= 2 ? max(1, Int($0[1])) : nil } ?? 1
+    /// How many beacons can have their own set, from LE Read Number of Supported Advertising Sets' reply; nil when
+    /// the controller refused it (Command Disallowed: the legacy family is in use since its reset, as when the kernel
+    /// scanned with legacy commands first; Unknown HCI Command: the feature bit without the commands). Either way
+    /// the advertiser takes legacy commands.
+    public static func capacity(fromReply reply: [UInt8]?) -> Int? {
+        guard let reply, reply.first == 0, reply.count >= 2 else { return nil }
+        return max(1, Int(reply[1]))
     }
 }
 

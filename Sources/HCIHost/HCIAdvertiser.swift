@@ -59,13 +59,16 @@ public struct HCIAdvertiser: Sendable {
         case legacyStart(wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest], steps: [Step], allowSwitch: Bool)
     }
 
-    /// `leftOver`: the sets a killed run may have left on a kernel hciN (the state directory's record).
-    public init(device: String, info: ControllerInfo, capacity: Int, ownsController: Bool, leftOver: Set<UInt8> = []) {
+    /// `capacity`: the sets an extended controller has; nil when it refused to say (LE Read Number of Supported
+    /// Advertising Sets refused: the legacy family is in use, or the commands are missing), which puts the advertiser
+    /// on legacy commands from the start. `leftOver`: the sets a killed run may have left on a kernel hciN (the state
+    /// directory's record).
+    public init(device: String, info: ControllerInfo, capacity: Int?, ownsController: Bool, leftOver: Set<UInt8> = []) {
         self.device = device
         self.info = info
-        self.capacity = max(1, capacity)
+        self.capacity = max(1, capacity ?? 1)
         self.ownsController = ownsController
-        family = info.preferredFamily
+        family = capacity == nil ? .legacy : info.preferredFamily
         freshlyReset = ownsController
         usedHandles = ownsController ? [] : leftOver
     }

@@ -43,10 +43,21 @@ struct HCIDecisionsTests {
         #expect(HCIDecisions.logLine(.refused("r", e, level: .retryingWithFloor), device: "hci0").level == .warning)
     }
 
-    @Test("the number of sets: the reply's count, at least 1; a refused read is 1")
+    @Test("the number of sets: the reply's count, at least 1; a refused or short reply says nothing (nil: legacy commands)")
     func capacity() {
         #expect(HCIDecisions.capacity(fromReply: [0, 6]) == 6)
         #expect(HCIDecisions.capacity(fromReply: [0, 0]) == 1)
-        #expect(HCIDecisions.capacity(fromReply: [0]) == 1 && HCIDecisions.capacity(fromReply: nil) == 1)
+        // Command Disallowed (the legacy family in use since the reset), Unknown HCI Command, a short reply.
+        #expect(HCIDecisions.capacity(fromReply: [0x0C]) == nil && HCIDecisions.capacity(fromReply: [0x01]) == nil)
+        #expect(HCIDecisions.capacity(fromReply: [0]) == nil && HCIDecisions.capacity(fromReply: nil) == nil)
+    }
+
+    @Test("the probe's line names the family the advertiser took, and why legacy on an extended controller")
+    func probeLine() {
+        let info = ControllerInfo(version: LocalVersionInformation(hciVersion: 10), commands: SupportedCommands(octets: []),
+                                  features: LEFeatures(rawValue: 1 << 12))
+        #expect(HCIDecisions.probeLines(info, family: .extended, capacity: 4, device: "hci0")[0].1.hasSuffix("using extended advertising commands, 4 advertising sets"))
+        #expect(HCIDecisions.probeLines(info, family: .legacy, capacity: nil, device: "hci0")[0].1
+                .hasSuffix("using legacy advertising commands (it refused LE Read Number of Supported Advertising Sets: the legacy family is in use there)"))
     }
 }
