@@ -8,7 +8,7 @@ Bumble's emulator has gaps (see ../shared/guide/testing-facts.md). Each workarou
 says what it changes; none of them decides a test outcome on beacond's behalf:
   * legacy ADV_NONCONN_IND is stored but never put on the air, so a scanner would see nothing. The harness relays it
     as an AdvInd on the link; tests read the PDU type from the controller's own state, not from the scanner.
-  * HCI Reset does not clear advertising state: the harness clears it, as a real controller does.
+  * HCI Reset does not clear advertising or scanning: the harness clears them, as a real controller does.
   * the emulator never refuses a command. The harness enforces the legacy/extended mixing rule of the Core spec
     (Vol 4 Part E §3.1.1: once one family was used since reset, the other gets Command Disallowed) when asked to,
     refuses LE Set Advertising Parameters while legacy advertising is enabled (Command Disallowed, Vol 4 Part E
@@ -263,12 +263,13 @@ class LabController(Controller):
         super().on_hci_command_packet(command)
 
     def _reset_state(self) -> None:
-        # WORKAROUND: the stock emulator's Reset keeps advertising running; a real controller stops it.
+        # WORKAROUND: the stock emulator's Reset keeps advertising and scanning running; a real controller stops them.
         self.le_legacy_advertiser.stop()
         self.le_legacy_advertiser.advertising_data = b''
         for s in list(self.advertising_sets.values()):
             s.stop()
         self.advertising_sets.clear()
+        self.le_scan_enable = False
         self.family_in_use = None
 
     def _complete(self, opcode: int, status: int, credits: int = 1) -> None:
