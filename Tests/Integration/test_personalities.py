@@ -3,7 +3,11 @@ model of a real chip's version, features, supported commands, sets and quirks, e
 
 Advertising (one beacon, three beacons), a reload (good and broken), a fault (the controller gone and back, a
 Hardware Error) and a scan, judged from the controller's own state and from the second radio on the link, as the rest
-of the Bumble suite does.
+of the Bumble suite does. Each chip answers as strictly as the real one (test_lab_rules.py checks the rules): Unknown
+HCI Command outside its bitmap, the pre-5.0 interval floor, Advertising Parameters refused while advertising, the
+mixing rule with scanning in the families; every test checks that beacond met none of those refusals it could
+have avoided. Then the 100 ms floor on the chips that keep it, and the RTL8761B whose kernel scans with the legacy
+commands.
 """
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from bumble import hci
 
 from conftest import APPLE_UUID, config_text, free_port, ibeacon_bytes, kept_address, kept_addresses
 from harness.lab import Lab, wait_for
-from harness.personalities import ALL, EXTENDED_ONLY_OPCODES
+from harness.personalities import ALL, BY_NAME, EXTENDED_ONLY_OPCODES
 # How often beacond turns the advertiser off and on again (HCIAdvertiser.refreshPeriod).
 REFRESH = 2.0
 SHARED = '[advertising]\naddress = "public"\n\n'
@@ -43,11 +47,18 @@ def start(chip, tmp_path, processes, text: str):
     return processes('run', '-c', str(conf), '-d', device), conf
 
 
+def refused(lab: Lab) -> list[tuple[str, str]]:
+    """What the chip's rules refused of beacond's commands: (opcode, status), in order."""
+    return [(f'0x{op:04X}', f'0x{status:02X}') for op, status in lab.call(lambda: list(lab.controller.refused))]
+
+
 def sent_only_what_it_knows(lab: Lab, p) -> None:
-    """beacond sent none of the commands this chip does not know, nor the one a clone locks up on."""
+    """beacond sent none of the commands this chip does not know (Unknown HCI Command: outside its bitmap), nor one
+    the chip refuses as Invalid HCI Command Parameters, nor the one a clone locks up on."""
     ops = lab.opcodes()
     if not p.extended:
         assert not EXTENDED_ONLY_OPCODES & set(ops), [hex(o) for o in sorted(EXTENDED_ONLY_OPCODES & set(ops))]
+    assert [r for r in refused(lab) if r[1] in ('0x01', '0x12')] == []
     assert hci.HCI_SET_EVENT_FILTER_COMMAND not in ops
     assert not lab.controller.locked_up
 
@@ -179,3 +190,104 @@ def test_while_another_program_scans_every_beacon_stays_on_the_air(personality, 
         after = heard_all(lab, frames, timeout=3)
         assert {a for f in frames for a in after[f]} == own, after
         assert b.proc.poll() is None
+
+
+FLOOR = [p for p in ALL if 'pre-5.0-interval-floor' in p.quirks]
+
+
+@pytest.mark.parametrize('personality', FLOOR, ids=str)
+def test_a_20_ms_beacon_goes_on_the_air_at_100_ms_on_a_chip_that_keeps_the_pre_5_0_floor(personality, tmp_path, processes):
+    """Before Core 5.0 a non-connectable interval under 100 ms is refused (Invalid HCI Command Parameters). A 4.x chip
+    says so in its version and beacond raises the interval itself; the 5.0 clone says 5.0 and refuses, and beacond must
+    take the floor from the refusal (HCIAdvertiser's floor path, never taken before the lab refused it)."""
+    port = free_port()
+    with Lab(f'tcp-server:127.0.0.1:{port}', personality=personality) as lab:
+        conf = tmp_path / 'beacond.conf'
+        conf.write_text(config_text(minor=20, interval_ms=20))
+        b = processes('run', '-c', str(conf), '-d', f'tcp:127.0.0.1:{port}')
+        family, st = on_air(lab, ibeacon_bytes(minor=20))
+        assert family == 'legacy' and st['type'] == 3
+        assert (st['interval_min'], st['interval_max']) == (160, 160)  # 100 ms in 0.625 ms units
+        heard(lab, ibeacon_bytes(minor=20))
+        floor_refusals = [r for r in refused(lab) if r == ('0x2006', '0x12')]
+        if personality.hci_version < hci.HCI_VERSION_BLUETOOTH_CORE_5_0:
+            assert 'raising the interval from 20 ms to 100 ms' in b.log(), b.log()
+            assert floor_refusals == []
+        else:
+            assert floor_refusals == [('0x2006', '0x12')], refused(lab)
+            assert 'raising the interval to 100 ms, the floor older controllers enforce' in b.log(), b.log()
+        assert b.proc.poll() is None
+
+
+def test_on_an_rtl8761b_whose_kernel_scans_with_legacy_commands_every_beacon_stays_on_its_set(tmp_path, processes,
+                                                                                              state_directory):
+    """RTL8761B on kernels 7.1.9 / 6.18.45 and later (HCI_QUIRK_BROKEN_EXT_SCAN): the kernel scans with LE Set Scan
+    Parameters/Enable while advertising stays extended. With the extended family in use since the read of the sets,
+    the chip refuses the kernel's scan (Command Disallowed), and beacond's extended commands keep succeeding: every
+    beacon stays on its own set, from its own address, while the kernel tries to scan and after."""
+    p = BY_NAME['rtl8761b-legacy-scan']
+    port = free_port()
+    with Lab(f'tcp-server:127.0.0.1:{port}', personality=p) as lab:
+        conf = tmp_path / 'beacond.conf'
+        conf.write_text(IB + ALT + EDDY)
+        b = processes('run', '-c', str(conf), '-d', f'tcp:127.0.0.1:{port}')
+        frames = [IB_BYTES, ALT_BYTES, EDDY_BYTES]
+        heard_all(lab, frames, timeout=10)
+        own = set(kept_addresses(state_directory).values())
+        assert lab.kernel_scan(True) == [(hci.HCI_LE_SET_SCAN_PARAMETERS_COMMAND, hci.HCI_COMMAND_DISALLOWED_ERROR),
+                                         (hci.HCI_LE_SET_SCAN_ENABLE_COMMAND, hci.HCI_COMMAND_DISALLOWED_ERROR)]
+        for _ in range(2):
+            lab.clear_received()
+            during = heard_all(lab, frames, timeout=3)
+            assert {a for f in frames for a in during[f]} == own, during
+        assert len([s for s in lab.state()['sets'].values() if s['enabled']]) == 3
+        assert lab.kernel_scan(False) == [(hci.HCI_LE_SET_SCAN_ENABLE_COMMAND, hci.HCI_COMMAND_DISALLOWED_ERROR)]
+        assert refused(lab) == [] and b.proc.poll() is None
+        sent_only_what_it_knows(lab, p)
+
+
+@pytest.mark.parametrize('text, frames', [(IB, [IB_BYTES]), (IB + ALT + EDDY, [IB_BYTES, ALT_BYTES, EDDY_BYTES])],
+                         ids=['one beacon', 'three beacons'])
+def test_on_an_rtl8761b_whose_kernel_scans_first_after_a_reset_every_beacon_stays_on_the_air(text, frames, tmp_path,
+                                                                                             processes, state_directory):
+    """The other order: after a reset that skipped the kernel's read of the sets (HCIDEVRESET sends Reset alone), the
+    kernel's legacy scan is the first LE command, and the chip refuses the extended family from then on. The lab plays
+    that after each of beacond's Resets (on H4 beacond resets; on a kernel hciN the family just stays legacy). beacond
+    must land on the legacy commands, and with the kernel scanning, on the public address (the chip takes no random
+    address while it scans): every beacon on the air; its own addresses again once the scan stops."""
+    p = BY_NAME['rtl8761b-legacy-scan']
+    port = free_port()
+    with Lab(f'tcp-server:127.0.0.1:{port}', personality=p) as lab:
+        scans: list = []
+        after_reset = [False]
+
+        def kernel_first(opcode: int) -> None:
+            # On the lab's thread, before the command is answered: the kernel's scan goes in right after each Reset.
+            if opcode == hci.HCI_RESET_COMMAND:
+                after_reset[0] = True
+            elif after_reset[0]:
+                after_reset[0] = False
+                c = lab.controller
+                scans.append([c.kernel_command(op, params) for op, params in (
+                    (hci.HCI_LE_SET_SCAN_PARAMETERS_COMMAND, bytes.fromhex('00600030000000')),
+                    (hci.HCI_LE_SET_SCAN_ENABLE_COMMAND, b'\x01\x00'))])
+        lab.on_command(kernel_first)
+        conf = tmp_path / 'beacond.conf'
+        conf.write_text(text)
+        b = processes('run', '-c', str(conf), '-d', f'tcp:127.0.0.1:{port}')
+        try:
+            heard_all(lab, frames, timeout=15)
+        except AssertionError as e:
+            raise AssertionError(f'{e}; the chip refused {refused(lab)[:8]}; the kernel scanned after {len(scans)} '
+                                 f'resets; beacond said: {[l for l in b.log().splitlines() if "retrying" in l][:2]}')
+        assert scans[0] == [0, 0]
+        assert lab.advertising()[0] == 'legacy'
+        lab.clear_received()
+        during = heard_all(lab, frames, timeout=3)
+        assert all(during[f] == {'F0:F1:F2:F3:F4:F5/P'} for f in frames), during  # the lab radio's public address
+        assert lab.kernel_scan(False) == [(hci.HCI_LE_SET_SCAN_ENABLE_COMMAND, 0)]
+        wait_for(lambda: 'from its own address again' in b.log(), 20, what='the own addresses taken again')
+        lab.clear_received()
+        after = heard_all(lab, frames, timeout=3)
+        assert {a for f in frames for a in after[f]} == set(kept_addresses(state_directory).values()), after
+        assert [r for r in refused(lab) if r[1] in ('0x01', '0x12')] == [] and b.proc.poll() is None

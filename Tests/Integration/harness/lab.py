@@ -8,10 +8,18 @@ Bumble's emulator has gaps (see ../shared/guide/testing-facts.md). Each workarou
 says what it changes; none of them decides a test outcome on beacond's behalf:
   * legacy ADV_NONCONN_IND is stored but never put on the air, so a scanner would see nothing. The harness relays it
     as an AdvInd on the link; tests read the PDU type from the controller's own state, not from the scanner.
-  * HCI Reset does not clear advertising state: the harness clears it, as a real controller does.
+  * HCI Reset does not clear advertising or scanning: the harness clears them, as a real controller does.
   * the emulator never refuses a command. The harness enforces the legacy/extended mixing rule of the Core spec
     (Vol 4 Part E §3.1.1: once one family was used since reset, the other gets Command Disallowed) when asked to,
-    and injects the faults a test names (an error status, no reply, a dropped connection, a Hardware Error).
+    refuses LE Set Advertising Parameters while legacy advertising is enabled (Command Disallowed, Vol 4 Part E
+    §7.8.5, as real controllers and BlueZ's btdev do), and injects the faults a test names (an error status, no
+    reply, a dropped connection, a Hardware Error).
+  * the emulator executes every command it has a handler for and answers Read Local Supported Commands from its own
+    list, which has no extended advertising commands. A controller playing a personality (personalities.py) answers
+    that command with the chip's bitmap instead, Unknown HCI Command to every command outside it, and the chip's
+    quirks; its mixing rule also counts scanning, initiating and the reads of the sets among the families (as
+    Zephyr's controller does). Without a personality the families stay the advertising commands: test_run's family
+    switch injects a refusal after LE Read Number of Supported Advertising Sets was accepted.
 """
 from __future__ import annotations
 
@@ -27,7 +35,7 @@ from bumble.device import Device
 from bumble.link import LocalLink
 from bumble.transport import open_transport
 
-from harness.personalities import EXTENDED_ONLY_OPCODES, Personality
+from harness.personalities import Personality
 
 LEGACY_ADV_OPCODES = {
     hci.HCI_LE_SET_ADVERTISING_PARAMETERS_COMMAND,
@@ -45,6 +53,23 @@ EXTENDED_ADV_OPCODES = {
     hci.HCI_LE_CLEAR_ADVERTISING_SETS_COMMAND,
     hci.HCI_LE_SET_ADVERTISING_SET_RANDOM_ADDRESS_COMMAND,
 }
+# The families of a controller playing a personality: scanning and initiating too, and the reads of the number of sets
+# and of the largest data (Zephyr's controller, subsys/bluetooth/controller/hci/hci.c: le_set_scan_param and
+# le_set_scan_enable call adv_cmds_legacy_check, le_read_num_adv_sets and le_read_max_adv_data_len adv_cmds_ext_check).
+LEGACY_FAMILY = LEGACY_ADV_OPCODES | {
+    hci.HCI_LE_SET_SCAN_PARAMETERS_COMMAND,
+    hci.HCI_LE_SET_SCAN_ENABLE_COMMAND,
+    hci.HCI_LE_CREATE_CONNECTION_COMMAND,
+}
+EXTENDED_FAMILY = EXTENDED_ADV_OPCODES | {
+    hci.HCI_LE_SET_EXTENDED_SCAN_PARAMETERS_COMMAND,
+    hci.HCI_LE_SET_EXTENDED_SCAN_ENABLE_COMMAND,
+    hci.HCI_LE_EXTENDED_CREATE_CONNECTION_COMMAND,
+    hci.HCI_LE_READ_MAXIMUM_ADVERTISING_DATA_LENGTH_COMMAND,
+    hci.HCI_LE_READ_NUMBER_OF_SUPPORTED_ADVERTISING_SETS_COMMAND,
+}
+# Before Core 5.0, ADV_SCAN_IND and ADV_NONCONN_IND may not go below 0x00A0 (100 ms): 4.2 Vol 2 Part E §7.8.5.
+PRE_50_FLOOR = 0x00A0
 
 
 @dataclasses.dataclass
@@ -103,6 +128,10 @@ class LabController(Controller):
         self.max_sets: int | None = None  # what LE Read Number of Supported Advertising Sets answers (Bumble: 240)
         self.personality: Personality | None = None
         self.locked_up = False  # a counterfeit CSR after Set Event Filter (Clear All): no reply to anything
+        # The host's commands the lab's rules refused (not the faults a test injects): (opcode, status), in order.
+        self.refused: list[tuple[int, int]] = []
+        # The commands another host on the same controller sent (Lab.kernel_scan), with the status each got.
+        self.kernel_answers: list[tuple[int, int | None]] = []
 
     def become(self, p: Personality) -> None:
         """Answers as the controller `p` models: its version, features, supported commands, sets and quirks."""
@@ -113,34 +142,69 @@ class LabController(Controller):
         self.le_features = hci.LeFeatureMask(p.le_features)
         self.acl_data_packet_length, self.total_num_acl_data_packets = p.acl
         self.max_sets = p.max_sets
-        commands = set(self.supported_commands)
-        if not p.extended:
-            commands -= EXTENDED_ONLY_OPCODES
-        if 'unsupported-advertised' in p.quirks:
-            commands |= {hci.HCI_DELETE_STORED_LINK_KEY_COMMAND, hci.HCI_READ_DEFAULT_ERRONEOUS_DATA_REPORTING_COMMAND}
-        self.supported_commands = commands
+        self.supported_commands = set(p.opcodes)
 
-    def quirk_answer(self, opcode: int, parameters: bytes) -> int | None | bool:
-        """What the personality's quirks make of this command: a status to answer with, None for no answer at all,
-        or False when the controller answers it as usual."""
+    def lists(self, opcode: int) -> bool:
+        """True when Read Local Supported Commands lists the command (the personality's bitmap, else Bumble's)."""
+        if self.personality is not None:
+            return opcode in self.personality.opcodes
+        return opcode in self.supported_commands
+
+    def on_hci_read_local_supported_commands_command(self, command: Any) -> Any:
+        if self.personality is None:
+            return super().on_hci_read_local_supported_commands_command(command)
+        return hci.HCI_Read_Local_Supported_Commands_ReturnParameters(
+            hci.HCI_ErrorCode.SUCCESS, supported_commands=self.personality.commands)
+
+    def refusal(self, opcode: int, parameters: bytes) -> int | None | bool:
+        """What the lab's rules make of this command, before Bumble's handler runs: a status to answer with, None for
+        no answer at all, or False when the controller executes it as usual. Latches the command family."""
         p = self.personality
-        if p is None:
-            return False
-        if self.locked_up:
-            return None
-        q = p.quirks
-        if 'event-filter-lockup' in q and opcode == hci.HCI_SET_EVENT_FILTER_COMMAND and parameters[:1] == b'\x00':
-            self.locked_up = True
-            return None
-        if 'unsupported-advertised' in q and opcode in (hci.HCI_DELETE_STORED_LINK_KEY_COMMAND,
-                                                        hci.HCI_READ_DEFAULT_ERRONEOUS_DATA_REPORTING_COMMAND):
-            return hci.HCI_UNKNOWN_HCI_COMMAND_ERROR
-        if 'unknown-extended' in q and opcode in EXTENDED_ONLY_OPCODES:
-            return hci.HCI_UNKNOWN_HCI_COMMAND_ERROR
+        q = p.quirks if p is not None else frozenset()
+        if p is not None:
+            if self.locked_up:
+                return None
+            if 'event-filter-lockup' in q and opcode == hci.HCI_SET_EVENT_FILTER_COMMAND and parameters[:1] == b'\x00':
+                self.locked_up = True
+                return None
+            if 'unsupported-advertised' in q and opcode in (hci.HCI_DELETE_STORED_LINK_KEY_COMMAND,
+                                                            hci.HCI_READ_DEFAULT_ERRONEOUS_DATA_REPORTING_COMMAND):
+                return hci.HCI_UNKNOWN_HCI_COMMAND_ERROR
+            if not p.knows(opcode):
+                return hci.HCI_UNKNOWN_HCI_COMMAND_ERROR
+        if self.enforce_mixing_rule:
+            legacy, extended = (LEGACY_FAMILY, EXTENDED_FAMILY) if p is not None else (LEGACY_ADV_OPCODES,
+                                                                                        EXTENDED_ADV_OPCODES)
+            family = 'legacy' if opcode in legacy else 'extended' if opcode in extended else None
+            if family:
+                if self.family_in_use and self.family_in_use != family:
+                    return hci.HCI_COMMAND_DISALLOWED_ERROR
+                self.family_in_use = family
+        if opcode == hci.HCI_LE_SET_ADVERTISING_PARAMETERS_COMMAND and self.le_legacy_advertiser.enabled:
+            return hci.HCI_COMMAND_DISALLOWED_ERROR
         if ('random-address-while-scanning' in q and opcode == hci.HCI_LE_SET_RANDOM_ADDRESS_COMMAND
                 and (self.le_scan_enable or self.le_legacy_advertiser.enabled)):
             return hci.HCI_COMMAND_DISALLOWED_ERROR
+        if ('pre-5.0-interval-floor' in q and opcode == hci.HCI_LE_SET_ADVERTISING_PARAMETERS_COMMAND
+                and len(parameters) >= 5 and parameters[4] in (2, 3)  # ADV_SCAN_IND, ADV_NONCONN_IND
+                and min(int.from_bytes(parameters[0:2], 'little'), int.from_bytes(parameters[2:4], 'little')) < PRE_50_FLOOR):
+            return hci.HCI_INVALID_HCI_COMMAND_PARAMETERS_ERROR
         return False
+
+    def kernel_command(self, opcode: int, parameters: bytes = b'') -> int | None:
+        """A command from another host on the same controller (the kernel, for a program that scans): the same rules
+        as the host's commands, the same state, but its answer goes to that host, not to beacond. Returns the status
+        (None: no answer) and keeps it in `kernel_answers`."""
+        answer = self.refusal(opcode, parameters)
+        if answer is None or answer is not False:
+            status = answer
+        else:
+            command = hci.HCI_Packet.from_bytes(bytes([hci.HCI_COMMAND_PACKET]) + opcode.to_bytes(2, 'little')
+                                                + bytes([len(parameters)]) + parameters)
+            result = getattr(self, f'on_{command.name.lower()}', self.on_hci_command)(command)
+            status = int(getattr(result, 'status', 0))
+        self.kernel_answers.append((opcode, status))
+        return status
 
     def on_hci_le_read_number_of_supported_advertising_sets_command(self, command: Any) -> Any:
         if self.max_sets is None:
@@ -180,19 +244,13 @@ class LabController(Controller):
                     self._reset_state()
                 self._complete(opcode, fault.status, fault.credits)
                 return
-        answer = self.quirk_answer(opcode, bytes(command.parameters or b''))
+        answer = self.refusal(opcode, bytes(command.parameters or b''))
         if answer is None:
             return
         if answer is not False:
+            self.refused.append((opcode, answer))
             self._complete(opcode, answer)
             return
-        if self.enforce_mixing_rule:
-            family = 'legacy' if opcode in LEGACY_ADV_OPCODES else 'extended' if opcode in EXTENDED_ADV_OPCODES else None
-            if family:
-                if self.family_in_use and self.family_in_use != family:
-                    self._complete(opcode, hci.HCI_COMMAND_DISALLOWED_ERROR)
-                    return
-                self.family_in_use = family
         if opcode == hci.HCI_RESET_COMMAND:
             self._reset_state()
         if opcode == hci.HCI_LE_REMOVE_ADVERTISING_SET_COMMAND:
@@ -205,12 +263,13 @@ class LabController(Controller):
         super().on_hci_command_packet(command)
 
     def _reset_state(self) -> None:
-        # WORKAROUND: the stock emulator's Reset keeps advertising running; a real controller stops it.
+        # WORKAROUND: the stock emulator's Reset keeps advertising and scanning running; a real controller stops them.
         self.le_legacy_advertiser.stop()
         self.le_legacy_advertiser.advertising_data = b''
         for s in list(self.advertising_sets.values()):
             s.stop()
         self.advertising_sets.clear()
+        self.le_scan_enable = False
         self.family_in_use = None
 
     def _complete(self, opcode: int, status: int, credits: int = 1) -> None:
@@ -485,10 +544,34 @@ class Lab:
             await self.central_connection.disconnect()
         self.call(go)
 
-    def kernel_scan(self, on: bool) -> None:
+    def kernel_scan(self, on: bool) -> list[tuple[int, int | None]]:
         """Scanning on beacond's controller, switched by another host as the kernel does for a scanning program (Home
-        Assistant's passive scan) on the same adapter; beacond sees no command for it."""
-        self.call(lambda: setattr(self.controller, 'le_scan_enable', on))
+        Assistant's passive scan) on the same adapter; beacond sees no command for it. The kernel's commands go through
+        the controller's rules (LabController.kernel_command): the extended scan commands where the controller lists
+        both (the kernel's use_ext_scan(): Supported Commands 37.5 and 37.6) unless the personality has
+        kernel-legacy-scan (HCI_QUIRK_BROKEN_EXT_SCAN), else LE Set Scan Parameters and LE Set Scan Enable, with the
+        kernel's passive parameters (hci_core.c: le_scan_interval 0x0060, le_scan_window 0x0030). Returns each
+        command's (opcode, status)."""
+        def go() -> list[tuple[int, int | None]]:
+            c = self.controller
+            p = c.personality
+            extended = (c.lists(hci.HCI_LE_SET_EXTENDED_SCAN_PARAMETERS_COMMAND)
+                        and c.lists(hci.HCI_LE_SET_EXTENDED_SCAN_ENABLE_COMMAND)
+                        and not (p is not None and 'kernel-legacy-scan' in p.quirks))
+            if extended:
+                commands = ([(hci.HCI_LE_SET_EXTENDED_SCAN_PARAMETERS_COMMAND, bytes([0, 0, 1, 0]) + (0x60).to_bytes(2, 'little')
+                              + (0x30).to_bytes(2, 'little'))] if on else []) + [
+                    (hci.HCI_LE_SET_EXTENDED_SCAN_ENABLE_COMMAND, bytes([1 if on else 0, 0, 0, 0, 0, 0]))]
+            else:
+                commands = ([(hci.HCI_LE_SET_SCAN_PARAMETERS_COMMAND, bytes([0]) + (0x60).to_bytes(2, 'little')
+                              + (0x30).to_bytes(2, 'little') + bytes([0, 0]))] if on else []) + [
+                    (hci.HCI_LE_SET_SCAN_ENABLE_COMMAND, bytes([1 if on else 0, 0]))]
+            return [(op, c.kernel_command(op, params)) for op, params in commands]
+        return self.call(go)
+
+    def kernel_answers(self) -> list[tuple[int, int | None]]:
+        """Every command the kernel_scan()s sent, with the status each got."""
+        return self.call(lambda: list(self.controller.kernel_answers))
 
     def clear_faults(self) -> None:
         self.call(lambda: self.controller.faults.clear())
