@@ -11,9 +11,9 @@ address is set (hci_set_random_addr_sync: HCI_LE_ADV), and writes it otherwise, 
 slices. /tmp/research notes and bluez/bluetooth-next #601, #672, #781 are the sources.
 
 KernelDiscovery does that to the lab controller on the lab's loop: every `period` seconds scan off, the address
-(deferred or written, and refused as the controller refuses it), scan parameters, scan on; each applied to the
-controller as the kernel's command would be, and each sent to beacond as an H4 command packet, as the raw channel
-delivers the kernel's copies. With `race=True` the first start's address lands right after beacond's own LE Set
+(deferred or written), scan parameters, scan on; each through the controller's rules as another host's command
+(LabController.kernel_command: the chip's refusals apply), and each sent to beacond as an H4 command packet, as the
+raw channel delivers the kernel's copies. With `race=True` the first start's address lands right after beacond's own LE Set
 Random Address of a time slice, before that slice's enable: an order the kernel's command queue allows, and the one
 that put beacons on the kernel's address.
 """
@@ -69,26 +69,23 @@ class KernelDiscovery:
             return
         nrpa = self._nrpa()
         self._copy(SET_RANDOM_ADDRESS, nrpa)
-        refused = c.quirk_answer(SET_RANDOM_ADDRESS, nrpa)
-        if refused is not False:
+        if c.kernel_command(SET_RANDOM_ADDRESS, nrpa) != 0:
             self.refused += 1  # the kernel then scans from its public address
             return
-        c.random_address = hci.Address(nrpa, hci.Address.RANDOM_DEVICE_ADDRESS)
         self.addresses.append(':'.join(f'{x:02X}' for x in reversed(nrpa)))
 
-    def _scan(self, on: bool) -> None:
-        c = self.lab.controller
-        if not on and not c.le_scan_enable:
-            return  # hci_scan_disable_sync: only when scanning
-        self._copy(SET_SCAN_ENABLE, bytes([1 if on else 0, 0]))
-        c.le_scan_enable = on
+    def _command(self, opcode: int, parameters: bytes) -> None:
+        """One of the kernel's commands: its copy to beacond, then the controller's rules and state (LabController)."""
+        self._copy(opcode, parameters)
+        self.lab.controller.kernel_command(opcode, parameters)
 
     def _start_scan(self) -> None:
         self.starts += 1
-        self._scan(False)
+        if self.lab.controller.le_scan_enable:
+            self._command(SET_SCAN_ENABLE, bytes([0, 0]))  # hci_scan_disable_sync: only when scanning
         self._write_address()
-        self._copy(SET_SCAN_PARAMETERS, bytes([1, 0x12, 0x00, 0x12, 0x00, 1, 0]))
-        self._scan(True)
+        self._command(SET_SCAN_PARAMETERS, bytes([1, 0x12, 0x00, 0x12, 0x00, 1, 0]))
+        self._command(SET_SCAN_ENABLE, bytes([1, 0]))
 
     def _on_beacond_command(self, opcode: int) -> None:
         # The race: the kernel's first start right behind beacond's own address, before the slice's enable goes out
@@ -118,7 +115,8 @@ class KernelDiscovery:
             if self._task:
                 self._task.cancel()
             self.lab.controller.on_command = None
-            self._scan(False)
+            if self.lab.controller.le_scan_enable:
+                self._command(SET_SCAN_ENABLE, bytes([0, 0]))
         self.lab.call(go)
 
 
@@ -159,7 +157,14 @@ class AirSampler:
         return [(t, a) for t, e, d, a in self.samples if since <= t <= until and e and d == data]
 
     def longest_off_ms(self, data: bytes, since: float, until: float) -> float:
-        """The longest stretch in [since, until] without a sample of `data` on the air (to the sampling's grain)."""
+        """The longest stretch in [since, until] without a sample of `data` on the air, less the sampling's grain (the
+        longest time between two samples there, twice: a stretch can start just after one sample and end just before
+        another), so that it never exceeds the time the controller really had it off."""
         times = [t for t, _ in self.on_air(data, since, until)]
         points = [since] + times + [until]
-        return 1000 * max(b - a for a, b in zip(points, points[1:]))
+        return 1000 * (max(b - a for a, b in zip(points, points[1:])) - 2 * self.grain(since, until))
+
+    def grain(self, since: float, until: float) -> float:
+        """The longest time between two consecutive samples in [since, until], in seconds."""
+        t = [s[0] for s in self.samples if since <= s[0] <= until]
+        return max((b - a for a, b in zip(t, t[1:])), default=0.0)
