@@ -173,4 +173,8 @@ def test_the_readme_demo_runs_from_this_checkout():
     r = subprocess.run([sys.executable, str(ROOT / 'Tests' / 'Integration' / 'harness' / 'demo.py'), '--beacond', str(beacond_path())],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout[-1500:] + r.stderr[-1500:]
-    assert 'decoded by beacontools' in r.stdout and 'controller advertising now: off' in r.stdout, r.stdout[-1500:]
+    # Three beacons on the Pi's radio model, each heard from its own address, in turn, then nothing on the air.
+    heard = re.findall(r'second radio heard iBeacon uuid=(\S+) major=7 minor=(\d) measured_power=-59 dBm from (\S+): \d+ times', r.stdout)
+    assert len(heard) == 3 and len({u for u, _, _ in heard}) == 1, r.stdout[-1500:]
+    assert sorted(m for _, m, _ in heard) == ['1', '2', '3'] and len({a for _, _, a in heard}) == 3, heard
+    assert 'CYW43455' in r.stdout and 'controller advertising now: off' in r.stdout, r.stdout[-1500:]
