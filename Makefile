@@ -7,7 +7,10 @@
 #                   with a table of their times (scripts/stage-report.sh)
 #   make test-fast  the same without the VM test and the benchmark (no root needed)
 #   make deb        build/beacond_<version>_amd64.deb and _arm64.deb (arm64 cross-compiled in a trixie build
-#                   root; root), checked with lintian; BEACOND_ARM64_BUILD=native builds arm64 under qemu-user
+#                   root against a bookworm sysroot: it installs on Debian 12 and 13; root), checked with lintian;
+#                   BEACOND_ARM64_BUILD=native builds arm64 under qemu-user
+#   make deb-arm64  on an arm64 machine (a Pi with Debian 13's swiftlang): the arm64 package with that machine's
+#                   Swift, nothing else (no build root, no VM or test packages); on amd64, the cross-build above
 #   make vm-test    the VM end-to-end test of the amd64 package in Debian 12 (Tests/VM/run.sh)
 #   make vm-test-arm64  the same for the arm64 package in Debian 13 under qemu-system-aarch64 (cortex-a53)
 #   make vm-test-fleet  both VM suites at once, with the fleet scenario: the Ansible role (deploy/ansible) run from
@@ -18,7 +21,8 @@
 #   make swift60    build and unit-test with Debian 13's Swift 6.0 in a cached trixie build root (root)
 #   make bench      the full benchmark (docs/benchmarks.md)
 #   make soak       an hour of legacy time slicing with faults on the CYW43455 model, x86-64 and Cortex-A53 (qemu-user)
-#   make demo       beacond advertising on a virtual controller, heard by a second virtual radio
+#   make demo       three beacons on a model of a Raspberry Pi's radio (a virtual controller), heard by a second
+#                   virtual radio; installs only what it needs (scripts/deps.sh --demo, bumble and beacontools)
 #   make install    release binary + units + example config via scripts/install.sh (DESTDIR, PREFIX honoured)
 
 SWIFT ?= swift
@@ -37,6 +41,9 @@ STAGE := sh scripts/stage.sh
 PY := $(VENV)/bin/python
 
 VERSION := $(shell sh scripts/version.sh)
+# amd64 builds both packages (arm64 in a build root); an arm64 machine builds its own with its own Swift.
+HOST_ARCH := $(shell dpkg --print-architecture 2>/dev/null || echo unknown)
+DEMO_VENV ?= .venv-demo
 DEB_AMD64 := build/beacond_$(VERSION)_amd64.deb
 DEB_ARM64 := build/beacond_$(VERSION)_arm64.deb
 REPO_DIR ?= build/repo
@@ -45,7 +52,7 @@ FLEET ?=
 FLEET_DIR := $(CURDIR)/build/fleet
 VM_ENV := $(if $(FLEET),env BEACOND_VM_FLEET=$(FLEET_DIR))
 
-.PHONY: deps deps-all build release deb deb-amd64 deb-arm64 repo vm-test-fleet vm-test-arm64 test test-stages test-fast unit-test integration-test fuzz fuzz-long swift60 vm-test bench bench-smoke soak check-units demo install venv venv-ha clean buildroot vm-image-amd64 vm-image-arm64
+.PHONY: deps deps-all deps-build deps-demo venv-demo build release deb deb-amd64 deb-arm64 repo vm-test-fleet vm-test-arm64 test test-stages test-fast unit-test integration-test fuzz fuzz-long swift60 vm-test bench bench-smoke soak check-units demo install venv venv-ha clean buildroot vm-image-amd64 vm-image-arm64 vm-image-arm64-bookworm vm-test-arm64-bookworm
 
 # The Debian packages (installed when missing and run as root; otherwise the command to run is printed).
 deps:
@@ -53,6 +60,13 @@ deps:
 
 deps-all:
 	sh scripts/deps.sh --all
+
+# Only what building the package needs (an arm64 Pi's native route), or what the demo needs.
+deps-build:
+	sh scripts/deps.sh --build
+
+deps-demo:
+	sh scripts/deps.sh --demo
 
 build: $(STAGE_DEPS)
 	$(SWIFT) build
@@ -77,6 +91,14 @@ $(HA_VENV)/.installed: Tests/Integration/ha/requirements.txt
 
 venv-ha: $(HA_VENV)/.installed
 
+# The demo's own venv: Bumble and beacontools only.
+$(DEMO_VENV)/.installed: Tests/Integration/harness/demo-requirements.txt
+	$(PYTHON) -m venv $(DEMO_VENV)
+	$(DEMO_VENV)/bin/pip install --quiet --disable-pip-version-check -r Tests/Integration/harness/demo-requirements.txt
+	touch $@
+
+venv-demo: $(DEMO_VENV)/.installed
+
 unit-test: $(STAGE_DEPS)
 	$(STAGE) unit-test-swift63 $(SWIFT) test
 
@@ -97,8 +119,11 @@ buildroot: deps-all
 vm-image-amd64: deps-all
 	$(STAGE) vm-image-amd64 sh Tests/VM/run.sh --image-only --arch amd64
 
-vm-image-arm64: deps-all buildroot
+vm-image-arm64: deps-all
 	$(STAGE) vm-image-arm64 sh Tests/VM/run.sh --image-only --arch arm64
+
+vm-image-arm64-bookworm: deps-all
+	$(STAGE) vm-image-arm64-bookworm sh Tests/VM/run.sh --image-only --arch arm64-bookworm
 
 # Every fuzz target for at least 10 million executions (about an hour on two cores; docs/benchmarks.md has the counts).
 fuzz-long: deps
@@ -110,8 +135,14 @@ PACKAGE_SOURCES := $(shell git ls-files Package.swift Sources systemd config scr
 $(DEB_AMD64): $(PACKAGE_SOURCES) | deps-all
 	$(STAGE) deb-amd64 sh scripts/build-deb.sh amd64
 
+ifeq ($(HOST_ARCH),arm64)
+# On the Pi itself: its own Swift, its own libraries; no build root, no VM or test packages.
+$(DEB_ARM64): $(PACKAGE_SOURCES) | deps-build
+	$(STAGE) deb-arm64 sh scripts/build-deb.sh arm64
+else
 $(DEB_ARM64): $(PACKAGE_SOURCES) | deps-all buildroot
 	$(STAGE) deb-arm64 sh scripts/build-deb.sh arm64
+endif
 
 deb-amd64: $(DEB_AMD64)
 deb-arm64: $(DEB_ARM64)
@@ -124,6 +155,10 @@ vm-test: $(DEB_AMD64) vm-image-amd64 venv
 
 vm-test-arm64: $(DEB_ARM64) vm-image-arm64 venv
 	$(STAGE) vm-arm64 $(VM_ENV) sh Tests/VM/run.sh --arch arm64 $(DEB_ARM64)
+
+# The same arm64 package in a Debian 12 guest: it must install and run where most Pis are.
+vm-test-arm64-bookworm: $(DEB_ARM64) vm-image-arm64-bookworm venv
+	$(STAGE) vm-arm64-bookworm sh Tests/VM/run.sh --arch arm64-bookworm $(DEB_ARM64)
 
 vm-test-fleet: deps-all
 	rm -rf $(FLEET_DIR)
@@ -154,12 +189,13 @@ test: deps-all
 
 # The arm64 package heads the longest chain (its VM suite is the slowest): it and the amd64 package and the venv the VM
 # suites need come first, before the Swift 6.0 tests take a job slot.
-test-stages: buildroot vm-image-arm64 $(DEB_ARM64) vm-image-amd64 $(DEB_AMD64) venv swift60 deb vm-test-arm64 vm-test unit-test fuzz check-units bench-smoke integration-test
+test-stages: buildroot vm-image-arm64 vm-image-arm64-bookworm $(DEB_ARM64) vm-image-amd64 $(DEB_AMD64) venv swift60 deb vm-test-arm64 vm-test-arm64-bookworm vm-test unit-test fuzz check-units bench-smoke integration-test
 
 test-fast: unit-test fuzz check-units integration-test
 
-demo: build venv
-	$(PY) Tests/Integration/harness/demo.py
+demo: deps-demo venv-demo
+	$(SWIFT) build --product beacond
+	$(DEMO_VENV)/bin/python Tests/Integration/harness/demo.py
 
 install: release
 	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" sh scripts/install.sh build/beacond

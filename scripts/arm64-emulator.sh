@@ -5,8 +5,9 @@
 #
 #   sh scripts/arm64-emulator.sh        (root) prints the interpreter's path once it is registered
 #
-# The interpreter is fetched once with apt-get inside the trixie amd64 build root (scripts/buildroot.sh, which
-# checks the archive's signature) and cached beside the build roots, keyed by this script's content.
+# The interpreter is fetched once with debootstrap --download-only (which checks the archive's signature with this
+# machine's keyring) and cached beside the build roots, keyed by this script's content. It needs no build root, so the
+# arm64 guest images start building at once, beside it.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cache=${BEACOND_BUILDROOT_CACHE:-/var/cache/beacond-buildroot}
@@ -16,19 +17,17 @@ mkdir -p "$cache"
 exec 9>"$dir.lock"
 flock 9
 if [ ! -x "$dir/qemu-aarch64" ]; then
-    root=$(sh "$top/scripts/buildroot.sh" amd64)
+    command -v debootstrap >/dev/null 2>&1 || { echo "arm64-emulator: debootstrap is missing (apt-get install debootstrap)" >&2; exit 2; }
     mirror=$(sh "$top/scripts/debian-mirror.sh")
-    echo "deb $mirror trixie main" > "$root/etc/apt/sources.list.d/emulator.list"
-    rm -rf "$root/tmp/emulator" && mkdir -p "$root/tmp/emulator"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/dl"
     status=0
-    chroot "$root" sh -c 'apt-get update -q >/dev/null && cd /tmp/emulator && apt-get download -q qemu-user >/dev/null && dpkg-deb -x qemu-user_*.deb x' || status=$?
-    rm -f "$root/etc/apt/sources.list.d/emulator.list"
-    rm -rf "$root/var/lib/apt/lists/"*
-    [ "$status" -eq 0 ] || { echo "arm64-emulator: could not fetch trixie's qemu-user (exit $status)" >&2; exit 1; }
-    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
-    cp "$root/tmp/emulator/x/usr/bin/qemu-aarch64" "$dir.tmp/qemu-aarch64"
-    ls "$root"/tmp/emulator/qemu-user_*.deb | sed 's|.*/||' > "$dir.tmp/source"
-    rm -rf "$root/tmp/emulator"
+    debootstrap --download-only --variant=minbase --include=qemu-user trixie "$dir.tmp/dl" "$mirror" >/dev/null 2>&1 || status=$?
+    deb=$(ls "$dir.tmp/dl/var/cache/apt/archives/"qemu-user_*.deb 2>/dev/null | head -n 1)
+    [ "$status" -eq 0 ] && [ -n "$deb" ] || { echo "arm64-emulator: could not fetch trixie's qemu-user (debootstrap exit $status)" >&2; exit 1; }
+    dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$dir.tmp" ./usr/bin/qemu-aarch64
+    mv "$dir.tmp/usr/bin/qemu-aarch64" "$dir.tmp/qemu-aarch64"
+    basename "$deb" > "$dir.tmp/source"
+    rm -rf "$dir.tmp/dl" "$dir.tmp/usr"
     rm -rf "$dir" && mv "$dir.tmp" "$dir"
 fi
 binfmt=/proc/sys/fs/binfmt_misc

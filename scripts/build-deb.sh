@@ -7,10 +7,11 @@
 #        machines: Debian 12 and Ubuntu 22.04 can install the package). Without one, with Debian 13's Swift 6.0 in
 #        the trixie build root; that package needs glibc 2.38 (Debian 13, Ubuntu 24.04), and this script says so.
 # arm64  on an amd64 machine: cross-compiled at native speed in the trixie amd64 build root (scripts/buildroot.sh)
-#        with the root's Swift 6.0 and its Swift SDK for aarch64 (Debian's arm64 runtime, the arm64 -dev packages
-#        through multiarch, lld). BEACOND_ARM64_BUILD=native compiles it natively instead, in a trixie arm64 root
-#        under qemu-user (about 13 minutes): the cross-check. On an arm64 machine (a Pi with swiftlang installed)
-#        it is built with that machine's own Swift.
+#        with the root's Swift 6.0 and Debian's aarch64 runtime, linked with lld against a bookworm arm64 sysroot
+#        (scripts/sysroot.sh: glibc 2.36, libgcrypt 1.10), so that it installs on Debian 12 and 13 alike; readelf
+#        checks that (scripts/check-abi.py). BEACOND_ARM64_BUILD=native compiles it natively instead, in a trixie
+#        arm64 root under qemu-user (about 13 minutes; that package needs trixie). On an arm64 machine (a Pi with
+#        swiftlang installed: trixie) it is built with that machine's own Swift, for that release and later.
 # The man pages come from scripts/man.py (a binary's help and config schema), Depends from dpkg-shlibdeps run where
 # the target's libraries are (with dpkg-architecture -aarm64 for the cross-build), plus procps for the units'
 # ExecReload=/bin/kill. Needs dpkg-dev and python3; the build roots need root.
@@ -35,6 +36,10 @@ arm64_build=${BEACOND_ARM64_BUILD:-cross}
 shlibs_root=""
 shlibs_root_arch=""
 shlibs_arch=""
+# dpkg-shlibdeps -S options (library packages to take symbols from), and the sysroot whose libraries the binary must
+# load on (build-deb checks every symbol version it needs), for the arm64 package.
+shlibs_from=""
+target_root=""
 # The help texts (for the man pages) come from a binary this machine can run.
 help_binary="$work/beacond"
 
@@ -65,20 +70,25 @@ elif [ "$arch" = amd64 ] && [ "$host_arch" = amd64 ]; then
     how="Debian 13's Swift 6.0 in the trixie build root"
 elif [ "$arch" = arm64 ] && [ "$host_arch" = amd64 ] && [ "$arm64_build" = cross ]; then
     root=$(sh "$top/scripts/buildroot.sh" amd64)
-    # pkg-config looks in the arm64 target's directories only (SwiftPM reads PKG_CONFIG_PATH first); the help texts
-    # come from the root's own debug build, which the Swift 6.0 tests share. pack-relative-relocs (DT_RELR, glibc
-    # 2.36; the package needs 2.38 anyway) makes the binary 0.4 MB smaller (docs/benchmarks.md); amd64 keeps the
-    # classic relocations, which Ubuntu 22.04's glibc 2.35 needs.
-    sh "$top/scripts/in-buildroot.sh" amd64 "export PKG_CONFIG_PATH=/usr/lib/aarch64-linux-gnu/pkgconfig PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig
-        swift build $swift_flags -Xlinker -z -Xlinker pack-relative-relocs --swift-sdks-path /opt/swift-sdks --swift-sdk trixie-aarch64 >&2 &&
-        aarch64-linux-gnu-strip $strip_flags -o /tmp/beacond-arm64 .build/aarch64-unknown-linux-gnu/release/beacond &&
-        unset PKG_CONFIG_PATH PKG_CONFIG_LIBDIR && swift build --product beacond >&2"
+    # Linked against bookworm's arm64 libraries (scripts/sysroot.sh), so that the one package installs on Debian 12
+    # (most Raspberry Pis) and 13; the C23 names trixie's runtime calls come from the sysroot's compat.o.
+    sysroot=$(sh "$top/scripts/sysroot.sh" "$root")
+    # pkg-config looks in the sysroot only; the help texts come from the root's own debug build, which the Swift 6.0
+    # tests share. pack-relative-relocs (DT_RELR, glibc 2.36) makes the binary 0.4 MB smaller (docs/benchmarks.md);
+    # amd64 keeps the classic relocations, which Ubuntu 22.04's glibc 2.35 needs.
+    sh "$top/scripts/in-buildroot.sh" amd64 "export PKG_CONFIG_SYSROOT_DIR=$sysroot/root PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR=$sysroot/root/usr/lib/aarch64-linux-gnu/pkgconfig:$sysroot/root/usr/share/pkgconfig
+        swift build $swift_flags -Xlinker -z -Xlinker pack-relative-relocs -Xlinker $sysroot/compat.o --scratch-path .build/bookworm-arm64 --swift-sdks-path /opt/swift-sdks-bookworm --swift-sdk bookworm-aarch64 >&2 &&
+        aarch64-linux-gnu-strip $strip_flags -o /tmp/beacond-arm64 .build/bookworm-arm64/aarch64-unknown-linux-gnu/release/beacond &&
+        unset PKG_CONFIG_SYSROOT_DIR PKG_CONFIG_PATH PKG_CONFIG_LIBDIR && swift build --product beacond >&2"
     cp "$root/tmp/beacond-arm64" "$work/beacond"
     help_from_root
     shlibs_root=$root
     shlibs_root_arch=amd64
     shlibs_arch=arm64
-    how="cross-compiled with Debian 13's Swift 6.0 and its aarch64 SDK in the trixie amd64 build root"
+    # Depends from bookworm's own symbols files (each library package on its own, with its DEBIAN/).
+    shlibs_from=$(for p in "$root$sysroot"/pkg/*; do printf ' -S%s' "$sysroot/pkg/$(basename "$p")"; done)
+    target_root=$root$sysroot
+    how="cross-compiled with Debian 13's Swift 6.0 and its aarch64 runtime, linked against Debian 12's libraries, in the trixie amd64 build root"
 elif [ "$arch" = arm64 ] && [ "$host_arch" = amd64 ] && [ "$arm64_build" = native ]; then
     root=$(sh "$top/scripts/buildroot.sh" arm64)
     # separate-code: Debian's Swift 6.0 on aarch64 marks .rodata writable in every object it emits (ours and the
@@ -126,11 +136,16 @@ if [ -n "$shlibs_root" ]; then
     cp "$work/beacond" "$shlibs_root/tmp/shlibs/beacond"
     cross=""
     [ -n "$shlibs_arch" ] && cross="dpkg-architecture -a$shlibs_arch -c"
-    shlibs=$(sh "$top/scripts/in-buildroot.sh" --exec "$shlibs_root_arch" sh -c "cd /tmp/shlibs && $cross dpkg-shlibdeps -O beacond" 2>"$work/shlibdeps.log" | sed -n 's/^shlibs:Depends=//p')
+    shlibs=$(sh "$top/scripts/in-buildroot.sh" --exec "$shlibs_root_arch" sh -c "cd /tmp/shlibs && $cross dpkg-shlibdeps$shlibs_from -O beacond" 2>"$work/shlibdeps.log" | sed -n 's/^shlibs:Depends=//p')
 else
     shlibs=$(cd "$work/src" && dpkg-shlibdeps -O "$work/beacond" 2>"$work/shlibdeps.log" | sed -n 's/^shlibs:Depends=//p')
 fi
 [ -n "$shlibs" ] || { cat "$work/shlibdeps.log" >&2; echo "build-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
+if [ -n "$target_root" ]; then
+    # Every symbol version the binary needs is defined by bookworm's library, and every Depends fits bookworm.
+    python3 "$top/scripts/check-abi.py" "$work/beacond" "$target_root/root" "$target_root/versions" "$shlibs" >&2 ||
+        { echo "build-deb: the $arch binary would not load on Debian 12" >&2; exit 1; }
+fi
 
 installed_size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
 # The formats, as the binary names them (BeaconFormat.allCases).

@@ -2,18 +2,32 @@
 # Installs the Debian packages beacond builds and tests with, when they are missing (as root, through apt-get and the
 # machine's own apt configuration); without root, names the command to run and fails.
 #   sh scripts/deps.sh          build, unit and integration tests, demo, make repo
+#   sh scripts/deps.sh --build  only what building beacond and its package needs (make deb-arm64 on a Pi): with no
+#                               Swift on the machine, Debian's swiftlang (Debian 13; Debian 12 has none)
+#   sh scripts/deps.sh --demo   what make demo needs: the build's packages and python3-venv
 #   sh scripts/deps.sh --all    also the packages and the VM tests (debootstrap, qemu for x86 and arm, e2fsprogs,
 #                               openssh-client for the fleet test's Ansible) and the benchmark (file)
 set -eu
+# The build: the libraries' headers, pkg-config, and for the package dpkg-dev (dpkg-shlibdeps), binutils (strip,
+# readelf) and python3 (scripts/man.py).
+build="libbluetooth-dev libsystemd-dev libgcrypt20-dev pkg-config make gcc dpkg-dev binutils python3"
 # libgcrypt20-dev: AES-128 for Eddystone-EID (the library itself, libgcrypt20, is already there through libsystemd0).
 # apt-utils, gnupg, gpgv and dpkg-dev: make repo and its tests (apt-ftparchive, gpg, gpgv, dpkg-deb).
 # prometheus: its promtool checks and unit-tests the shipped alerting rules (deploy/prometheus/check.sh,
 # test_alert_rules.py). Only promtool is wanted: the server the package would start is stopped and disabled below.
 # man-db: test_docs.py renders the man pages scripts/man.py makes, and fails on any warning.
-packages="libbluetooth-dev libsystemd-dev libgcrypt20-dev pkg-config python3-venv make gcc systemd procps strace apt-utils gnupg gpgv dpkg-dev prometheus man-db"
-if [ "${1:-}" = "--all" ]; then
-    packages="$packages debootstrap qemu-system-x86 qemu-system-arm e2fsprogs file openssh-client"
-fi
+case ${1:-} in
+--build)
+    packages=$build
+    # Swift itself where the machine has none and its Debian has it (swiftlang: Debian 13 on amd64 and arm64).
+    if ! command -v "${SWIFT:-swift}" >/dev/null 2>&1; then packages="$packages swiftlang"; fi ;;
+--demo) packages="$build python3-venv" ;;
+*)
+    packages="$build python3-venv systemd procps strace apt-utils gnupg gpgv prometheus man-db"
+    if [ "${1:-}" = "--all" ]; then
+        packages="$packages debootstrap qemu-system-x86 qemu-system-arm e2fsprogs file openssh-client"
+    fi ;;
+esac
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

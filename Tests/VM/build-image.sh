@@ -5,7 +5,9 @@
 # openssh-server (not started at boot) and python3-apt (Ansible's apt module).
 #   sh Tests/VM/build-image.sh OUTDIR [ARCH]   writes OUTDIR/rootfs.ext4, OUTDIR/vmlinuz, OUTDIR/initrd.img
 # ARCH amd64 (the default): Debian 12 bookworm. ARCH arm64: Debian 13 trixie (kernel 6.12, BlueZ 5.82, what
-# Raspberry Pi OS is based on), debootstrapped through trixie's qemu-aarch64 (scripts/arm64-emulator.sh).
+# Raspberry Pi OS is based on now). ARCH arm64-bookworm: Debian 12 (kernel 6.1, BlueZ 5.66, glibc 2.36, systemd 252,
+# what most Pis in the field run). Both arm64 guests are debootstrapped through trixie's qemu-aarch64
+# (scripts/arm64-emulator.sh).
 # The test payload (the package, the scenarios) is not in the image: it comes over 9p at run time, so the image
 # only changes when this file does (run.sh caches it keyed by this file's hash and the architecture).
 set -eu
@@ -15,8 +17,12 @@ case $arch in
     amd64) suite=bookworm; kernel=linux-image-amd64 ;;
     arm64) suite=trixie; kernel=linux-image-arm64
            sh "$(dirname "$0")/../../scripts/arm64-emulator.sh" >/dev/null ;;
-    *) echo "build-image: ARCH amd64 or arm64, not $arch" >&2; exit 2 ;;
+    arm64-bookworm) suite=bookworm; kernel=linux-image-arm64
+           sh "$(dirname "$0")/../../scripts/arm64-emulator.sh" >/dev/null ;;
+    *) echo "build-image: ARCH amd64, arm64 or arm64-bookworm, not $arch" >&2; exit 2 ;;
 esac
+# The Debian architecture (arm64-bookworm is an arm64 guest).
+debarch=${arch%%-*}
 mkdir -p "$out"
 root="$out/root"
 rm -rf "$root"
@@ -29,7 +35,7 @@ if [ -z "$mirror" ]; then
 fi
 
 # libgcrypt20: the package Depends on it (Eddystone-EID's AES); the guest has no network to fetch it at install.
-debootstrap --variant=minbase --arch="$arch" \
+debootstrap --variant=minbase --arch="$debarch" \
     --include=systemd,systemd-sysv,udev,kmod,dbus,bluez,bluez-test-tools,libsystemd0,libgcrypt20,python3,procps,init-system-helpers,initramfs-tools,zstd,openssh-server,python3-apt \
     "$suite" "$root" "$mirror"
 

@@ -11,6 +11,8 @@
 #
 # amd64: a Debian 12 guest under qemu-system-x86_64. arm64: a Debian 13 guest under qemu-system-aarch64
 # (-M virt -cpu cortex-a53: the oldest 64-bit Pi's core, so an ARMv8.1 instruction in the binary would trap).
+# arm64-bookworm: the same arm64 package in a Debian 12 arm64 guest (glibc 2.36, libgcrypt 1.10, systemd 252, BlueZ
+# 5.66, kernel 6.1), with the arm64 guest's scenarios.
 # Builds the guest image once and caches it outside the checkout (BEACOND_VM_CACHE, default
 # /var/cache/beacond-vm), keyed by build-image.sh's content and the architecture; boots it (KVM only for amd64
 # where kvm_intel or kvm_amd is loaded, else TCG), runs the scenarios as a unit after boot, reads the results from
@@ -30,19 +32,21 @@ if [ "${1:-}" = --arch ]; then arch=$2; shift 2; fi
 if $image_only; then deb=""; else deb=${1:?usage: run.sh [--image-only] [--arch amd64|arm64] DEB}; fi
 cache_root=${BEACOND_VM_CACHE:-/var/cache/beacond-vm}
 # Generous: a whole suite takes 4 (amd64) or 6 (arm64) minutes here; a loaded machine may take several times that.
-timeout_s=${BEACOND_VM_TIMEOUT:-$([ "$arch" = arm64 ] && echo 3000 || echo 2400)}
+# The Debian architecture of the guest (arm64-bookworm is an arm64 guest of another release).
+debarch=${arch%%-*}
+timeout_s=${BEACOND_VM_TIMEOUT:-$([ "$debarch" = arm64 ] && echo 3000 || echo 2400)}
 
 case $arch in
     amd64) qemu=qemu-system-x86_64; qemu_pkg=qemu-system-x86 ;;
-    arm64) qemu=qemu-system-aarch64; qemu_pkg=qemu-system-arm ;;
-    *) echo "vm: --arch amd64 or arm64, not $arch" >&2; exit 2 ;;
+    arm64|arm64-bookworm) qemu=qemu-system-aarch64; qemu_pkg=qemu-system-arm ;;
+    *) echo "vm: --arch amd64, arm64 or arm64-bookworm, not $arch" >&2; exit 2 ;;
 esac
 for tool in debootstrap "$qemu" mke2fs dpkg-deb; do
     command -v "$tool" >/dev/null 2>&1 || { echo "vm: $tool is missing (apt-get install debootstrap $qemu_pkg e2fsprogs)" >&2; exit 2; }
 done
 if ! $image_only; then
     [ -f "$deb" ] || { echo "vm: no package at $deb (make deb)" >&2; exit 2; }
-    [ "$(dpkg-deb -f "$deb" Architecture)" = "$arch" ] || { echo "vm: $deb is not an $arch package" >&2; exit 2; }
+    [ "$(dpkg-deb -f "$deb" Architecture)" = "$debarch" ] || { echo "vm: $deb is not an $debarch package" >&2; exit 2; }
 fi
 
 key=$(sha256sum "$here/build-image.sh" | cut -c1-16)-$arch
@@ -110,7 +114,7 @@ if [ "$arch" = amd64 ] && grep -qE '^(kvm_intel|kvm_amd) ' /proc/modules 2>/dev/
 echo "vm: booting $arch under qemu ($accel); timeout ${timeout_s} s"
 start=$(date +%s)
 status=0
-if [ "$arch" = amd64 ]; then
+if [ "$debarch" = amd64 ]; then
     set -- "$qemu" -accel "$accel" -cpu max -append "root=/dev/vda rw console=ttyS0 panic=-1 loglevel=4 systemd.show_status=false"
 else
     # The controller: Bumble on the host, behind a virtio console the guest attaches with btattach (host-controller.py
@@ -134,7 +138,7 @@ timeout "$timeout_s" "$@" $netdev -m 1536 -smp 2 -no-reboot \
     -fsdev "local,id=src,path=$work/src,security_model=none,readonly=on" -device virtio-9p-pci,fsdev=src,mount_tag=src \
     -fsdev "local,id=out,path=$work/out,security_model=none" -device virtio-9p-pci,fsdev=out,mount_tag=out || status=$?
 echo "vm: qemu exited $status after $(( $(date +%s) - start )) s"
-if [ "$arch" = arm64 ]; then
+if [ "$debarch" = arm64 ]; then
     kill -TERM "$controller_pid" 2>/dev/null || true
     wait "$controller_pid" 2>/dev/null || true
 fi
@@ -165,7 +169,7 @@ if ! grep -q '^# done' "$results"; then
     failed=$((failed + 1))
 fi
 [ "$status" -eq 0 ] || { echo "vm: qemu failed or timed out (exit $status)" >&2; failed=$((failed + 1)); }
-if [ "$arch" = arm64 ]; then
+if [ "$debarch" = arm64 ]; then
     # Independent of the guest's btmon: Bumble's second radio on the host must have heard the scenarios' iBeacon.
     heard=$(grep -c ' 0201061aff4c000215e2c56db5dffb48d2b060d0f5a71096e0' "$keep/heard-by-second-radio.txt" 2>/dev/null || true)
     if [ "${heard:-0}" -gt 0 ]; then
