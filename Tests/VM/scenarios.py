@@ -831,6 +831,42 @@ def random_addresses(since_us, frames):
     return out
 
 
+def legacy_addresses(since_us, until_us, frames):
+    """frame → the addresses (MSB first, or 'public') it was on the air from between since_us and until_us, from every
+    accepted command the capture has (the kernel's and beacond's): the legacy advertiser's data, enable, own address
+    type (LE Set Advertising Parameters) and random address (LE Set Random Address, whoever wrote it)."""
+    _, commands = replay(snoop.update())
+    fmt = lambda b: ':'.join(f'{x:02X}' for x in reversed(b))
+    state = {'random': None, 'own': 0, 'data': b'', 'on': False}
+    out, since = {}, None
+    def close(ts):
+        if since is not None and state['on'] and state['data'] in frames and ts > since_us and since < until_us:
+            out.setdefault(state['data'], set()).add(fmt(state['random']) if state['own'] == 1 and state['random'] else 'public')
+    for ts, op, p, st in commands:
+        if st != 0 or op not in (0x2005, 0x2006, 0x2008, 0x200A):
+            continue
+        close(ts)
+        since = ts
+        if op == 0x2005 and len(p) >= 6:
+            state['random'] = bytes(p[:6])
+        elif op == 0x2006 and len(p) >= 6:
+            state['own'] = p[5]
+        elif op == 0x2008 and p:
+            state['data'] = bytes(p[1:1 + p[0]])
+        elif op == 0x200A and p:
+            state['on'] = p[0] == 1
+    close(until_us)
+    return out
+
+
+def kernel_random_addresses(since_us, until_us):
+    """The addresses the kernel wrote with LE Set Random Address between since_us and until_us (the btmon capture
+    has no sender; beacond's own are its static ones, kept in the state directory)."""
+    _, commands = replay(snoop.update())
+    fmt = lambda b: ':'.join(f'{x:02X}' for x in reversed(b))
+    return {fmt(p[:6]) for ts, op, p, st in commands if op == 0x2005 and st == 0 and since_us <= ts <= until_us and len(p) >= 6}
+
+
 def address_of_each(since_us, frames):
     """frame → the set of random addresses it went out from after since_us."""
     by = {}
@@ -976,9 +1012,34 @@ def s23_pi_default_beside_bluetoothd():
     assert all(g <= 400 for g in gaps2.values()), f'after bluetoothd restarted, a beacon off the air for longer than 400 ms: {gaps2} (ms)'
     assert by2 == by, f'other addresses after bluetoothd restarted: {by2}, before {by}'
     fmt = lambda g: ', '.join(f'{v:.0f}' for v in g.values())
+    # Home Assistant's active discovery on the same adapter (bluetoothd's filtered LE discovery, which the kernel
+    # restarts every 10.24 s with a random address of its own): each beacon one address all along (its own or the
+    # public one, never the kernel's), never off the air for more than 400 ms; after it, each back on its own.
+    own = {f: min(a) for f, a in by2.items()}
+    t4 = now_us()
+    sh('bluetoothctl --timeout 23 scan le >/dev/null 2>&1', timeout=60)
+    t5 = now_us()
+    during = legacy_addresses(t4, t5, frames)
+    kernel = kernel_random_addresses(t4, t5) - set(own.values())
+    gaps3 = {f.hex()[:14]: max(btsnoop.gaps(snoop.update(), f, t4, t5), default=0) for f in frames}
+    starts = sum(1 for ts, op, p, st in replay(snoop.update())[1] if op == 0x200C and p[:1] == b'\x01' and t4 <= ts <= t5)
+    assert starts >= 2, f'discovery did not restart the scan ({starts} starts seen in btmon)'
+    assert all(not (a & kernel) for a in during.values()), f'a beacon went out from the kernel\'s address {kernel}: {during}'
+    # The first start moves each beacon from its own address to the public one, once; from the second start on, one.
+    t_second = sorted(ts for ts, op, p, st in replay(snoop.update())[1] if op == 0x200C and p[:1] == b'\x01' and t4 <= ts <= t5)[1]
+    later = legacy_addresses(t_second - 1_000_000, t5, frames)
+    assert all(a == {'public'} for a in later.values()) and len(later) == 3, f'not one address each while discovery ran: {later}'
+    assert all(g <= 400 for g in gaps3.values()), f'a beacon off the air for longer than 400 ms during discovery: {gaps3} (ms)'
+    wait(lambda: all(legacy_addresses(now_us() - 3_000_000, now_us(), frames).get(f) == {own[f]} for f in frames), 60,
+         'each beacon back on its own address after discovery')
+    t6 = now_us()
+    gaps4 = {f.hex()[:14]: max(btsnoop.gaps(snoop.update(), f, t5, t6), default=0) for f in frames}
+    assert all(g <= 400 for g in gaps4.values()), f'a beacon off the air for longer than 400 ms after discovery: {gaps4} (ms)'
     return (f'one beacon: given {sorted(given)} | {three} | longest gaps {fmt(gaps)} ms, after a bluetoothd restart '
             f'{fmt(gaps2)} ms | addresses {sorted(min(a) for a in by.values())} | '
-            f'{" and ".join(f"{r:.0f}" for r in rates)} HCI commands per second')
+            f'{" and ".join(f"{r:.0f}" for r in rates)} HCI commands per second | active discovery ({starts} scan starts, '
+            f'the kernel\'s addresses {sorted(kernel)}): one address each, longest gaps {fmt(gaps3)} ms; back on its own '
+            f'{(t6 - t5) / 1e6:.0f} s after, longest gaps {fmt(gaps4)} ms')
 
 
 # ---- Eddystone-EID ----------------------------------------------------------------------------------------------------
@@ -1279,7 +1340,7 @@ def main():
         run_('11. without CAP_NET_ADMIN: backend=mgmt exits 77 naming it, auto falls back to raw HCI', s11_capabilities_for_mgmt)
         run_('12. mgmt: stopped while the adapter is powered off, nothing comes back at power-on', s12_mgmt_stop_while_powered_off_leaves_nothing)
         run_('15. backend=mgmt beside bluetoothd: three beacons (iBeacon, AltBeacon, Eddystone-UID) on three instances, each on the air', leaving_one_beacon(s15_mgmt_three_beacons_beside_bluetoothd))
-        run_('23. the Raspberry Pi default: bluetoothd running, a legacy-only controller, backend auto: one beacon at its configured interval, three each back within 400 ms from its own fixed address, and so again after bluetoothd restarts', leaving_one_beacon(s23_pi_default_beside_bluetoothd))
+        run_('23. the Raspberry Pi default: bluetoothd running, a legacy-only controller, backend auto: one beacon at its configured interval, three each back within 400 ms from its own fixed address, and so again after bluetoothd restarts; beside active discovery (Home Assistant\'s scanner) each keeps one address, never the kernel\'s, and goes back to its own after', leaving_one_beacon(s23_pi_default_beside_bluetoothd))
         run_('24. a controller that answers nothing until it is power-cycled (btvirt stopped until the kernel closes hci0): beacond takes hci0 down and up again, and the beacon is back', s24_unanswering_controller_is_power_cycled)
         run_('16. hci: three beacons, each from its own static address kept in the state directory, the same after a restart with the file reordered; a reload removing one leaves the others', leaving_one_beacon(s16_hci_three_beacons_each_from_its_own_static_address))
         run_('17. hci: three beacons, then SIGKILL and a start with one: the killed run\'s other two leave the air, and stop leaves nothing', s17_hci_kill_then_fewer_beacons)
