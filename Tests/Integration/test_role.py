@@ -1,20 +1,65 @@
-"""The Ansible role's checks and its config template, with ansible-core itself (the venv's, the fleet test's control
-node) on this machine: the role's argument specs and its first tasks (tasks/checks.yml) refuse what would reach a
-unit file, a path or a shell, and the template renders what beacond reads as the inventory meant it. The whole role
-against real hosts is the fleet test's (Tests/VM/fleet.py)."""
+"""The Ansible role's checks and its config template, with ansible-core itself on this machine: the role's argument
+specs and its first tasks (tasks/checks.yml) refuse what would reach a unit file, a path or a shell, and the template
+renders what beacond reads as the inventory meant it. The whole role against real hosts is the fleet test's
+(Tests/VM/fleet.py).
+
+Every test that runs Ansible runs with each ansible-core the role claims to work with (meta/main.yml, the README):
+the newest, the test venv's (Tests/Integration/requirements.txt, the fleet test's control node), and the oldest, in
+a venv of its own that scripts/test-venv.sh makes once and keeps outside the checkout
+(requirements-ansible-oldest.txt). A version whose venv cannot be made fails its tests, saying so."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from conftest import ROOT, run_cli
 
 ROLE = ROOT / 'deploy' / 'ansible' / 'roles' / 'beacond'
+NEWEST = ROOT / 'Tests' / 'Integration' / 'requirements.txt'
+OLDEST = ROOT / 'Tests' / 'Integration' / 'requirements-ansible-oldest.txt'
+
+
+def pinned(requirements: Path) -> str:
+    """The ansible-core version a requirements file pins."""
+    return re.search(r'^ansible-core==(\S+)$', requirements.read_text(), re.M).group(1)
+
+
+@functools.cache
+def oldest_venv() -> tuple[Path | None, str]:
+    """The oldest ansible-core's venv (made once, then cached by scripts/test-venv.sh), or None and why not."""
+    r = subprocess.run(['sh', str(ROOT / 'scripts' / 'test-venv.sh'), str(OLDEST)], capture_output=True, text=True,
+                       timeout=1800)
+    if r.returncode != 0:
+        return None, r.stderr.strip()[-2000:]
+    return Path(r.stdout.strip()), ''
+
+
+@pytest.fixture(scope='session', params=[pinned(NEWEST), pinned(OLDEST)], ids=lambda v: f'ansible-core-{v}')
+def ansible(request) -> Path:
+    """The bin directory of a venv with this ansible-core (checked: `ansible-playbook --version` says it)."""
+    version = request.param
+    if version == pinned(NEWEST):
+        bin_dir = Path(sys.executable).parent
+    else:
+        venv, why = oldest_venv()
+        if venv is None:
+            pytest.fail(f'ANSIBLE-CORE {version}: ITS VENV COULD NOT BE MADE, so the role is not tested with the oldest '
+                        f'ansible-core it claims (scripts/test-venv.sh {OLDEST.name}):\n{why}', pytrace=False)
+        bin_dir = venv / 'bin'
+    playbook = bin_dir / 'ansible-playbook'
+    if not playbook.exists():
+        pytest.fail(f'ansible-playbook is not in {bin_dir}: make venv', pytrace=False)
+    said = subprocess.run([str(playbook), '--version'], capture_output=True, text=True, timeout=120).stdout
+    assert re.search(rf'\[core {re.escape(version)}\]', said), f'{playbook} is not ansible-core {version}: {said}'
+    return bin_dir
 UUID = 'E2C56DB5-DFFB-48D2-B060-D0F5A71096E0'
 PLAY = """
 - hosts: localhost
@@ -50,11 +95,8 @@ PLAY = """
 """
 
 
-def play(tmp_path, **variables) -> tuple[int, str, str]:
+def play(tmp_path, ansible: Path, **variables) -> tuple[int, str, str]:
     """Runs the play with these variables (a beacon of its own unless given): exit status, output, rendered file."""
-    ansible = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
-    if not os.path.exists(ansible):
-        pytest.fail(f'ansible-playbook is not in the venv ({ansible}): make venv')
     (tmp_path / 'play.yml').write_text(PLAY)
     out = tmp_path / 'beacond.conf'
     if out.exists():
@@ -62,8 +104,9 @@ def play(tmp_path, **variables) -> tuple[int, str, str]:
     v = {'role_dir': str(ROLE), 'out': str(out), 'beacond_package': 'beacond.deb',
          'beacond_beacons': [{'uuid': UUID, 'major': 7, 'minor': 1}], **variables}
     (tmp_path / 'vars.json').write_text(json.dumps(v))
-    r = subprocess.run([ansible, '-i', 'localhost,', str(tmp_path / 'play.yml'), '-e', f'@{tmp_path / "vars.json"}',
-                        '-e', f'ansible_python_interpreter={sys.executable}'], capture_output=True, text=True, timeout=120,
+    r = subprocess.run([str(ansible / 'ansible-playbook'), '-i', 'localhost,', str(tmp_path / 'play.yml'),
+                        '-e', f'@{tmp_path / "vars.json"}', '-e', f'ansible_python_interpreter={ansible / "python"}'],
+                       capture_output=True, text=True, timeout=120,
                        env={**os.environ, 'ANSIBLE_ROLES_PATH': str(ROLE.parent), 'ANSIBLE_NOCOLOR': '1'})
     return r.returncode, r.stdout + r.stderr, out.read_text() if out.exists() else ''
 
@@ -82,20 +125,20 @@ def play(tmp_path, **variables) -> tuple[int, str, str]:
     ({'beacond_verify_hosts': ['pi1', 'x/../../etc']}, 'names hosts whose files the verifier keeps'),
     ({'beacond_status_timeout': 0}, 'must be 1 to 3600 seconds'),
 ])
-def test_what_reaches_unit_files_paths_and_the_shell_is_refused_before_any_task(tmp_path, variables, message):
-    code, out, rendered = play(tmp_path, **variables)
+def test_what_reaches_unit_files_paths_and_the_shell_is_refused_before_any_task(tmp_path, ansible, variables, message):
+    code, out, rendered = play(tmp_path, ansible, **variables)
     assert code != 0 and message in out, out[-3000:]
     assert rendered == '', 'the template ran after a refused variable'
 
 
-def test_a_wrong_type_is_refused_by_the_argument_specs(tmp_path):
-    code, out, _ = play(tmp_path, beacond_status_timeout='soon')
+def test_a_wrong_type_is_refused_by_the_argument_specs(tmp_path, ansible):
+    code, out, _ = play(tmp_path, ansible, beacond_status_timeout='soon')
     assert code != 0 and 'beacond_status_timeout' in out and 'int' in out, out[-3000:]
 
 
-def test_the_template_renders_what_beacond_reads_as_the_inventory_meant(tmp_path):
+def test_the_template_renders_what_beacond_reads_as_the_inventory_meant(tmp_path, ansible):
     # A name beyond the Basic Multilingual Plane: to_json wrote surrogate escapes (\\ud83c\\udf70), which TOML forbids.
-    code, out, rendered = play(tmp_path, beacond_beacons=[{'uuid': UUID, 'major': '7', 'minor': 1, 'name': 'Café 🍰 "7"'}],
+    code, out, rendered = play(tmp_path, ansible, beacond_beacons=[{'uuid': UUID, 'major': '7', 'minor': 1, 'name': 'Café 🍰 "7"'}],
                                beacond_advertising={'interval_ms': '200', 'connectable': 'yes'})
     assert code == 0, out[-3000:]
     assert 'name = "Café 🍰 \\"7\\""\n' in rendered and 'major = 7\n' in rendered and 'connectable = true\n' in rendered, rendered
@@ -114,8 +157,8 @@ def test_the_template_renders_what_beacond_reads_as_the_inventory_meant(tmp_path
     # Elsewhere: as it is (the verifier must have that file itself).
     ('/srv/keys/shop.key', '/srv/keys/shop.key'),
 ])
-def test_a_verifier_renders_each_checked_hosts_key_as_its_own_copy(tmp_path, key_file, rendered):
-    code, out, text = play(tmp_path, prefix='pi1--',
+def test_a_verifier_renders_each_checked_hosts_key_as_its_own_copy(tmp_path, ansible, key_file, rendered):
+    code, out, text = play(tmp_path, ansible, prefix='pi1--',
                            beacond_beacons=[{'format': 'eddystone-eid', 'identity_key_file': key_file}])
     assert code == 0, out[-3000:]
     assert f'identity_key_file = "{rendered}"\n' in text, text
@@ -169,18 +212,17 @@ def healthy_report() -> dict:
     }]}
 
 
-def health(tmp_path, stdout: str, rc: int = 0, beacons=None, **variables) -> list[str]:
+def health(tmp_path, ansible: Path, stdout: str, rc: int = 0, beacons=None, **variables) -> list[str]:
     """beacond_health_problems for this output of the raw `beacond status --json`."""
-    ansible = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
     (tmp_path / 'health.yml').write_text(HEALTH_PLAY)
     out = tmp_path / 'problems.json'
     v = {'role_dir': str(ROLE), 'out': str(out), 'beacond_config_sha256': DEPLOYED, 'beacond_advertising': {},
          'beacond_beacons': INVENTORY if beacons is None else beacons,
          'beacond_status_run': {'rc': rc, 'stdout': stdout, 'stderr': ''}, **variables}
     (tmp_path / 'vars.json').write_text(json.dumps(v))
-    r = subprocess.run([ansible, '-i', 'localhost,', str(tmp_path / 'health.yml'), '-e', f'@{tmp_path / "vars.json"}',
-                        '-e', f'ansible_python_interpreter={sys.executable}'], capture_output=True, text=True, timeout=120,
-                       env={**os.environ, 'ANSIBLE_NOCOLOR': '1'})
+    r = subprocess.run([str(ansible / 'ansible-playbook'), '-i', 'localhost,', str(tmp_path / 'health.yml'),
+                        '-e', f'@{tmp_path / "vars.json"}', '-e', f'ansible_python_interpreter={ansible / "python"}'],
+                       capture_output=True, text=True, timeout=120, env={**os.environ, 'ANSIBLE_NOCOLOR': '1'})
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     return json.loads(out.read_text())
 
@@ -250,28 +292,28 @@ ERROR = '/etc/beacond/beacond.conf:3:9: error: the key file shop9.key is not amo
     pytest.param(changed(lambda r, d: d.update(unit='beacond@hci1.service')), 0, ['beacond.service is not running'],
                  id='only an instance'),
 ])
-def test_the_health_check_names_what_differs_from_the_config(tmp_path, report, rc, problems):
-    assert health(tmp_path, json.dumps(report()), rc) == problems
+def test_the_health_check_names_what_differs_from_the_config(tmp_path, ansible, report, rc, problems):
+    assert health(tmp_path, ansible, json.dumps(report()), rc) == problems
 
 
-def test_the_health_check_reads_the_report_through_a_terminal(tmp_path):
+def test_the_health_check_reads_the_report_through_a_terminal(tmp_path, ansible):
     # raw runs under a tty: \r\n line endings, stderr in the same stream, ssh's goodbye after the object.
     text = json.dumps(healthy_report(), indent=2).replace('\n', '\r\n')
-    assert health(tmp_path, text + '\r\nShared connection to shop8-pi1 closed.\r\n') == []
+    assert health(tmp_path, ansible, text + '\r\nShared connection to shop8-pi1 closed.\r\n') == []
 
 
-def test_the_health_check_says_when_there_is_no_report(tmp_path):
-    assert health(tmp_path, 'sh: 1: /usr/bin/beacond: not found\r\n', 127) == [
+def test_the_health_check_says_when_there_is_no_report(tmp_path, ansible):
+    assert health(tmp_path, ansible, 'sh: 1: /usr/bin/beacond: not found\r\n', 127) == [
         '`beacond status --json` printed no report (exit 127): sh: 1: /usr/bin/beacond: not found']
 
 
-def test_the_health_check_takes_the_advertising_address_for_beacons_without_their_own(tmp_path):
+def test_the_health_check_takes_the_advertising_address_for_beacons_without_their_own(tmp_path, ansible):
     beacons = [{'uuid': UUID, 'major': 8, 'minor': 1}]
     report = healthy_report()
     report['daemons'][0]['beacons'][1:] = []
     report['daemons'][0]['beacons'][0].update(address='C6:12:34:56:78:9A', address_kind='static')
-    assert health(tmp_path, json.dumps(report), beacons=beacons, beacond_advertising={'address': 'static'}) == []
-    assert health(tmp_path, json.dumps(report), beacons=beacons, beacond_advertising={'address': 'public'}) == [
+    assert health(tmp_path, ansible, json.dumps(report), beacons=beacons, beacond_advertising={'address': 'static'}) == []
+    assert health(tmp_path, ansible, json.dumps(report), beacons=beacons, beacond_advertising={'address': 'public'}) == [
         'beacon 1 (ibeacon): from C6:12:34:56:78:9A (static), the config says public']
 
 
@@ -308,10 +350,9 @@ def test_the_role_agrees_with_beacond_schema():
         assert ': ' + ', '.join(names) + ' (beacond.conf(5))' in described, (option, names, described)
 
 
-def test_ansible_doc_shows_every_option_of_the_role():
+def test_ansible_doc_shows_every_option_of_the_role(ansible):
     """The README sends users to ansible-doc for the role's variables: every option must render there."""
-    doc = os.path.join(os.path.dirname(sys.executable), 'ansible-doc')
-    r = subprocess.run([doc, '-t', 'role', '-r', str(ROLE.parent), 'beacond'], capture_output=True, text=True, timeout=120,
+    r = subprocess.run([str(ansible / 'ansible-doc'), '-t', 'role', '-r', str(ROLE.parent), 'beacond'], capture_output=True, text=True, timeout=120,
                        env={**os.environ, 'ANSIBLE_NOCOLOR': '1'})
     assert r.returncode == 0 and 'ERROR' not in r.stderr, r.stderr
     import yaml
