@@ -124,11 +124,28 @@ def play(tmp_path, ansible: Path, **variables) -> tuple[int, str, str]:
     ({'beacond_eid_keys': {'../escape': '00' * 16}}, 'names key files: letters, digits'),
     ({'beacond_verify_hosts': ['pi1', 'x/../../etc']}, 'names hosts whose files the verifier keeps'),
     ({'beacond_status_timeout': 0}, 'must be 1 to 3600 seconds'),
+    # Python's $ matched before a final newline, and \s a no-break space, which systemd's time span does not take (a
+    # timer that runs only at boot).
+    ({'beacond_verify_interval': '1h\u00a030min'}, 'beacond_verify_interval must be a systemd time span'),
+    ({'beacond_verify_interval': '15min\n'}, 'beacond_verify_interval must be a systemd time span'),
+    ({'beacond_verify_device': 'hci1\n'}, "beacond_verify_device must be an adapter's name, hciN"),
+    ({'beacond_eid_keys': {'shop.key\n': '00' * 16}}, 'names key files: letters, digits'),
+    ({'beacond_verify_hosts': ['pi1\n']}, 'names hosts whose files the verifier keeps'),
+    ({'beacond_beacons': [{'uuid': UUID, 'major': 7, 'minor': 1, 'name\n': 'x'}]}, "hold the config's keys, lower-case names"),
+    # Checks back to back.
+    ({'beacond_verify_interval': '0'}, 'beacond_verify_interval must be at least 1 min'),
+    ({'beacond_verify_interval': '59s 999ms'}, 'beacond_verify_interval must be at least 1 min'),
 ])
 def test_what_reaches_unit_files_paths_and_the_shell_is_refused_before_any_task(tmp_path, ansible, variables, message):
     code, out, rendered = play(tmp_path, ansible, **variables)
     assert code != 0 and message in out, out[-3000:]
     assert rendered == '', 'the template ran after a refused variable'
+
+
+@pytest.mark.parametrize('interval', ['1min', '90s', '1h 30min', '2h\t5min', '1.5h', '1w'])
+def test_a_verify_interval_of_a_minute_or_more_passes(tmp_path, ansible, interval):
+    code, out, rendered = play(tmp_path, ansible, beacond_verify_interval=interval)
+    assert code == 0, out[-3000:]
 
 
 def test_a_wrong_type_is_refused_by_the_argument_specs(tmp_path, ansible):
