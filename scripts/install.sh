@@ -28,8 +28,10 @@ fi
 install -d "$DESTDIR$PREFIX/bin" "$DESTDIR$UNITDIR" "$DESTDIR$DOCDIR" "$DESTDIR$SYSCONFDIR/beacond"
 # Eddystone-EID keys, loaded into the units as credentials (LoadCredential= needs the directory).
 install -d -m 0700 "$DESTDIR$SYSCONFDIR/beacond/keys"
-# The configs beacond-verify@ checks from the air.
+# The configs beacond-verify@ checks from the air, and the EID keys they name (its credentials, as keys/ is the
+# service's).
 install -d -m 0755 "$DESTDIR$SYSCONFDIR/beacond/verify"
+install -d -m 0700 "$DESTDIR$SYSCONFDIR/beacond/verify/keys"
 install -m 0755 "$binary" "$DESTDIR$PREFIX/bin/beacond"
 for unit in beacond.service beacond@.service beacond-verify@.service beacond-verify@.timer; do
     # The units name /usr/bin/beacond and /etc/beacond; follow PREFIX and SYSCONFDIR.

@@ -135,6 +135,8 @@ def play(tmp_path, ansible: Path, **variables) -> tuple[int, str, str]:
     # Checks back to back.
     ({'beacond_verify_interval': '0'}, 'beacond_verify_interval must be at least 1 min'),
     ({'beacond_verify_interval': '59s 999ms'}, 'beacond_verify_interval must be at least 1 min'),
+    # The verifier keeps other hosts' keys as HOST--NAME: a '--' in a key's name would make two copies one.
+    ({'beacond_eid_keys': {'store--entrance.key': '00' * 16}}, "without '--'"),
     # An absolute key file: beacond.service (DynamicUser) cannot open /etc/beacond/keys itself, and the role's check
     # before anything is replaced read the old key there, not the new one.
     ({'beacond_beacons': [{'format': 'eddystone-eid', 'identity_key_file': '/etc/beacond/keys/shop.key'}],
@@ -179,6 +181,123 @@ def test_a_verifier_renders_each_checked_hosts_key_as_its_own_copy(tmp_path, ans
                            beacond_beacons=[{'format': 'eddystone-eid', 'identity_key_file': 'shop.key'}])
     assert code == 0, out[-3000:]
     assert 'identity_key_file = "pi1--shop.key"\n' in text, text
+
+
+# What the role removes from a host (vars/main.yml: beacond_keys_gone, beacond_verifier_keys_gone,
+# beacond_verifier_files_gone), for a host whose files are those the role writes there (each path as the role's own
+# tasks render it) and some it no longer should have. Nothing the role writes may be removed, whatever the names.
+REMOVAL_PLAY = """
+- hosts: "{{ target }}"
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: The role's vars
+      ansible.builtin.include_vars: "{{ role_dir }}/vars/main.yml"
+    - name: The host's own keys, where tasks/config.yml writes them
+      ansible.builtin.set_fact:
+        written: "{{ written | default([]) + [own_key_dest] }}"
+      loop: "{{ beacond_eid_keys | dict2items }}"
+    - name: A verifier's copies of the checked hosts' keys, where tasks/verifier-keys.yml writes them (and stale ones)
+      ansible.builtin.set_fact:
+        copies: "{{ copies | default([]) + [copy_dest] }}"
+      vars:
+        beacond_checked: "{{ item.host }}"
+      loop: >-
+        {%- set ps = [] -%}
+        {%- for h in (beacond_verify_hosts if beacond_verify else []) -%}
+        {%- for k in (hostvars[h].beacond_eid_keys | default({})).keys() -%}
+        {%- set _ = ps.append({'host': h, 'key': k, 'value': ''}) -%}
+        {%- endfor -%}
+        {%- endfor -%}
+        {{ ps + stale_copies }}
+    - name: The probe finds them all (and the stale files)
+      ansible.builtin.set_fact:
+        beacond_probe:
+          stdout_lines: "{{ (written | default([]) + copies | default([]) + stale) | map('regex_replace', '$', '=600 root:root 0') | list }}"
+    - name: What the role would remove
+      ansible.builtin.copy:
+        content: >-
+          {{ {'written': written | default([]), 'copies': copies | default([]),
+              'own': beacond_keys_gone | map('regex_replace', '^(?!/)', '/etc/beacond/keys/') | list,
+              'verifier': beacond_verifier_keys_gone if beacond_verify else [],
+              'off': beacond_verifier_files_gone if not beacond_verify else []} | to_json }}
+        dest: "{{ out }}"
+"""
+
+
+def removed(tmp_path, ansible: Path, target: str, hosts: dict, stale=(), stale_copies=()) -> dict:
+    import yaml
+    own_dest = next(t for t in yaml.safe_load((ROLE / 'tasks' / 'config.yml').read_text())
+                    if t.get('name') == 'Eddystone-EID identity keys')['ansible.builtin.copy']['dest']
+    copy_dest = yaml.safe_load((ROLE / 'tasks' / 'verifier-keys.yml').read_text())[0]['ansible.builtin.copy']['dest']
+    (tmp_path / 'removal.yml').write_text(REMOVAL_PLAY)
+    (tmp_path / 'inventory.json').write_text(json.dumps({'all': {'hosts': hosts}}))
+    out = tmp_path / 'removed.json'
+    v = {'role_dir': str(ROLE), 'out': str(out), 'target': target, 'own_key_dest': own_dest, 'copy_dest': copy_dest,
+         'stale': list(stale), 'stale_copies': [{'host': h, 'key': k, 'value': ''} for h, k in stale_copies]}
+    (tmp_path / 'vars.json').write_text(json.dumps(v))
+    r = subprocess.run([str(ansible / 'ansible-playbook'), '-i', str(tmp_path / 'inventory.json'), str(tmp_path / 'removal.yml'),
+                        '-e', f'@{tmp_path / "vars.json"}', '-e', f'ansible_python_interpreter={ansible / "python"}'],
+                       capture_output=True, text=True, timeout=120, env={**os.environ, 'ANSIBLE_NOCOLOR': '1'})
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    return json.loads(out.read_text())
+
+
+HOST = {'beacond_verify': False, 'beacond_verify_hosts': [], 'beacond_eid_keys': {}}
+
+
+def test_a_host_that_is_no_verifier_keeps_its_own_keys_whatever_their_names(tmp_path, ansible):
+    # verifier-off.yml removed every key file with '--' in its name: the host's own, at every run.
+    got = removed(tmp_path, ansible, 'pi1', {'pi1': {**HOST, 'beacond_eid_keys': {'store--entrance.key': '', 'shop.key': ''}}},
+                  stale=['/etc/beacond/keys/rotated.key'])
+    assert len(got['written']) == 2
+    assert not set(got['written']) & set(got['own'] + got['off']), got
+    assert got['own'] == ['/etc/beacond/keys/rotated.key'], got
+
+
+def test_a_verifier_keeps_its_copies_whatever_the_checked_hosts_are_called(tmp_path, ansible):
+    # verifier.yml split its copies' names at the first '--': a host called shop--7 was "no longer checked".
+    hosts = {'gw': {**HOST, 'beacond_verify': True, 'beacond_verify_hosts': ['shop--7', 'pi1'], 'beacond_eid_keys': {'gw.key': ''}},
+             'shop--7': {**HOST, 'beacond_eid_keys': {'door.key': ''}}, 'pi1': {**HOST, 'beacond_eid_keys': {'shop.key': ''}},
+             'old': {**HOST, 'beacond_eid_keys': {'k.key': ''}}}
+    got = removed(tmp_path, ansible, 'gw', hosts, stale_copies=[('old', 'k.key'), ('pi1', 'rotated.key')])
+    assert len(got['written']) == 1 and len(got['copies']) == 4, got
+    wanted, stale = got['written'] + got['copies'][:2], got['copies'][2:]
+    assert not set(wanted) & set(got['own'] + got['verifier']), got
+    # A host no longer checked, and a key a checked host no longer has: their copies go (and only those).
+    assert sorted(got['verifier']) == sorted(stale), got
+    assert got['own'] == [], got
+
+
+def test_a_verifier_turned_off_removes_its_copies_and_not_the_hosts_own_keys(tmp_path, ansible):
+    hosts = {'gw': {**HOST, 'beacond_eid_keys': {'gw.key': ''}}, 'shop--7': {**HOST, 'beacond_eid_keys': {'door.key': ''}}}
+    got = removed(tmp_path, ansible, 'gw', hosts, stale=['/etc/beacond/verify/shop--7.conf'], stale_copies=[('shop--7', 'door.key')])
+    assert not set(got['written']) & set(got['off'] + got['own']), got
+    assert set(got['copies']) | {'/etc/beacond/verify/shop--7.conf'} <= set(got['off']), got
+
+
+def test_the_probe_finds_the_newest_of_the_services_own_keys_whatever_their_names(tmp_path):
+    """The lost-restart check (tasks/config.yml) compares the service's start with keys.newest from the probe: a key
+    newer than the service is not among its credentials. The probe skipped names with '--'."""
+    import yaml
+    probe = next(t for t in yaml.safe_load((ROLE / 'tasks' / 'main.yml').read_text())
+                 if t.get('register') == 'beacond_probe')['ansible.builtin.raw']
+    root = tmp_path / 'root'
+    script = probe.replace('{{ beacond_verify_device }}', 'hci1').replace('/etc/', f'{root}/etc/')
+    assert '{{' not in script, script
+    keys = root / 'etc' / 'beacond' / 'keys'
+    keys.mkdir(parents=True)
+    copies = root / 'etc' / 'beacond' / 'verify' / 'keys'
+    copies.mkdir(parents=True)
+    for name, mtime in (('shop.key', 1_700_000_000.5), ('store--entrance.key', 1_700_000_100.25)):
+        (keys / name).write_text('00' * 16 + '\n')
+        os.utime(keys / name, (mtime, mtime))
+    # A verifier's copy of another host's key, newer still: not the service's key.
+    (copies / 'pi1--door.key').write_text('00' * 16 + '\n')
+    os.utime(copies / 'pi1--door.key', (1_700_000_200, 1_700_000_200))
+    r = subprocess.run(['sh', '-c', script], capture_output=True, text=True, timeout=60)
+    lines = dict(l.split('=', 1) for l in r.stdout.splitlines() if '=' in l)
+    assert lines.get('keys.newest') == '1700000100250000', r.stdout + r.stderr
 
 
 # The health check (tasks/config.yml): `beacond status --json` on the host, and beacond_health_problems
