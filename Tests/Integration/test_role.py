@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_cli
+from conftest import ROOT, beacond_path, run_cli
 
 ROLE = ROOT / 'deploy' / 'ansible' / 'roles' / 'beacond'
 NEWEST = ROOT / 'Tests' / 'Integration' / 'requirements.txt'
@@ -181,6 +181,57 @@ def test_a_verifier_renders_each_checked_hosts_key_as_its_own_copy(tmp_path, ans
                            beacond_beacons=[{'format': 'eddystone-eid', 'identity_key_file': 'shop.key'}])
     assert code == 0, out[-3000:]
     assert 'identity_key_file = "pi1--shop.key"\n' in text, text
+
+
+# The check before anything is replaced (tasks/check-staged.yml): the new config and keys in a private directory,
+# and `beacond check-config` on them. Here with a build of beacond (beacond_command), or a stand-in that says a key.
+STAGED_PLAY = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: The role's vars
+      ansible.builtin.include_vars: "{{ role_dir }}/vars/main.yml"
+    - name: The role's check before anything is replaced
+      ansible.builtin.include_role:
+        name: beacond
+        tasks_from: check-staged.yml
+"""
+KEY = '0123456789ABCDEF0123456789ABCDEF'
+
+
+def staged(tmp_path, ansible: Path, command: str, keys: dict) -> tuple[int, str]:
+    (tmp_path / 'staged.yml').write_text(STAGED_PLAY)
+    v = {'role_dir': str(ROLE), 'beacond_command': command, 'beacond_keys_changed': list(keys),
+         'beacond_config_changed': True, 'beacond_eid_keys': keys,
+         'beacond_beacons': [{'format': 'eddystone-eid', 'identity_key_file': name} for name in keys]}
+    (tmp_path / 'vars.json').write_text(json.dumps(v))
+    r = subprocess.run([str(ansible / 'ansible-playbook'), '-i', 'localhost,', str(tmp_path / 'staged.yml'),
+                        '-e', f'@{tmp_path / "vars.json"}', '-e', f'ansible_python_interpreter={ansible / "python"}'],
+                       capture_output=True, text=True, timeout=120,
+                       env={**os.environ, 'ANSIBLE_ROLES_PATH': str(ROLE.parent), 'ANSIBLE_NOCOLOR': '1'})
+    return r.returncode, r.stdout + r.stderr
+
+
+def test_the_check_before_anything_is_replaced_fails_with_beaconds_message_and_never_a_key(tmp_path, ansible):
+    # beacond's own message (it never prints a key itself) for a key of 31 hex digits.
+    code, out = staged(tmp_path, ansible, str(beacond_path()), {'shop.key': KEY[:31]})
+    assert code != 0 and 'holds 31 hex digits; an Eddystone-EID identity key is 128 bits: 32 hex digits' in out, out[-3000:]
+    assert KEY[:31] not in out and KEY[:31].lower() not in out, out[-3000:]
+    # A message that did hold a key (a stand-in for a beacond that printed one): the play shows the message, not the key.
+    stand_in = tmp_path / 'beacond'
+    stand_in.write_text(f'#!/bin/sh\necho "$3" > {tmp_path}/checked-in\n'
+                        'echo "$5:3:1: error: the key $(cat "$3/shop.key") is no good" >&2\nexit 78\n')
+    stand_in.chmod(0o755)
+    code, out = staged(tmp_path, ansible, str(stand_in), {'shop.key': KEY})
+    assert code != 0 and 'beacond.conf:3:1: error: the key' in out and 'is no good' in out, out[-3000:]
+    assert KEY not in out and KEY.lower() not in out, out[-3000:]
+    # The private directory the check ran in is gone afterwards.
+    checked_in = (tmp_path / 'checked-in').read_text().strip()
+    assert 'beacond-check.' in checked_in and not os.path.exists(checked_in), checked_in
+    # A good key passes.
+    code, out = staged(tmp_path, ansible, str(beacond_path()), {'shop.key': KEY})
+    assert code == 0, out[-3000:]
 
 
 # What the role removes from a host (vars/main.yml: beacond_keys_gone, beacond_verifier_keys_gone,
