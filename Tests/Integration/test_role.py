@@ -294,7 +294,7 @@ def removed(tmp_path, ansible: Path, target: str, hosts: dict, stale=(), stale_c
     return json.loads(out.read_text())
 
 
-HOST = {'beacond_verify': False, 'beacond_verify_hosts': [], 'beacond_eid_keys': {}}
+HOST = {'beacond_verify': False, 'beacond_verify_hosts': [], 'beacond_eid_keys': {}, 'beacond_verify_device': 'hci1'}
 
 
 def test_a_host_that_is_no_verifier_keeps_its_own_keys_whatever_their_names(tmp_path, ansible):
@@ -322,9 +322,11 @@ def test_a_verifier_keeps_its_copies_whatever_the_checked_hosts_are_called(tmp_p
 
 def test_a_verifier_turned_off_removes_its_copies_and_not_the_hosts_own_keys(tmp_path, ansible):
     hosts = {'gw': {**HOST, 'beacond_eid_keys': {'gw.key': ''}}, 'shop--7': {**HOST, 'beacond_eid_keys': {'door.key': ''}}}
-    got = removed(tmp_path, ansible, 'gw', hosts, stale=['/etc/beacond/verify/shop--7.conf'], stale_copies=[('shop--7', 'door.key')])
+    # The role's file for the timer's service goes too; the admin's own /etc/default/beacond-verify stays.
+    role_files = ['/etc/beacond/verify/shop--7.conf', '/etc/systemd/system/beacond-verify@hci1.timer', '/etc/default/beacond-verify-hci1']
+    got = removed(tmp_path, ansible, 'gw', hosts, stale=role_files + ['/etc/default/beacond-verify'], stale_copies=[('shop--7', 'door.key')])
     assert not set(got['written']) & set(got['off'] + got['own']), got
-    assert set(got['copies']) | {'/etc/beacond/verify/shop--7.conf'} <= set(got['off']), got
+    assert sorted(got['off']) == sorted(got['copies'] + role_files), got
 
 
 def test_the_probe_finds_the_newest_of_the_services_own_keys_whatever_their_names(tmp_path):
@@ -349,6 +351,63 @@ def test_the_probe_finds_the_newest_of_the_services_own_keys_whatever_their_name
     r = subprocess.run(['sh', '-c', script], capture_output=True, text=True, timeout=60)
     lines = dict(l.split('=', 1) for l in r.stdout.splitlines() if '=' in l)
     assert lines.get('keys.newest') == '1700000100250000', r.stdout + r.stderr
+
+
+def test_a_verifier_turned_off_removes_its_metrics_files_and_follows_no_symlink(tmp_path):
+    """Left behind, node_exporter serves the last check for ever, and BeaconVerifierStale fires for ever. The probe
+    finds the files; verifier-off.yml removes them (run here with the host's root moved into tmp_path)."""
+    import yaml
+    root = tmp_path / 'root'
+    tasks = yaml.safe_load((ROLE / 'tasks' / 'verifier-off.yml').read_text())
+    remove = next((t for t in tasks if 'node-exporter' in str(t.get('ansible.builtin.raw', ''))), None)
+    assert remove is not None, 'verifier-off.yml removes no metrics file'
+    probe = next(t for t in yaml.safe_load((ROLE / 'tasks' / 'main.yml').read_text())
+                 if t.get('register') == 'beacond_probe')['ansible.builtin.raw']
+    def run(script):
+        return subprocess.run(['sh', '-c', script.replace('{{ beacond_verify_device }}', 'hci1').replace('/etc/', f'{root}/etc/')
+                               .replace('/var/lib/', f'{root}/var/lib/')], capture_output=True, text=True, timeout=60)
+    textfiles = root / 'var/lib/prometheus/node-exporter'
+    textfiles.mkdir(parents=True)
+    for name in ('beacond-verify-hci1.prom', 'beacond-verify-hci1.interval.prom', 'node.prom'):
+        (textfiles / name).write_text('x 1\n')
+    found = [l.split('=', 1)[0] for l in run(probe).stdout.splitlines() if 'node-exporter' in l]
+    assert sorted(found) == [f'{textfiles}/beacond-verify-hci1.interval.prom', f'{textfiles}/beacond-verify-hci1.prom'], found
+    r = run(remove['ansible.builtin.raw'])
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in textfiles.iterdir()) == ['node.prom']
+    # The directory a symlink (its parent is the prometheus user's): nothing removed where it points.
+    elsewhere = root / 'etc' / 'elsewhere'
+    elsewhere.mkdir(parents=True)
+    (elsewhere / 'beacond-verify-hci1.prom').write_text('x 1\n')
+    textfiles.rename(root / 'var/lib/prometheus/real')
+    os.symlink(elsewhere, textfiles)
+    run(remove['ansible.builtin.raw'])
+    assert (elsewhere / 'beacond-verify-hci1.prom').exists()
+
+
+@pytest.mark.parametrize('interval,seconds', [('15min', 900), ('1h 30min', 5400), ('90s', 90), ('2h\t5min', 7500),
+                                              ('1.5h', 5400), ('1w', 604800), ('1min 500ms', 60)])
+def test_a_verifier_tells_its_service_the_interval_in_seconds(tmp_path, ansible, interval, seconds):
+    """The timer runs the check every beacond_verify_interval; the service says so in its metrics (BeaconVerifierStale
+    compares the last check's age with 3 of them), from the file the role writes for it (/etc/default/beacond-verify-DEVICE)."""
+    (tmp_path / 'dropin.yml').write_text("""
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - ansible.builtin.include_vars: "{{ role_dir }}/vars/main.yml"
+    - ansible.builtin.template:
+        src: "{{ role_dir }}/templates/beacond-verify.default.j2"
+        dest: "{{ out }}"
+""")
+    out = tmp_path / 'beacond-verify-hci1'
+    (tmp_path / 'vars.json').write_text(json.dumps({'role_dir': str(ROLE), 'out': str(out), 'beacond_verify_interval': interval,
+                                                    'beacond_verify_device': 'hci1'}))
+    r = subprocess.run([str(ansible / 'ansible-playbook'), '-i', 'localhost,', str(tmp_path / 'dropin.yml'),
+                        '-e', f'@{tmp_path / "vars.json"}', '-e', f'ansible_python_interpreter={ansible / "python"}'],
+                       capture_output=True, text=True, timeout=120, env={**os.environ, 'ANSIBLE_NOCOLOR': '1'})
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    assert f'\nBEACOND_VERIFY_INTERVAL_SECONDS={seconds}\n' in out.read_text(), out.read_text()
 
 
 # The health check (tasks/config.yml): `beacond status --json` on the host, and beacond_health_problems
