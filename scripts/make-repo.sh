@@ -6,7 +6,7 @@
 # REPO_DIR afterwards, ready for any static web server or a file: URI:
 #   pool/main/b/beacond/beacond_<version>_<arch>.deb   every version ever added (so a host can go back to one); a
 #                                                      version there is never replaced: another build of it is refused
-#   dists/stable/{InRelease,Release,Release.gpg}      signed, Valid-Until REPO_VALID_DAYS (30) days; Architectures:
+#   dists/stable/{InRelease,Release,Release.gpg}      signed, Valid-Until REPO_VALID_DAYS (30; 1-3650) days; Architectures:
 #                                                      amd64 arm64, Components: main, Acquire-By-Hash: yes
 #   dists/stable/main/binary-{amd64,arm64}/Packages[.gz], and by-hash/SHA256/<hash> copies (the last 8 of each)
 #   beacond-archive-keyring.gpg, .asc                  the public key hosts install (Signed-By=)
@@ -28,8 +28,17 @@ for tool in apt-ftparchive gpg gpgv dpkg-deb; do
     command -v "$tool" >/dev/null 2>&1 || { echo "repo: $tool is missing (apt-get install apt-utils gnupg gpgv dpkg-dev)" >&2; exit 2; }
 done
 suite=stable
-valid_days=${REPO_VALID_DAYS:-30}
-case $valid_days in ''|*[!0-9]*|0) echo "repo: REPO_VALID_DAYS must be a whole number of days, 1 or more" >&2; exit 2;; esac
+# How long hosts accept the signed index: a decimal count of days (010 is 10: the shell's arithmetic would read it as
+# octal 8), from 1 to 3650 (a longer number would overflow it).
+given=${REPO_VALID_DAYS:-30}
+valid_days=$(printf '%s' "$given" | sed 's/^0*//')
+case $given in
+    *[!0-9]*) valid_days= ;;
+esac
+if [ -z "$valid_days" ] || [ ${#valid_days} -gt 4 ] || [ "$valid_days" -gt 3650 ]; then
+    echo "repo: REPO_VALID_DAYS must be a whole number of days, from 1 to 3650 (how long hosts accept the signed index; 30 when unset), not '$given'" >&2
+    exit 2
+fi
 mkdir -p "$repo/pool/main/b/beacond"
 repo=$(cd "$repo" && pwd)
 

@@ -196,3 +196,28 @@ def test_two_builds_of_one_version_given_at_once_are_refused(tmp_path):
     assert r.returncode == 2 and str(one) in r.stderr and str(other) in r.stderr, r.stderr
     assert not list((tmp_path / 'repo' / 'pool/main/b/beacond').iterdir())
 
+
+@pytest.mark.parametrize('days,why', [
+    ('010', None),            # read as octal: 8 days
+    ('3650', None),
+    ('0', 'from 1 to 3650'),
+    ('3651', 'from 1 to 3650'),
+    ('99999999999999999999', 'from 1 to 3650'),  # overflowed the shell's arithmetic
+    ('1e3', 'a whole number of days'),
+    ('7 ', 'a whole number of days'),
+    ('-5', 'a whole number of days'),
+])
+def test_repo_valid_days_is_a_decimal_count_of_days_in_a_sane_range(tmp_path, days, why):
+    import email.utils
+    import re
+    repo = tmp_path / 'repo'
+    r = make_repo(repo, package(tmp_path, '0.3.0', 'amd64'), env={'REPO_VALID_DAYS': days})
+    if why is not None:
+        assert r.returncode == 2 and 'REPO_VALID_DAYS' in r.stderr and why in r.stderr, r.stderr
+        assert not (repo / 'dists').exists()
+        return
+    assert r.returncode == 0, r.stderr
+    release = (repo / 'dists/stable/Release').read_text()
+    until = email.utils.parsedate_to_datetime(re.search(r'^Valid-Until: (.*)$', release, re.M).group(1)).timestamp()
+    date = email.utils.parsedate_to_datetime(re.search(r'^Date: (.*)$', release, re.M).group(1)).timestamp()
+    assert abs(until - date - int(days, 10) * 86400) < 120, release
