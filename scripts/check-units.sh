@@ -10,7 +10,8 @@ limit=1.5
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for unit in beacond.service beacond@.service beacond-verify@.service beacond-verify@.timer; do
-    sed "s|/usr/bin/beacond|$binary|g" "$here/systemd/$unit" > "$work/$unit"
+    sed -e "s|/usr/bin/beacond|$binary|g" -e "s|/usr/libexec/beacond/verify-prepare|$here/scripts/verify-prepare.sh|g" \
+        "$here/systemd/$unit" > "$work/$unit"
 done
 # verify runs man for every Documentation=man:… entry: give it the pages scripts/man.py makes for the package.
 python3 "$here/scripts/man.py" --beacond "$binary" --version check --out "$work/pages"

@@ -19,6 +19,7 @@ UNITDIR=${UNITDIR:-"$PREFIX/lib/systemd/system"}
 DOCDIR=${DOCDIR:-"$PREFIX/share/doc/beacond"}
 DATADIR=${DATADIR:-"$PREFIX/share/beacond"}
 MANDIR=${MANDIR:-"$PREFIX/share/man"}
+LIBEXECDIR=${LIBEXECDIR:-"$PREFIX/libexec/beacond"}
 
 if [ ! -x "$binary" ]; then
     echo "install.sh: no executable at $binary (run 'make release' first, or name the binary)" >&2
@@ -28,12 +29,16 @@ fi
 install -d "$DESTDIR$PREFIX/bin" "$DESTDIR$UNITDIR" "$DESTDIR$DOCDIR" "$DESTDIR$SYSCONFDIR/beacond"
 # Eddystone-EID keys, loaded into the units as credentials (LoadCredential= needs the directory).
 install -d -m 0700 "$DESTDIR$SYSCONFDIR/beacond/keys"
-# The configs beacond-verify@ checks from the air.
+# The configs beacond-verify@ checks from the air, and the EID keys they name (its credentials, as keys/ is the
+# service's).
 install -d -m 0755 "$DESTDIR$SYSCONFDIR/beacond/verify"
+install -d -m 0700 "$DESTDIR$SYSCONFDIR/beacond/verify/keys"
 install -m 0755 "$binary" "$DESTDIR$PREFIX/bin/beacond"
+# beacond-verify@'s first step (node_exporter's directory, the check's interval beside its metrics).
+install -D -m 0755 "$here/scripts/verify-prepare.sh" "$DESTDIR$LIBEXECDIR/verify-prepare"
 for unit in beacond.service beacond@.service beacond-verify@.service beacond-verify@.timer; do
-    # The units name /usr/bin/beacond and /etc/beacond; follow PREFIX and SYSCONFDIR.
-    sed -e "s|/usr/bin/beacond|$PREFIX/bin/beacond|g" -e "s|/etc/beacond|$SYSCONFDIR/beacond|g" \
+    # The units name /usr/bin/beacond, /usr/libexec/beacond and /etc/beacond; follow PREFIX, LIBEXECDIR and SYSCONFDIR.
+    sed -e "s|/usr/bin/beacond|$PREFIX/bin/beacond|g" -e "s|/usr/libexec/beacond|$LIBEXECDIR|g" -e "s|/etc/beacond|$SYSCONFDIR/beacond|g" \
         -e "s|/usr/share/doc/beacond|$DOCDIR|g" "$here/systemd/$unit" > "$DESTDIR$UNITDIR/$unit"
     chmod 0644 "$DESTDIR$UNITDIR/$unit"
 done

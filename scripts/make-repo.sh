@@ -4,8 +4,9 @@
 #   sh scripts/make-repo.sh REPO_DIR DEB...            REPO_KEY=<key id or fingerprint> signs with your key
 #
 # REPO_DIR afterwards, ready for any static web server or a file: URI:
-#   pool/main/b/beacond/beacond_<version>_<arch>.deb   every version ever added (so a host can go back to one)
-#   dists/stable/{InRelease,Release,Release.gpg}      signed, Valid-Until REPO_VALID_DAYS (30) days; Architectures:
+#   pool/main/b/beacond/beacond_<version>_<arch>.deb   every version ever added (so a host can go back to one); a
+#                                                      version there is never replaced: another build of it is refused
+#   dists/stable/{InRelease,Release,Release.gpg}      signed, Valid-Until REPO_VALID_DAYS (30; 1-3650) days; Architectures:
 #                                                      amd64 arm64, Components: main, Acquire-By-Hash: yes
 #   dists/stable/main/binary-{amd64,arm64}/Packages[.gz], and by-hash/SHA256/<hash> copies (the last 8 of each)
 #   beacond-archive-keyring.gpg, .asc                  the public key hosts install (Signed-By=)
@@ -27,19 +28,47 @@ for tool in apt-ftparchive gpg gpgv dpkg-deb; do
     command -v "$tool" >/dev/null 2>&1 || { echo "repo: $tool is missing (apt-get install apt-utils gnupg gpgv dpkg-dev)" >&2; exit 2; }
 done
 suite=stable
-valid_days=${REPO_VALID_DAYS:-30}
-case $valid_days in ''|*[!0-9]*|0) echo "repo: REPO_VALID_DAYS must be a whole number of days, 1 or more" >&2; exit 2;; esac
+# How long hosts accept the signed index: a decimal count of days (010 is 10: the shell's arithmetic would read it as
+# octal 8), from 1 to 3650 (a longer number would overflow it).
+given=${REPO_VALID_DAYS:-30}
+valid_days=$(printf '%s' "$given" | sed 's/^0*//')
+case $given in
+    *[!0-9]*) valid_days= ;;
+esac
+if [ -z "$valid_days" ] || [ ${#valid_days} -gt 4 ] || [ "$valid_days" -gt 3650 ]; then
+    echo "repo: REPO_VALID_DAYS must be a whole number of days, from 1 to 3650 (how long hosts accept the signed index; 30 when unset), not '$given'" >&2
+    exit 2
+fi
 mkdir -p "$repo/pool/main/b/beacond"
 repo=$(cd "$repo" && pwd)
 
+# The packages: every one checked before any is added. A version the pool serves is never replaced by another build
+# (the same name, other bytes): a host downloading it meanwhile, and every index kept by hash, would name the old
+# bytes (apt: "Hash Sum mismatch"), and hosts that have it would keep theirs. The same bytes again add nothing; a new
+# file goes in under a temporary name, then is renamed into place.
+pool=pool/main/b/beacond
+sha() { sha256sum < "$1" | cut -c 1-16; }
+new=""
 for deb in "$@"; do
-    [ "$(dpkg-deb -f "$deb" Package)" = beacond ] || { echo "repo: $deb is not a beacond package" >&2; exit 2; }
+    [ "$(dpkg-deb -f "$deb" Package 2>/dev/null)" = beacond ] || { echo "repo: $deb is not a beacond package" >&2; exit 2; }
     name="beacond_$(dpkg-deb -f "$deb" Version)_$(dpkg-deb -f "$deb" Architecture).deb"
-    if [ -f "$repo/pool/main/b/beacond/$name" ] && ! cmp -s "$deb" "$repo/pool/main/b/beacond/$name"; then
-        # Another build with the same version: apt caches by version, so hosts would get one or the other.
-        echo "repo: replacing pool/main/b/beacond/$name with a different build of the same version: hosts that have it keep theirs (bump the version for a release)" >&2
+    if [ -f "$repo/$pool/$name" ]; then
+        cmp -s "$deb" "$repo/$pool/$name" && continue
+        echo "repo: $deb is another build of $name than the one the repository serves, $repo/$pool/$name (SHA-256 $(sha "$deb")… and $(sha "$repo/$pool/$name")…): refused, nothing changed. Hosts and the indexes kept by hash name the served file's bytes: bump the version for a new build." >&2
+        exit 2
     fi
-    cp "$deb" "$repo/pool/main/b/beacond/$name"
+    earlier=$(printf '%s\n' "$new" | awk -v n="$name" '$1 == n { sub(/^[^ ]* /, ""); print; exit }')
+    if [ -n "$earlier" ]; then
+        cmp -s "$deb" "$earlier" && continue
+        echo "repo: $earlier and $deb are two builds of $name: refused, nothing changed (give one; bump the version for a new build)" >&2
+        exit 2
+    fi
+    new="$new$name $deb
+"
+done
+printf '%s' "$new" | while read -r name deb; do
+    cp "$deb" "$repo/$pool/.$name.new"
+    mv "$repo/$pool/.$name.new" "$repo/$pool/$name"
 done
 
 # The signing key: the user's, or the throw-away one.

@@ -148,3 +148,76 @@ def test_the_index_expires_and_a_rebuild_never_shows_a_host_a_mix(tmp_path):
     assert 'Candidate: 0.3.1' in apt_policy(tmp_path, repo)
     r = make_repo(repo, package(tmp_path, '0.3.1', 'amd64'), env={'REPO_VALID_DAYS': 'soon'})
     assert r.returncode == 2 and 'REPO_VALID_DAYS must be a whole number of days' in r.stderr
+
+
+def test_another_build_of_a_served_version_is_refused_and_nothing_served_is_rewritten(tmp_path):
+    """A host installing while make repo replaced a .deb in place got "Hash Sum mismatch", as did any host reading one
+    of the kept by-hash indexes, which name the old bytes. Another build of a version the pool has is refused, naming
+    both files; the same bytes again change nothing; a new version goes in under a temporary name, then renamed."""
+    repo = tmp_path / 'repo'
+    first = package(tmp_path, '0.3.0', 'amd64')
+    assert make_repo(repo, first).returncode == 0
+    served = repo / 'pool/main/b/beacond/beacond_0.3.0_amd64.deb'
+    before = served.stat()
+    index = (repo / 'dists/stable/main/binary-amd64/Packages').read_text()
+    # The same version built again: other bytes (another file inside).
+    (tmp_path / 'pkg-0.3.0-amd64' / 'usr' / 'share' / 'doc' / 'beacond' / 'rebuilt').write_text('yes\n')
+    rebuilt = tmp_path / 'rebuilt' / 'beacond_0.3.0_amd64.deb'
+    rebuilt.parent.mkdir()
+    subprocess.run(['dpkg-deb', '--root-owner-group', '--build', str(tmp_path / 'pkg-0.3.0-amd64'), str(rebuilt)],
+                   check=True, capture_output=True)
+    assert rebuilt.read_bytes() != served.read_bytes()
+    r = make_repo(repo, package(tmp_path, '0.3.1', 'amd64'), rebuilt)
+    assert r.returncode == 2, r.stderr
+    assert f'{rebuilt}' in r.stderr and 'pool/main/b/beacond/beacond_0.3.0_amd64.deb' in r.stderr, r.stderr
+    assert 'bump the version' in r.stderr, r.stderr
+    # Nothing changed: not the served package, not the index, and not the other package given with it.
+    assert served.read_bytes() == first.read_bytes() and served.stat().st_ino == before.st_ino
+    assert (repo / 'dists/stable/main/binary-amd64/Packages').read_text() == index
+    assert not (repo / 'pool/main/b/beacond/beacond_0.3.1_amd64.deb').exists()
+    # The same bytes again: accepted, and the served file is not rewritten (not even in place).
+    r = make_repo(repo, first, package(tmp_path, '0.3.1', 'amd64'))
+    assert r.returncode == 0, r.stderr
+    after = served.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert 'Version: 0.3.1' in (repo / 'dists/stable/main/binary-amd64/Packages').read_text()
+    # No temporary file left in the pool.
+    assert sorted(p.name for p in (repo / 'pool/main/b/beacond').iterdir()) == ['beacond_0.3.0_amd64.deb', 'beacond_0.3.1_amd64.deb']
+
+
+def test_two_builds_of_one_version_given_at_once_are_refused(tmp_path):
+    one = package(tmp_path, '0.3.0', 'amd64')
+    (tmp_path / 'pkg-0.3.0-amd64' / 'usr' / 'share' / 'doc' / 'beacond' / 'rebuilt').write_text('yes\n')
+    other = tmp_path / 'other' / 'beacond_0.3.0_amd64.deb'
+    other.parent.mkdir()
+    subprocess.run(['dpkg-deb', '--root-owner-group', '--build', str(tmp_path / 'pkg-0.3.0-amd64'), str(other)],
+                   check=True, capture_output=True)
+    r = make_repo(tmp_path / 'repo', one, other)
+    assert r.returncode == 2 and str(one) in r.stderr and str(other) in r.stderr, r.stderr
+    assert not list((tmp_path / 'repo' / 'pool/main/b/beacond').iterdir())
+
+
+@pytest.mark.parametrize('days,why', [
+    ('010', None),            # read as octal: 8 days
+    ('3650', None),
+    ('0', 'from 1 to 3650'),
+    ('3651', 'from 1 to 3650'),
+    ('99999999999999999999', 'from 1 to 3650'),  # overflowed the shell's arithmetic
+    ('1e3', 'a whole number of days'),
+    ('7 ', 'a whole number of days'),
+    ('-5', 'a whole number of days'),
+])
+def test_repo_valid_days_is_a_decimal_count_of_days_in_a_sane_range(tmp_path, days, why):
+    import email.utils
+    import re
+    repo = tmp_path / 'repo'
+    r = make_repo(repo, package(tmp_path, '0.3.0', 'amd64'), env={'REPO_VALID_DAYS': days})
+    if why is not None:
+        assert r.returncode == 2 and 'REPO_VALID_DAYS' in r.stderr and why in r.stderr, r.stderr
+        assert not (repo / 'dists').exists()
+        return
+    assert r.returncode == 0, r.stderr
+    release = (repo / 'dists/stable/Release').read_text()
+    until = email.utils.parsedate_to_datetime(re.search(r'^Valid-Until: (.*)$', release, re.M).group(1)).timestamp()
+    date = email.utils.parsedate_to_datetime(re.search(r'^Date: (.*)$', release, re.M).group(1)).timestamp()
+    assert abs(until - date - int(days, 10) * 86400) < 120, release

@@ -391,6 +391,10 @@ def run_fleet():
             'format': 'ibeacon', 'uuid': uuid, 'major': str(MAJOR), 'minor': str(MINOR['amd64']), 'device': 'hci1'}, heard
         timer = ssh('amd64', 'systemctl is-enabled beacond-verify@hci1.timer; systemctl is-active beacond-verify@hci1.timer').stdout.split()
         assert timer == ['enabled', 'active'], timer
+        # Its interval beside the metrics (the role's default 15min, from /etc/default/beacond-verify-hci1), for the
+        # alerting rules' BeaconVerifierStale.
+        interval = ssh('amd64', 'cat /var/lib/prometheus/node-exporter/beacond-verify-hci1.interval.prom').stdout
+        assert 'beacond_verify_interval_seconds{device="hci1"} 900\n' in interval, interval
         # The textfile directory replaced by a symlink (whoever owns /var/lib/prometheus, the prometheus user's home,
         # can): the verifier, root, must not write through it.
         r = ssh('amd64', 'd=/var/lib/prometheus/node-exporter; mv $d $d.real && ln -s /etc/cron.d $d; '
@@ -403,7 +407,7 @@ def run_fleet():
         assert not any(name.startswith('beacond-verify') for name in cron.split()), cron
         # beacond's refusal, or systemd-tmpfiles' (which runs first, and follows no such link either).
         assert any(w in journal.lower() for w in ('not followed', 'unsafe path transition', 'not a directory')), journal
-        return ('beacond-verify@hci1 heard pi-amd64\'s beacon from the second btvirt radio: exit 0, beacond_verify_success 1; the timer enabled; '
+        return ('beacond-verify@hci1 heard pi-amd64\'s beacon from the second btvirt radio: exit 0, beacond_verify_success 1, its interval 900 s beside it; the timer enabled; '
                 'with the textfile directory a symlink to /etc/cron.d: the check failed and wrote nothing there')
 
     def second_run():
