@@ -12,9 +12,10 @@
 #   make deb-arm64  on an arm64 machine (a Pi with Debian 13's swiftlang): the arm64 package with that machine's
 #                   Swift, nothing else (no build root, no VM or test packages); on amd64, the cross-build above
 #   make vm-test    the VM end-to-end test of the amd64 package in Debian 12 (Tests/VM/run.sh)
-#   make vm-test-arm64  the same for the arm64 package in Debian 13 under qemu-system-aarch64 (cortex-a53)
-#   make vm-test-fleet  both VM suites at once, with the fleet scenario: the Ansible role (deploy/ansible) run from
-#                   this machine against both guests over SSH, and an upgrade through the signed repository
+#   make vm-test-arm64  the same for the arm64 package in Debian 13 under qemu-system-aarch64 (cortex-a53);
+#                   make vm-test-arm64-bookworm in Debian 12
+#   make vm-test-fleet  the amd64 VM suite with the fleet scenario: the Ansible role (deploy/ansible) run from
+#                   this machine against its guest over SSH, and an upgrade through the signed repository
 #   make repo       a signed apt repository of both packages in REPO_DIR (default build/repo), signed with REPO_KEY
 #                   (a gpg key id; without it a throw-away key, with a loud warning): scripts/make-repo.sh
 #   make fuzz-long  every fuzz target for 10 million executions
@@ -49,7 +50,7 @@ DEMO_VENV ?= .venv-demo
 DEB_AMD64 := build/beacond_$(VERSION)_amd64.deb
 DEB_ARM64 := build/beacond_$(VERSION)_arm64.deb
 REPO_DIR ?= build/repo
-# FLEET=1: the VM suites run the fleet scenario together (they meet in FLEET_DIR; make test and vm-test-fleet set it).
+# FLEET=1: the amd64 VM suite runs the fleet scenario (its control node's files in FLEET_DIR; make test and vm-test-fleet set it).
 FLEET ?=
 FLEET_DIR := $(CURDIR)/build/fleet
 VM_ENV := $(if $(FLEET),env BEACOND_VM_FLEET=$(FLEET_DIR))
@@ -162,7 +163,7 @@ vm-test: $(DEB_AMD64) vm-image-amd64 venv
 	$(STAGE) vm-amd64 $(VM_ENV) sh Tests/VM/run.sh --arch amd64 $(DEB_AMD64)
 
 vm-test-arm64: $(DEB_ARM64) vm-image-arm64 venv
-	$(STAGE) vm-arm64 $(VM_ENV) sh Tests/VM/run.sh --arch arm64 $(DEB_ARM64)
+	$(STAGE) vm-arm64 sh Tests/VM/run.sh --arch arm64 $(DEB_ARM64)
 
 # The same arm64 package in a Debian 12 guest: it must install and run where most Pis are.
 vm-test-arm64-bookworm: $(DEB_ARM64) vm-image-arm64-bookworm venv
@@ -170,7 +171,7 @@ vm-test-arm64-bookworm: $(DEB_ARM64) vm-image-arm64-bookworm venv
 
 vm-test-fleet: deps-all
 	rm -rf $(FLEET_DIR)
-	$(MAKE) --no-print-directory -j2 --output-sync=target STAGE_DEPS=deps-all FLEET=1 vm-test vm-test-arm64
+	$(MAKE) --no-print-directory --output-sync=target STAGE_DEPS=deps-all FLEET=1 vm-test
 
 repo: $(DEB_AMD64) $(DEB_ARM64)
 	sh scripts/make-repo.sh $(REPO_DIR) $(DEB_AMD64) $(DEB_ARM64)
