@@ -75,7 +75,7 @@ build: $(STAGE_DEPS)
 	$(SWIFT) build
 
 release: $(STAGE_DEPS)
-	$(SWIFT) build -c release --static-swift-stdlib --disable-local-rpath
+	$(SWIFT) build $$(cat scripts/release-flags)
 	mkdir -p build
 	cp .build/release/beacond build/beacond
 	strip build/beacond

@@ -57,3 +57,11 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Without _StringProcessing's implicit import: its String methods (contains, replacing and split with a String
+// pattern) link Swift's whole regex engine (_StringProcessing and _RegexParser, about 0.9 MB of the stripped binary).
+// BluetoothHCI's `includes`, `replacingEvery` and `pieces(separatedBy:)` do what beacond needs with the standard
+// library; a use of the others fails to compile.
+for target in package.targets where target.type == .regular || target.type == .executable {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-Xfrontend", "-disable-implicit-string-processing-module-import"])]
+}

@@ -375,7 +375,7 @@ private struct Validator {
         switch row.type {
         case .integer(let range, let unit, let note):
             var said = unit.isEmpty ? "" : " \(unit)"
-            if let note { said += " (\(note.replacing("{format}", with: format?.rawValue ?? "")))" }
+            if let note { said += " (\(note.replacingEvery("{format}", with: format?.rawValue ?? "")))" }
             return integer(item, what, key, range, unit: said).map { .integer($0) }
         case .boolean:
             return boolean(item, what, key).map { .boolean($0) }

@@ -23,7 +23,7 @@ enum AdapterCheck {
             do { try ConfigLoader.loadKeys(&c, configPath: path) } catch {
                 // A normal user cannot read root's keys: that says nothing about the adapter or what run would do.
                 let lines = error.diagnostics.map { $0.formatted(path: error.path) }
-                if processEffectiveUserID() != 0 && error.diagnostics.allSatisfy({ $0.message.contains("permission denied") || $0.message.contains("cannot be opened") }) {
+                if processEffectiveUserID() != 0 && error.diagnostics.allSatisfy({ $0.message.includes("permission denied") || $0.message.includes("cannot be opened") }) {
                     keysNotRead = "the Eddystone-EID keys cannot be read as this user (root's, mode 0600): run the check as root to check them too"
                 } else {
                     configErrors = lines

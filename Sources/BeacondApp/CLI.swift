@@ -474,7 +474,7 @@ enum CLI {
             ].joined(separator: "\n\n") + "\n"
         }
         var sections = ["OVERVIEW: \(c.abstract)"]
-        sections += c.description.split(separator: "\n\n").map { wrap(String($0), indent: 0) }
+        sections += c.description.pieces(separatedBy: "\n\n").filter { !$0.isEmpty }.map { wrap($0, indent: 0) }
         sections.append("USAGE: \(c.usage)")
         if c.name != "help" { sections.append("OPTIONS:\n" + c.options.map(optionLines).joined().dropLast()) }
         if !c.signals.isEmpty { sections.append("SIGNALS:\n" + wrap(c.signals, indent: 2)) }

@@ -101,3 +101,54 @@ public func proseList(_ items: [String], _ conjunction: String = "and") -> Strin
     guard let last = items.last else { return "" }
     return items.count == 1 ? last : items.dropLast().joined(separator: ", ") + " \(conjunction) " + last
 }
+
+// Text searches on the standard library alone. The String methods that take a String pattern (contains, replacing,
+// split(separator:) with a String) come from _StringProcessing, which would link Swift's whole regex engine into the
+// binary (about 1 MB); beacond's targets are built without its implicit import (Package.swift).
+extension StringProtocol {
+    /// Whether `pattern` occurs in this text.
+    public func includes(_ pattern: String) -> Bool { firstOffset(of: pattern) != nil }
+
+    /// The text with every `pattern` replaced by `replacement`.
+    public func replacingEvery(_ pattern: String, with replacement: String) -> String {
+        precondition(!pattern.isEmpty, "an empty pattern")
+        let text = Array(utf8), p = Array(pattern.utf8)
+        var out: [UInt8] = [], i = 0
+        while i < text.count {
+            if i + p.count <= text.count, text[i..<(i + p.count)].elementsEqual(p) {
+                out += replacement.utf8
+                i += p.count
+            } else {
+                out.append(text[i])
+                i += 1
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The pieces between the occurrences of `separator` (empty pieces kept).
+    public func pieces(separatedBy separator: String) -> [String] {
+        precondition(!separator.isEmpty, "an empty separator")
+        let text = Array(utf8), p = Array(separator.utf8)
+        var out: [String] = [], start = 0, i = 0
+        while i + p.count <= text.count {
+            if text[i..<(i + p.count)].elementsEqual(p) {
+                out.append(String(decoding: text[start..<i], as: UTF8.self))
+                i += p.count
+                start = i
+            } else {
+                i += 1
+            }
+        }
+        out.append(String(decoding: text[start...], as: UTF8.self))
+        return out
+    }
+
+    /// The UTF-8 offset of the first `pattern`, or nil.
+    private func firstOffset(of pattern: String) -> Int? {
+        let text = Array(utf8), p = Array(pattern.utf8)
+        guard !p.isEmpty else { return 0 }
+        guard p.count <= text.count else { return nil }
+        return (0...(text.count - p.count)).first { text[$0..<($0 + p.count)].elementsEqual(p) }
+    }
+}
