@@ -379,11 +379,14 @@ def run_fleet():
         metrics = {(s.name, tuple(sorted(s.labels.items()))): s.value
                    for fam in text_string_to_metric_families(r.stdout.split('\n', 2)[2]) for s in fam.samples}
         assert metrics[('beacond_verify_success', (('device', 'hci1'),))] == 1.0, metrics
-        heard = [(dict(l), v) for (n, l), v in metrics.items() if n == 'beacond_verify_beacon_heard']
-        assert [v for _, v in heard] == [1.0], metrics
-        # The beacon by its identifiers, as alerting rules select it (deploy/prometheus/beacond-alerts.yml).
+        heard = sorted(((dict(l), v) for (n, l), v in metrics.items() if n == 'beacond_verify_beacon_heard'), key=lambda h: h[0]['beacon'])
+        assert [v for _, v in heard] == [1.0, 1.0], metrics
+        # Each beacon by its identifiers, as alerting rules select it (deploy/prometheus/beacond-alerts.yml): the
+        # iBeacon by uuid, major and minor; the Eddystone-EID by its key's name (the verifier's copy), resolved.
         assert {k: heard[0][0].get(k) for k in ('format', 'uuid', 'major', 'minor', 'device')} == {
             'format': 'ibeacon', 'uuid': uuid, 'major': str(MAJOR), 'minor': str(MINOR['amd64']), 'device': 'hci1'}, heard
+        assert {k: heard[1][0].get(k) for k in ('format', 'key_file', 'device')} == {
+            'format': 'eddystone-eid', 'key_file': 'pi-amd64--shop7-2.key', 'device': 'hci1'}, heard
         timer = ssh('amd64', 'systemctl is-enabled beacond-verify@hci1.timer; systemctl is-active beacond-verify@hci1.timer').stdout.split()
         assert timer == ['enabled', 'active'], timer
         # Its interval beside the metrics (the role's default 15min, from /etc/default/beacond-verify-hci1), for the
@@ -402,7 +405,7 @@ def run_fleet():
         assert not any(name.startswith('beacond-verify') for name in cron.split()), cron
         # beacond's refusal, or systemd-tmpfiles' (which runs first, and follows no such link either).
         assert any(w in journal.lower() for w in ('not followed', 'unsafe path transition', 'not a directory')), journal
-        return ('beacond-verify@hci1 heard pi-amd64\'s beacon from the second btvirt radio: exit 0, beacond_verify_success 1, its interval 900 s beside it; the timer enabled; '
+        return ('beacond-verify@hci1 heard pi-amd64\'s two beacons from the second btvirt radio (the iBeacon, and the EID resolved with its copy of the key): exit 0, beacond_verify_success 1, its interval 900 s beside it; the timer enabled; '
                 'with the textfile directory a symlink to /etc/cron.d: the check failed and wrote nothing there')
 
     def second_run():
