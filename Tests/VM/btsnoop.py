@@ -56,93 +56,119 @@ def refresh_pairs(commands):
     return out
 
 
-def replay(records, index=0):
-    """The advertising state of controller hciINDEX after each command it accepted, as a timeline of (unix µs,
-    on-air datas). A refresh (a disable and at once the same enable, nothing between: raw HCI's, every 2 s) leaves no
-    entry: it is off the air for milliseconds, less than one advertising interval."""
-    pending = {}
-    held = None  # (ts, opcode, params) of a disable whose entry waits for the next command
-    legacy = {'data': b'', 'enabled': False}
-    sets = {}
-    timeline = []
-    commands = []  # (ts, opcode, params, status)
+class Replayer:
+    """The advertising state of controller hciINDEX after each command it accepted (replay's timeline and commands),
+    kept between calls: each call goes on from the records it saw last. A scenario polls the growing capture many
+    times (every wait() does); replaying it whole each time cost the emulated guests most of their CPU."""
 
-    def on_air():
+    def __init__(self, index):
+        self.index = index
+        self.seen = 0
+        self.pending = {}
+        self.held = None  # (ts, opcode, params) of a disable whose entry waits for the next command
+        self.legacy = {'data': b'', 'enabled': False}
+        self.sets = {}
+        self.timeline = []
+        self.commands = []  # (ts, opcode, params, status)
+
+    def on_air(self):
         datas = set()
-        if legacy['enabled']:
-            datas.add(legacy['data'])
-        for s in sets.values():
+        if self.legacy['enabled']:
+            datas.add(self.legacy['data'])
+        for s in self.sets.values():
             if s.get('enabled'):
                 datas.add(s.get('data', b''))
         return datas
 
-    def apply_enable(opcode, p):
+    def apply_enable(self, opcode, p):
         if opcode == 0x200A:
-            legacy['enabled'] = p[0] == 1
+            self.legacy['enabled'] = p[0] == 1
         elif len(p) >= 2:
             if p[1] == 0 and p[0] == 0:
-                for s in sets.values():
+                for s in self.sets.values():
                     s['enabled'] = False
             for k in range(p[1]):
                 if 2 + 4 * k < len(p):
-                    sets.setdefault(p[2 + 4 * k], {})['enabled'] = p[0] == 1
+                    self.sets.setdefault(p[2 + 4 * k], {})['enabled'] = p[0] == 1
 
-    for ts, idx, op, pkt in records:
-        if idx != index:
-            continue
-        if op in (0, 1, 9):  # new index, deleted index, closed index (down): nothing of the old state is on air
-            if held is not None:
-                timeline.append((held[0], on_air()))
-                held = None
-            legacy = {'data': b'', 'enabled': False}
-            sets = {}
-            timeline.append((ts, on_air()))
-            continue
-        if op == 2 and len(pkt) >= 3:
-            pending[pkt[0] | pkt[1] << 8] = (ts, pkt[3:])
-            continue
-        if op != 3 or len(pkt) < 3:
-            continue
-        if pkt[0] == 0x0E and len(pkt) >= 6:
-            opcode, status = pkt[3] | pkt[4] << 8, pkt[5]
-        elif pkt[0] == 0x0F and len(pkt) >= 6:
-            status, opcode = pkt[2], pkt[4] | pkt[5] << 8
-        else:
-            continue
-        if opcode not in pending:
-            continue
-        cts, p = pending.pop(opcode)
-        commands.append((cts, opcode, p, status))
-        if status != 0:
-            continue
-        if held is not None:
-            hts, hop, hp = held
-            held = None
-            if is_refresh((hop, hp), (opcode, p)):
-                # The refresh's enable: the state is back as it was before the disable.
-                apply_enable(opcode, p)
+    def feed(self, records):
+        """Goes on from where it stopped; returns (timeline, commands) as replay() does."""
+        timeline = self.timeline
+        for ts, idx, op, pkt in records[self.seen:]:
+            if idx != self.index:
                 continue
-            timeline.append((hts, on_air()))
-        if opcode == 0x0C03:
-            legacy = {'data': b'', 'enabled': False}
-            sets = {}
-        elif opcode == 0x2008 and p:
-            legacy['data'] = bytes(p[1:1 + p[0]])
-        elif opcode in (0x200A, 0x2039) and p:
-            apply_enable(opcode, p)
-            if p[0] == 0:
-                held = (ts, opcode, p)
+            if op in (0, 1, 9):  # new index, deleted index, closed index (down): nothing of the old state is on air
+                if self.held is not None:
+                    timeline.append((self.held[0], self.on_air()))
+                    self.held = None
+                self.legacy = {'data': b'', 'enabled': False}
+                self.sets = {}
+                timeline.append((ts, self.on_air()))
                 continue
-        elif opcode == 0x2037 and len(p) >= 4:
-            sets.setdefault(p[0], {})['data'] = bytes(p[4:4 + p[3]])
-        elif opcode == 0x203C and p:
-            sets.pop(p[0], None)
-        elif opcode == 0x203D:
-            sets = {}
-        timeline.append((ts, on_air()))
-    if held is not None:
-        timeline.append((held[0], on_air()))
-    return timeline, commands
+            if op == 2 and len(pkt) >= 3:
+                self.pending[pkt[0] | pkt[1] << 8] = (ts, pkt[3:])
+                continue
+            if op != 3 or len(pkt) < 3:
+                continue
+            if pkt[0] == 0x0E and len(pkt) >= 6:
+                opcode, status = pkt[3] | pkt[4] << 8, pkt[5]
+            elif pkt[0] == 0x0F and len(pkt) >= 6:
+                status, opcode = pkt[2], pkt[4] | pkt[5] << 8
+            else:
+                continue
+            if opcode not in self.pending:
+                continue
+            cts, p = self.pending.pop(opcode)
+            self.commands.append((cts, opcode, p, status))
+            if status != 0:
+                continue
+            if self.held is not None:
+                hts, hop, hp = self.held
+                self.held = None
+                if is_refresh((hop, hp), (opcode, p)):
+                    # The refresh's enable: the state is back as it was before the disable.
+                    self.apply_enable(opcode, p)
+                    continue
+                timeline.append((hts, self.on_air()))
+            if opcode == 0x0C03:
+                self.legacy = {'data': b'', 'enabled': False}
+                self.sets = {}
+            elif opcode == 0x2008 and p:
+                self.legacy['data'] = bytes(p[1:1 + p[0]])
+            elif opcode in (0x200A, 0x2039) and p:
+                self.apply_enable(opcode, p)
+                if p[0] == 0:
+                    self.held = (ts, opcode, p)
+                    continue
+            elif opcode == 0x2037 and len(p) >= 4:
+                self.sets.setdefault(p[0], {})['data'] = bytes(p[4:4 + p[3]])
+            elif opcode == 0x203C and p:
+                self.sets.pop(p[0], None)
+            elif opcode == 0x203D:
+                self.sets = {}
+            timeline.append((ts, self.on_air()))
+        self.seen = len(records)
+        # A disable still waiting for its next command counts as off until then (not kept: a refresh's enable may
+        # still come and take it back).
+        if self.held is not None:
+            return timeline + [(self.held[0], self.on_air())], self.commands
+        return timeline, self.commands
+
+
+_replayers = {}
+
+
+def replay(records, index=0):
+    """The advertising state of controller hciINDEX after each command it accepted, as a timeline of (unix µs,
+    on-air datas), and the commands with their statuses. A refresh (a disable and at once the same enable, nothing
+    between: raw HCI's, every 2 s) leaves no entry: it is off the air for milliseconds, less than one advertising
+    interval. `records` that grow (Snoop.update's list) are replayed from where the last call stopped; the lists
+    returned are the replayer's own (read them, do not change them)."""
+    key = (id(records), index)
+    r = _replayers.get(key)
+    if r is None or r.seen > len(records):
+        r = _replayers[key] = Replayer(index)
+    return r.feed(records)
 
 
 def transitions(records, expected, since_us, index=0):
