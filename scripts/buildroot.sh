@@ -5,11 +5,9 @@
 #   sh scripts/buildroot.sh [ARCH]      prints the root's path (ARCH: amd64, the default, or arm64)
 #
 # amd64 is the one build root: Swift 6.0 unit tests, lintian, and the arm64 package, cross-compiled at native speed.
-# For that it holds an arm64 target beside its own: the arm64 -dev packages installed the Debian way, with multiarch
-# (libc6-dev, libsystemd-dev, libbluetooth-dev, libgcrypt20-dev, libstdc++-14-dev, libgcc-14-dev :arm64, in /usr/lib/aarch64-linux-gnu
-# and /usr/include/aarch64-linux-gnu; dpkg-shlibdeps reads their symbols files), binutils-aarch64-linux-gnu (strip,
-# readelf, objdump), and a Swift SDK bundle in /opt/swift-sdks made from the arm64 swiftlang package's runtime: its
-# aarch64 swiftmodules, swiftrt.o and static stdlib, linked with the amd64 toolchain's own ld.lld.
+# For that it holds binutils-aarch64-linux-gnu (strip, readelf, objdump) and the arm64 swiftlang package's runtime
+# (its aarch64 swiftmodules, swiftrt.o and static stdlib, in /opt/swift-sdks), linked with the amd64 toolchain's own
+# ld.lld against the bookworm arm64 sysroot scripts/sysroot.sh adds (the libraries the arm64 package runs with).
 #
 # arm64 is the native route, kept as a cross-check of the cross-built binary: a trixie arm64 root that runs under
 # trixie's qemu-aarch64 (scripts/arm64-emulator.sh registers it with binfmt_misc); everything in it is emulated, so a
@@ -57,14 +55,12 @@ debootstrap --variant=minbase --arch="$arch" --include="$packages" trixie "$tmp"
 mount -t proc proc "$tmp/proc"
 trap 'umount "$tmp/proc" 2>/dev/null || true' EXIT
 if [ "$arch" = amd64 ]; then
-    echo "buildroot: the arm64 target: multiarch -dev packages and the Swift SDK" >&2
+    echo "buildroot: the arm64 runtime: Debian 13's swiftlang for arm64" >&2
     # debootstrap left the mirror in the root's sources.list; it is removed below with the package lists.
     chroot "$tmp" sh -eu -c '
         export DEBIAN_FRONTEND=noninteractive
         dpkg --add-architecture arm64
         apt-get update -q >/dev/null
-        apt-get install -y -q --no-install-recommends libc6-dev:arm64 libsystemd-dev:arm64 libbluetooth-dev:arm64 libgcrypt20-dev:arm64 \
-            libstdc++-14-dev:arm64 libgcc-14-dev:arm64 >/dev/null
         rm -rf /tmp/sdk && mkdir -p /tmp/sdk && cd /tmp/sdk
         apt-get download -q swiftlang:arm64 >/dev/null
         # The arm64 runtime only: the modules, swiftrt.o and the static libraries (no host tools, no Foundation).
@@ -81,34 +77,13 @@ if [ "$arch" = amd64 ]; then
             "$sdk/sdk/$dir"/libTesting* "$sdk/sdk/$dir"/Testing.swiftmodule
     done
     version=$(chroot "$tmp" dpkg-query -W -f '${Version}' swiftlang)
-    # A Swift SDK bundle (SE-0387): the target's runtime from the arm64 package, the sysroot is the root itself (the
-    # multiarch layout), and the toolset links with lld, which knows every target, instead of the host's GNU ld.
+    # The runtime and its version; scripts/sysroot.sh makes the Swift SDK bundle (SE-0387) that links with it.
     cat > "$sdk/info.json" <<JSON
 {
   "schemaVersion": "1.0",
   "artifacts": {
     "trixie-aarch64": { "type": "swiftSDK", "version": "$version", "variants": [ { "path": "sdk" } ] }
   }
-}
-JSON
-    cat > "$sdk/sdk/swift-sdk.json" <<'JSON'
-{
-  "schemaVersion": "4.0",
-  "targetTriples": {
-    "aarch64-unknown-linux-gnu": {
-      "sdkRootPath": "/",
-      "swiftResourcesPath": "lib/swift",
-      "swiftStaticResourcesPath": "lib/swift_static",
-      "toolsetPaths": [ "toolset.json" ]
-    }
-  }
-}
-JSON
-    cat > "$sdk/sdk/toolset.json" <<'JSON'
-{
-  "schemaVersion": "1.0",
-  "swiftCompiler": { "extraCLIOptions": [ "-use-ld=lld" ] },
-  "linker": { "path": "/usr/libexec/swift/bin/ld.lld" }
 }
 JSON
 fi

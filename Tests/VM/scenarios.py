@@ -19,6 +19,8 @@ from btsnoop import Snoop, refresh_pairs, replay
 OUT = sys.argv[1]
 PACKAGES = sys.argv[2]
 ARM64 = os.uname().machine == 'aarch64'
+# The guest's Debian release (bookworm, trixie).
+RELEASE = next((l.split('=', 1)[1].strip().strip('"') for l in open('/etc/os-release') if l.startswith('VERSION_CODENAME=')), '')
 SNOOP = '/var/tmp/hci.snoop'
 CONF = '/etc/beacond/beacond.conf'
 UUID = 'E2C56DB5-DFFB-48D2-B060-D0F5A71096E0'
@@ -1310,9 +1312,16 @@ def main():
     sh(f'rm -f {SNOOP}; systemd-run --unit=btmon-capture /usr/bin/btmon -w {SNOOP}', check=True)
     wait(lambda: os.path.exists(SNOOP) and os.path.getsize(SNOOP) >= 16, 10, 'btmon to start')
     btvirt_start()
-    # The arm64 guests (Debian 12 and 13 under TCG, several times slower) run the issue's list; amd64 runs everything,
-    # and the fleet (22) runs on amd64 alone.
-    only = {'0', '1a', '1c', '1e', '2a', '3', '5', '7', '8', '9', '10b', '13', '14', '15', '16', '17', '18', '25'} if ARM64 else None
+    # amd64 runs everything, and the fleet (22) alone. The arm64 guests are several times slower under TCG: the Debian
+    # 12 one (where most Pis are) runs the list the arm64 guest has run since the Pi milestone; the Debian 13 one what
+    # its kernel 6.12, BlueZ 5.82 and systemd 257 change: the install, mgmt with its sets beside bluetoothd (one
+    # beacon and three instances), raw HCI with three sets, a broken and a good reload, and the purge.
+    if ARM64 and RELEASE == 'trixie':
+        only = {'0', '1a', '1c', '3', '15', '16', '13'}
+    elif ARM64:
+        only = {'0', '1a', '1c', '1e', '2a', '3', '5', '7', '8', '9', '10b', '13', '14', '15', '16', '17', '18', '25'}
+    else:
+        only = None
     fleet = os.path.exists(os.path.join(PACKAGES, '..', 'fleet-enabled'))
     chosen = os.path.join(PACKAGES, '..', 'only')
     if os.path.exists(chosen):
