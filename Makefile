@@ -1,6 +1,6 @@
 # beacond — build, test, demo and install entry points.
 #   make build      debug build
-#   make release    static-stdlib release binary in build/beacond (needs only libc, libbluetooth3, libsystemd0)
+#   make release    static-stdlib release binary in build/beacond (its Depends are the package's: docs/packaging.md)
 #   make test       the whole test suite: unit tests (Swift 6.3, and 6.0 in a build root), fuzzing, both
 #                   packages, the VM end-to-end tests (root, qemu, debootstrap), the benchmark in smoke mode,
 #                   integration tests on Bumble; stages run side by side (TEST_JOBS, default 6) and the run ends
@@ -111,8 +111,11 @@ venv-ansible:
 unit-test: $(STAGE_DEPS)
 	$(STAGE) unit-test-swift63 $(SWIFT) test
 
+# Four at a time: alone the suite spends three quarters of its time waiting on timers (501 tests: 768 s one at a time
+# at 27 % of a core, 241 s four at a time; docs/benchmarks.md).
+PYTEST_JOBS ?= 4
 integration-test: build venv venv-ha venv-ansible
-	BEACOND=$(CURDIR)/.build/debug/beacond BEACOND_HA_PYTHON=$(CURDIR)/$(HA_VENV)/bin/python $(STAGE) integration-tests $(PY) -m pytest -q Tests/Integration
+	BEACOND=$(CURDIR)/.build/debug/beacond BEACOND_HA_PYTHON=$(CURDIR)/$(HA_VENV)/bin/python $(STAGE) integration-tests $(PY) -m pytest -q -n $(PYTEST_JOBS) Tests/Integration
 
 fuzz: $(STAGE_DEPS)
 	$(STAGE) fuzz fuzz/run.sh $(FUZZ_SECONDS)
