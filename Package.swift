@@ -25,8 +25,10 @@ let package = Package(
         .target(name: "BluetoothHCI"),
         // Bytes to controllers: kernel sockets and H4 streams.
         .target(name: "HCITransport", dependencies: ["CBluetooth", "BluetoothHCI", "SystemCalls"]),
-        // Pure: config grammar, schema and diagnostics; the beacon frames (SystemCalls only for libm's pow).
-        .target(name: "BeaconCore", dependencies: ["BluetoothHCI", "SystemCalls"]),
+        // libm's pow, for the ranging model (headers only: the C library's math, no system calls).
+        .systemLibrary(name: "CMath"),
+        // Pure: config grammar, schema and diagnostics; the beacon frames.
+        .target(name: "BeaconCore", dependencies: ["BluetoothHCI", "CMath"]),
         .target(name: "SystemdSupport", dependencies: ["CSystemd", "SystemCalls"]),
         // Pure: the HCI command flows and advertising plans.
         .target(name: "HCIHost", dependencies: ["BluetoothHCI"]),

@@ -26,9 +26,9 @@ fi
 out=.build/fuzz
 mkdir -p "$out/src"
 rm -f "$out"/src/*.swift
-# One module: the pure sources, without their cross-module imports (and libm's pow, which BeaconCore takes from
-# SystemCalls), plus the entry points.
-for f in Sources/BluetoothHCI/*.swift Sources/BeaconCore/*.swift Sources/SystemCalls/Math.swift \
+# One module: the pure sources, without their cross-module imports, plus the entry points (BeaconCore's libm comes
+# through the CMath module map, -I).
+for f in Sources/BluetoothHCI/*.swift Sources/BeaconCore/*.swift \
          Sources/HCIHost/CommandFlow.swift Sources/HCIHost/StepSequence.swift Sources/HCIHost/AdvertisingPlan.swift Sources/HCIHost/HCIEventMeaning.swift \
          Sources/Mgmt/MgmtCodec.swift Sources/Mgmt/MgmtCommandFlow.swift Sources/Mgmt/MgmtAdvertisingPlan.swift \
          Sources/Mgmt/MgmtInstancePlan.swift; do
@@ -36,7 +36,7 @@ for f in Sources/BluetoothHCI/*.swift Sources/BeaconCore/*.swift Sources/SystemC
 done
 if [ ! -x "$out/$binary" ] || [ -n "$(find fuzz Sources -newer "$out/$binary" -name '*.swift' | head -n 1)" ]; then
     echo "fuzz: building the targets (-sanitize=$sanitize)"
-    swiftc -O -sanitize="$sanitize" -parse-as-library -use-ld=lld -module-name FuzzTarget \
+    swiftc -O -sanitize="$sanitize" -parse-as-library -use-ld=lld -module-name FuzzTarget -I Sources/CMath \
         "$out"/src/*.swift fuzz/Targets.swift -o "$out/$binary"
 fi
 

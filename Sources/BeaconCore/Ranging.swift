@@ -1,6 +1,6 @@
 // The receiving side of iBeacon: recognizing frames in advertising data and estimating distance the way iOS ranges.
 import BluetoothHCI
-import SystemCalls
+import CMath
 
 /// What a piece of advertising data is: one of the beacon frames beacond knows, or not a beacon.
 public enum BeaconFrame: Sendable, Hashable {
@@ -108,7 +108,7 @@ public enum Ranging {
     public static func distance(rssi: Double, measuredPower: Int8) -> Double? {
         guard rssi.isFinite, rssi < 0, rssi >= -128, measuredPower < 0 else { return nil }
         let ratio = rssi / Double(measuredPower)
-        let d = ratio < 1 ? power(ratio, 10) : 0.89976 * power(ratio, 7.7095) + 0.111
+        let d = ratio < 1 ? pow(ratio, 10) : 0.89976 * pow(ratio, 7.7095) + 0.111
         return d.isFinite ? d : nil
     }
 

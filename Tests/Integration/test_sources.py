@@ -1,12 +1,41 @@
 """Where libc is called from: SystemCalls only. The modules that wrap C libraries of their own (HCITransport's
 Bluetooth sockets, SystemdSupport's sd-event and journal) take those libraries' constants from their own C modules,
-and errno values, system calls and libm's pow from SystemCalls (docs/internals.md)."""
+and errno values and system calls from SystemCalls; the pure modules depend on none of them (docs/internals.md)."""
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
 SOURCES = Path(__file__).resolve().parents[2] / 'Sources'
+PACKAGE = SOURCES.parent / 'Package.swift'
+
+
+def target_dependencies() -> dict[str, list[str]]:
+    """Package.swift's targets and their direct dependencies, read from its .target(name:, dependencies:) lines."""
+    import re
+    text = PACKAGE.read_text()
+    out = {}
+    for m in re.finditer(r'\.(?:target|executableTarget)\(name: "(\w+)"(?:, dependencies: \[([^\]]*)\])?', text):
+        out[m.group(1)] = re.findall(r'"(\w+)"', m.group(2) or '')
+    return out
+
+
+def test_the_pure_modules_depend_on_no_system_module():
+    """BeaconCore, HCIHost, Mgmt and DaemonCore (and BluetoothHCI under them) reach no system call, transport or
+    libsystemd, directly or through another module: libm's pow comes from the header-only CMath (it came from
+    SystemCalls)."""
+    deps = target_dependencies()
+    def closure(t, seen=None):
+        seen = set() if seen is None else seen
+        for d in deps.get(t, []):
+            if d not in seen:
+                seen.add(d)
+                closure(d, seen)
+        return seen
+    for pure in ('BluetoothHCI', 'BeaconCore', 'HCIHost', 'Mgmt', 'DaemonCore'):
+        assert pure in deps, f'no target {pure} in Package.swift'
+        bad = closure(pure) & {'SystemCalls', 'HCITransport', 'SystemdSupport', 'Connections', 'CSystemd', 'CBluetooth', 'CLinux'}
+        assert not bad, f'{pure} depends on {sorted(bad)}'
 
 
 def test_only_systemcalls_imports_glibc():
