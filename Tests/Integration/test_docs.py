@@ -103,3 +103,35 @@ def test_readme_fits_in_one_sitting_and_names_the_current_version():
     assert run_cli('--version', check=True).stdout.strip() == f'beacond {version}'
     for written in re.findall(r'beacond[ _](\d+\.\d+\.\d+)', readme):
         assert written == version, f'the README names version {written}; scripts/version.sh says {version}'
+
+
+DOCS = [ROOT / 'README.md', *sorted((ROOT / 'docs').glob('*.md')), *sorted((ROOT / 'systemd').glob('*.service')),
+        *sorted((ROOT / 'systemd').glob('*.timer'))]
+# A section named by its title: 'see "Fleets"', '"Building the packages" above', '"X" in the README', '"X" in docs/a.md'.
+SECTION_REF = re.compile(r'(?:(?:[Ss]ee|in|under|at) "(?P<a>[A-Z][^"\n]{2,80})"|"(?P<b>[A-Z][^"\n]{2,80})" (?:above|below))'
+                         r'(?:,? (?:in|of) (?P<where>the README|docs/[a-z]+\.md))?')
+
+
+def headings(path):
+    return {re.sub(r'[`*]', '', line.lstrip('#').strip()) for line in path.read_text().splitlines() if line.startswith('#')}
+
+
+def test_every_section_named_exists_and_no_page_cites_itself():
+    """A reference to a section by its title ('see "Fleets"', '"Building the packages" above') names a heading of the
+    page it points at; a page does not send the reader to itself by its own path."""
+    dangling, selfcites = [], []
+    for doc in DOCS:
+        text = doc.read_text()
+        for m in SECTION_REF.finditer(text):
+            title = re.sub(r'[`*]', '', m.group('a') or m.group('b'))
+            where = m.group('where')
+            target = ROOT / 'README.md' if where == 'the README' else ROOT / where if where else (
+                doc if doc.suffix == '.md' else ROOT / 'README.md')
+            if title not in headings(target):
+                line = text[:m.start()].count('\n') + 1
+                dangling.append(f'{doc.relative_to(ROOT)}:{line}: "{title}" is no heading of {target.relative_to(ROOT)}')
+        if doc.parent.name == 'docs':
+            for m in re.finditer(re.escape(f'docs/{doc.name}'), text):
+                selfcites.append(f'{doc.relative_to(ROOT)}:{text[:m.start()].count(chr(10)) + 1}: cites itself')
+    assert not dangling, '\n'.join(dangling)
+    assert not selfcites, '\n'.join(selfcites)
