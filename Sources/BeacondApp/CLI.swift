@@ -2,7 +2,6 @@
 import BeaconCore
 import BluetoothHCI
 import DaemonCore
-import HCITransport
 let defaultConfigPath = "/etc/beacond/beacond.conf"
 
 /// What the user asked for.
@@ -14,6 +13,7 @@ enum Invocation: Equatable {
     case configSchema
     case payload(configPath: String, format: PayloadFormat, time: UInt32?)
     case genKey(path: String)
+    case irk(path: String)
     case genUUID(count: Int, lowercase: Bool, setPath: String?, replace: Bool)
     case scan(ScanOptions)
     case status(StatusOptions)
@@ -258,13 +258,37 @@ enum CLI {
                 return .genKey(path: file)
             }),
         Command(
+            "irk", abstract: "Print a resolving key in the forms the gateways take.",
+            usage: "beacond irk FILE",
+            description: """
+                The resolving key (IRK) of a beacon with address = "resolvable" (its resolving_key_file, made by \
+                beacond gen-key) as Home Assistant's Private BLE Device and ESPHome take it (the hex as stored), as \
+                Theengs Gateway's --identities takes it (byte-reversed, with an identity address to publish the \
+                beacon under), and in base64 (Apple's keychain form, which Home Assistant also takes). Whoever holds \
+                the key can tell the beacon's rotating addresses apart from everyone else's: give it to your gateways \
+                only. The file is checked as run checks it (a private regular file of 32 hex digits).
+                """,
+            parse: { p throws(UsageError) in
+                var file: String?
+                while !p.args.isEmpty {
+                    let a = p.args.removeFirst()
+                    if a == "-h" || a == "--help" { return .help("irk") }
+                    if a.hasPrefix("-") && a != "-" { throw p.unknown(a) }
+                    guard file == nil else { throw UsageError(message: "unexpected argument '\(a)'", command: "irk") }
+                    file = a
+                }
+                guard let file else { throw UsageError(message: "missing FILE: the resolving key to print", command: "irk") }
+                return .irk(path: file)
+            }),
+        Command(
             "gen-uuid", abstract: "Generate random (version 4) UUIDs, or write one into a config.",
             usage: "beacond gen-uuid [--count N] [--lower] [--set PATH [--replace]]",
             description: """
                 UUIDs come from the kernel's random number generator, uppercase and hyphenated like macOS uuidgen. \
-                With --set, a [beacon] without a uuid gets a fresh one; every other byte of the file stays as it was, \
-                and the file is replaced atomically. A uuid that is there is kept (a fleet shares one UUID) unless \
-                --replace is given. A file that does not parse is left untouched.
+                With --set, every iBeacon and AltBeacon table without a uuid gets the same one: a fresh one, or the \
+                one the file's other beacons share (a site shares one UUID); every other byte of the file stays as it \
+                was, and the file is replaced atomically. A uuid that is there is kept unless --replace is given, \
+                which gives every beacon of the file one fresh UUID. A file that does not parse is left untouched.
                 """,
             options: [
                 Option(["-n", "--count"], "N", "How many UUIDs to print (default: 1).") { o, p, typed, v throws(UsageError) in
@@ -273,8 +297,8 @@ enum CLI {
                     o.countGiven = true
                 },
                 Option(["--lower"], nil, "Print lowercase hex digits.") { o, _, _, _ in o.lower = true },
-                Option(["--set"], "PATH", "Write a fresh UUID into PATH's [beacon] uuid.") { o, _, _, v in o.set = v },
-                Option(["--replace"], nil, "With --set: replace a uuid that is there.") { o, _, _, _ in o.replace = true },
+                Option(["--set"], "PATH", "Give PATH's beacons without a uuid one, the same for all.") { o, _, _, v in o.set = v },
+                Option(["--replace"], nil, "With --set: give every beacon one fresh UUID.") { o, _, _, _ in o.replace = true },
             ],
             start: GenUUIDOptions(),
             finish: { o throws(UsageError) in

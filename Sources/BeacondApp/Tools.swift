@@ -4,7 +4,6 @@ import BeaconCore
 import BluetoothHCI
 import DaemonCore
 import HCIHost
-import HCITransport
 import SystemCalls
 import SystemdSupport
 
@@ -282,6 +281,31 @@ enum Tools {
             return .failure
         }
         Output.out("Wrote a new identity key to \(path) (mode 0600). Give the same key to the resolver that is to recognize the beacon.\n")
+        return .success
+    }
+
+    /// `irk FILE`: a resolving key in each gateway's form (ResolvingKeyForms), read and checked as run reads it.
+    static func irk(path: String) -> ExitCode {
+        let key: IdentityKey
+        switch ConfigLoader.readKey(path) {
+        case .success(let k): key = k
+        case .failure(let why):
+            Output.err("Error: \(path) \(why.text)\n")
+            return .config
+        }
+        let f: ResolvingKeyForms
+        do { f = try ResolvingKeyForms(irk: key.bytes, cipher: { k, block in try AES128.encrypt(block, key: k) }) } catch {
+            Output.err("Error: AES-128 failed: \(error)\n")
+            return .failure
+        }
+        Output.out("""
+            The resolving key in \(path), for the gateways that are to resolve the beacon's addresses (give it to them only):
+              Home Assistant, Private BLE Device (IRK)   \(f.hex)
+              ESPHome (irk:)                             \(f.hex)
+              Theengs Gateway (--identities ADDR IRK)    --identities \(f.identityAddress) \(f.reversed)
+              base64 (Apple's keychain form; Home Assistant takes it too)   \(f.base64)
+
+            """)
         return .success
     }
 

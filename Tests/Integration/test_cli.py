@@ -21,7 +21,7 @@ UUID_RE = re.compile(r'^[0-9A-F]{8}-[0-9A-F]{4}-4[0-9A-F]{3}-[89AB][0-9A-F]{3}-[
 @pytest.mark.parametrize('args,golden', [
     (['--help'], 'help.txt'), (['help', 'run'], 'help-run.txt'), (['gen-uuid', '--help'], 'help-gen-uuid.txt'),
     (['help', 'payload'], 'help-payload.txt'), (['help', 'check-config'], 'help-check-config.txt'),
-    (['gen-key', '--help'], 'help-gen-key.txt'),
+    (['gen-key', '--help'], 'help-gen-key.txt'), (['irk', '--help'], 'help-irk.txt'),
     (['scan', '--help'], 'help-scan.txt'), (['help', 'status'], 'help-status.txt'), (['reload', '--help'], 'help-reload.txt'),
 ])
 def test_help_text_matches_golden_file(args, golden):
@@ -178,3 +178,23 @@ def test_the_readme_demo_runs_from_this_checkout():
     assert len(heard) == 3 and len({u for u, _, _ in heard}) == 1, r.stdout[-1500:]
     assert sorted(m for _, m, _ in heard) == ['1', '2', '3'] and len({a for _, _, a in heard}) == 3, heard
     assert 'CYW43455' in r.stdout and 'controller advertising now: off' in r.stdout, r.stdout[-1500:]
+
+
+def test_irk_prints_the_key_in_each_gateways_form_and_refuses_a_readable_file(tmp_path):
+    key = tmp_path / 'shelf1.irk'
+    key.write_text('ec0234a357c8ad05341010a60a397d9b\n')
+    key.chmod(0o600)
+    r = run_cli('irk', str(key))
+    assert r.returncode == 0, r.stderr
+    assert 'Home Assistant, Private BLE Device (IRK)   ec0234a357c8ad05341010a60a397d9b' in r.stdout, r.stdout
+    assert 'ESPHome (irk:)                             ec0234a357c8ad05341010a60a397d9b' in r.stdout
+    # Theengs reverses what it is given; base64 is of the reversed bytes (Apple's keychain form), as Python makes it.
+    import base64
+    rev = bytes.fromhex('ec0234a357c8ad05341010a60a397d9b')[::-1]
+    m = re.search(r'--identities ([0-9A-F:]{17}) ([0-9a-f]{32})', r.stdout)
+    assert m and m.group(2) == rev.hex() and int(m.group(1)[:2], 16) >> 6 == 0b11, r.stdout
+    assert base64.b64encode(rev).decode() in r.stdout
+    # The same checks as run's: a key readable by others is refused, and nothing of it is printed.
+    key.chmod(0o644)
+    r = run_cli('irk', str(key))
+    assert r.returncode == 78 and 'ec0234' not in r.stdout + r.stderr and 'mode 644' in r.stderr, r.stderr

@@ -1,0 +1,85 @@
+// Resolvable private addresses (Core Vol 6 Part B §1.3.2.2, Vol 3 Part H §2.2.2): prand (24 bits, the top two 01)
+// and hash = ah(IRK, prand), the low 24 bits of AES-128 with the IRK as key over 13 zero bytes and prand. Only a
+// holder of the IRK tells that an address is the beacon's; to anyone else each is a new device. Made on the host (no
+// Raspberry Pi chip has LL Privacy). Pure: AES comes in as a BlockCipher, random bytes from the caller.
+import BluetoothHCI
+
+public enum ResolvableAddress {
+    /// ah(IRK, prand): the three bytes of the hash, most significant first. `irk` is the key as its 32 hex digits
+    /// read (most significant byte first: how Home Assistant, bluetooth-data-tools and ESPHome take it), `prand` the
+    /// three bytes most significant first.
+    public static func hash(irk: [UInt8], prand: [UInt8], cipher: BlockCipher) throws -> [UInt8] {
+        precondition(irk.count == 16 && prand.count == 3, "an IRK is 16 bytes and prand 3")
+        let block = try cipher(irk, [UInt8](repeating: 0, count: 13) + prand)
+        return Array(block.suffix(3))
+    }
+
+    /// A new address from three random bytes: prand is them with its top two bits 01 (and its 22 random bits not all
+    /// 0 nor all 1: nil then, draw again).
+    public static func make(irk: [UInt8], random: [UInt8], cipher: BlockCipher) throws -> BluetoothAddress? {
+        guard random.count >= 3 else { return nil }
+        var prand = Array(random.prefix(3))
+        prand[0] = (prand[0] & 0x3F) | 0x40
+        let rest = (UInt32(prand[0] & 0x3F) << 16) | (UInt32(prand[1]) << 8) | UInt32(prand[2])
+        guard rest != 0, rest != 0x3F_FFFF else { return nil }
+        let h = try hash(irk: irk, prand: prand, cipher: cipher)
+        return BluetoothAddress(wire: (prand + h).reversed())
+    }
+
+    /// Whether `address` is a resolvable private address made with `irk`.
+    public static func resolves(_ address: BluetoothAddress, irk: [UInt8], cipher: BlockCipher) -> Bool {
+        guard address.kind == .resolvable else { return false }
+        let msb = Array(address.wire.reversed())
+        guard let h = try? hash(irk: irk, prand: Array(msb[0..<3]), cipher: cipher) else { return false }
+        return h == Array(msb[3..<6])
+    }
+}
+
+/// A resolving key in the forms the gateways that resolve the addresses take (`beacond irk FILE`).
+public struct ResolvingKeyForms: Sendable, Hashable {
+    /// The 32 hex digits as stored: the AES key as it stands (Home Assistant's Private BLE Device,
+    /// bluetooth-data-tools, ESPHome's `irk:`).
+    public let hex: String
+    /// Byte-reversed, least significant byte first: Theengs Gateway's `--identities` reverses what it is given.
+    public let reversed: String
+    /// Base64 of the reversed bytes: Apple's keychain form, which Home Assistant also takes (it reverses base64).
+    public let base64: String
+    /// An identity address for Theengs Gateway to publish the beacon under (its `--identities ADDRESS IRK` pairs the
+    /// two; the address plays no part in resolving): a random static address made from the key with AES, so the same
+    /// key always names the same device and the address tells nothing of the key.
+    public let identityAddress: BluetoothAddress
+
+    public init(irk: [UInt8], cipher: BlockCipher) throws {
+        precondition(irk.count == 16, "an IRK is 16 bytes")
+        hex = hexString(irk)
+        reversed = hexString(irk.reversed())
+        base64 = Base64.encode(Array(irk.reversed()))
+        // AES(IRK, "beacond identity"): 16 bytes no one can turn back into the key; the first six, top bits 11.
+        var d = try cipher(irk, Array("beacond identity".utf8))
+        var address: BluetoothAddress?
+        while address == nil {
+            address = BluetoothAddress.makeStatic(from: Array(d.prefix(6)))
+            d = try cipher(irk, d)
+        }
+        identityAddress = address!
+    }
+}
+
+/// RFC 4648 base64 with padding, for the one key form that needs it.
+public enum Base64 {
+    public static func encode(_ bytes: [UInt8]) -> String {
+        let table = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+        var out: [UInt8] = []
+        var i = 0
+        while i < bytes.count {
+            let n = min(3, bytes.count - i)
+            let v = (UInt32(bytes[i]) << 16) | (n > 1 ? UInt32(bytes[i + 1]) << 8 : 0) | (n > 2 ? UInt32(bytes[i + 2]) : 0)
+            out.append(table[Int(v >> 18 & 63)])
+            out.append(table[Int(v >> 12 & 63)])
+            out.append(n > 1 ? table[Int(v >> 6 & 63)] : UInt8(ascii: "="))
+            out.append(n > 2 ? table[Int(v & 63)] : UInt8(ascii: "="))
+            i += 3
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
