@@ -1,0 +1,34 @@
+"""The routes to the packages (README "Getting the package"): what make does on each kind of build machine, read
+from make's own plan (make -n: nothing is built), and the shipped example for three beacons."""
+from __future__ import annotations
+
+import subprocess
+
+from conftest import ROOT
+
+
+def plan(*args: str) -> list[str]:
+    r = subprocess.run(['make', '-n', '--no-print-directory', *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.splitlines()
+
+
+def test_on_a_pi_make_deb_arm64_takes_the_native_path_with_only_the_builds_packages():
+    # An arm64 host (a Pi on Debian 13 with swiftlang): the build's own packages, then build-deb with that machine's
+    # Swift; no amd64 build root (it cannot be made there), no VM, test or benchmark packages.
+    steps = plan('deb-arm64', 'HOST_ARCH=arm64')
+    assert steps == ['sh scripts/deps.sh --build', 'sh scripts/stage.sh deb-arm64 sh scripts/build-deb.sh arm64'], steps
+
+
+def test_on_amd64_make_deb_arm64_cross_builds_in_the_build_root():
+    steps = plan('deb-arm64', 'HOST_ARCH=amd64')
+    assert any('buildroot.sh amd64' in s for s in steps) and steps[-1].endswith('build-deb.sh arm64'), steps
+
+
+def test_the_build_packages_are_what_building_needs():
+    # deps.sh --build: no prometheus, qemu, debootstrap or python3-venv (those are the tests'), swiftlang only where
+    # the machine has no Swift.
+    text = (ROOT / 'scripts' / 'deps.sh').read_text()
+    build = text.split('build="', 1)[1].split('"', 1)[0].split()
+    assert not {'prometheus', 'qemu-system-x86', 'qemu-system-arm', 'debootstrap', 'python3-venv'} & set(build), build
+    assert {'libbluetooth-dev', 'libsystemd-dev', 'libgcrypt20-dev', 'dpkg-dev', 'binutils'} <= set(build), build
