@@ -57,6 +57,15 @@ def proc_status(pid: int, key: str) -> int:
     raise KeyError(key)
 
 
+def smaps(pid: int, field: str) -> int:
+    """A field of /proc/PID/smaps_rollup in kB: Pss (each shared page divided among its sharers, so libc's and
+    libsystemd's pages count for a fraction) or Private_Dirty (what is the process's alone: its real cost on a Pi)."""
+    for line in open(f'/proc/{pid}/smaps_rollup'):
+        if line.startswith(field + ':'):
+            return int(line.split()[1])
+    raise KeyError(field)
+
+
 def cpu_ticks(pid: int) -> int:
     fields = open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()
     return int(fields[11]) + int(fields[12])  # utime + stime
@@ -73,8 +82,9 @@ def stop(p: subprocess.Popen) -> None:
 
 
 def start_times(name: str, argv_for, lab: Lab, runs: int, env=None, notify: NotifyListener | None = None):
-    """exec → first enable in the controller, exec → READY=1 (when there is a notify socket), peak RSS."""
-    to_adv, to_ready, hwm = [], [], []
+    """exec → first enable in the controller, exec → READY=1 (when there is a notify socket), peak RSS, and PSS and
+    private dirty memory once advertising."""
+    to_adv, to_ready, hwm, pss, dirty = [], [], [], [], []
     for _ in range(runs):
         t0 = time.monotonic()
         p = subprocess.Popen(argv_for(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
@@ -86,10 +96,12 @@ def start_times(name: str, argv_for, lab: Lab, runs: int, env=None, notify: Noti
                 to_ready.append((t_ready - t0) * 1000)
             time.sleep(0.2)
             hwm.append(proc_status(p.pid, 'VmHWM'))
+            pss.append(smaps(p.pid, 'Pss'))
+            dirty.append(smaps(p.pid, 'Private_Dirty'))
         finally:
             stop(p)
         time.sleep(0.05)
-    return to_adv, to_ready, hwm
+    return to_adv, to_ready, hwm, pss, dirty
 
 
 def stats(xs):
@@ -225,19 +237,20 @@ def main() -> int:
                 r = start_times(name, lambda: [raw, '127.0.0.1', str(port), data_hex], lab, args.runs)
             results[name] = r
 
-    b_adv, b_ready, b_hwm = results['beacond']
-    print('\n## Start: exec → advertising enabled in the controller, peak RSS\n')
-    print('| program | exec → advertising, median | min | max | peak RSS (VmHWM), median | min | max |')
-    print('|---|---|---|---|---|---|---|')
+    b_adv, b_ready, b_hwm, _, _ = results['beacond']
+    print('\n## Start: exec → advertising enabled in the controller, peak RSS, PSS and private dirty memory\n')
+    print('| program | exec → advertising, median | min | max | peak RSS (VmHWM), median | min | max | PSS, median | private dirty, median |')
+    print('|---|---|---|---|---|---|---|---|---|')
     labels = {'beacond': 'beacond run', 'bumble': 'Python + Bumble host API', 'raw': 'raw H4 client (C, floor)'}
     for name in ('beacond', 'bumble', 'raw'):
-        adv, _, hwm = results[name]
-        print(f'| {labels[name]} | {fmt(adv, "ms")} | {fmt([h / 1024 for h in hwm], "MiB")} |')
+        adv, _, hwm, pss, dirty = results[name]
+        print(f'| {labels[name]} | {fmt(adv, "ms")} | {fmt([h / 1024 for h in hwm], "MiB")} | '
+              f'{statistics.median(pss) / 1024:.1f} MiB | {statistics.median(dirty) / 1024:.1f} MiB |')
     print(f'| beacond exec → READY=1 | {fmt(b_ready, "ms")} | | | |')
     print('\n| ratio (medians) | exec → advertising | peak RSS |')
     print('|---|---|---|')
     for peer in ('bumble', 'raw'):
-        adv, _, hwm = results[peer]
+        adv, _, hwm, _, _ = results[peer]
         print(f'| beacond / {labels[peer]} | {statistics.median(b_adv) / statistics.median(adv):.3f} | '
               f'{statistics.median(b_hwm) / statistics.median(hwm):.2f} |')
     size = os.path.getsize(beacond)
