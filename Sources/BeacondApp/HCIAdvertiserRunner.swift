@@ -24,9 +24,10 @@ final class HCIAdvertiserRunner {
     private lazy var addressRetry = RepeatingJob(loop) { [weak self] in self?.retryAddresses() }
     private lazy var refreshes = RepeatingJob(loop) { [weak self] in self?.refresh() }
     private let loop: EventLoop
-    /// An apply or a stop that came while a refresh's commands were out: each runs when they are back.
-    private var refreshing = false
-    private var afterRefresh: [() -> Void] = []
+    /// The apply's or the stop's completion while the advertiser holds it back for a slot's or a refresh's commands
+    /// (HCIAdvertiser.resume gives its steps when they are back).
+    private var waitingApply: ((Result<Void, BackendFailure>) -> Void)?
+    private var waitingStop: (() -> Void)?
     /// Each beacon's address as STATUS names it, and the address itself.
     private var addressNotes: [String] = []
     private var ownAddresses: [OwnAddress] = []
@@ -45,8 +46,6 @@ final class HCIAdvertiserRunner {
         guard advertiser != nil, !schedule.beacons.isEmpty else {
             return done(.failure(BackendFailure(message: "The controller on \(device) is not open")))
         }
-        // A refresh's off and on must not land between the apply's own commands.
-        if refreshing { return afterRefresh.append { [weak self] in self?.apply(schedule, dataOnlyAllowed: dataOnlyAllowed, done) } }
         let choice: AddressChoice.Choice
         switch addresses.choose(schedule, device: device) {
         case .success(let got): choice = got
@@ -71,6 +70,10 @@ final class HCIAdvertiserRunner {
         if let a = advertiser, !a.ownsController { owned[name, .hciSets] = a.usedHandles }
         switch outcome {
         case .done: done(.success(()))
+        case .deferred:
+            // The lifecycle asks for one apply at a time; a second one replaces the first, which is answered.
+            waitingApply?(.failure(BackendFailure(message: "A newer apply on \(device) replaced this one before it went out")))
+            waitingApply = done
         case .failed(let message, let error):
             done(.failure(BackendFailure(message: message, fields: error.map { HCIDecisions.fields($0, device: name) } ?? ["HCI_DEVICE=\(device)"],
                                          unanswered: error?.unanswered ?? false)))
@@ -128,7 +131,7 @@ final class HCIAdvertiserRunner {
                 if let again = self.advertiser?.sliceFailed(f) { return self.carryOnItsOwn(again, on: c) }
                 self.oddity("slice", "The controller on \(self.device) refused the next time slice's data (\(f.error)); trying again at the next slot")
             }
-            self.publicIfDue()
+            self.resumeWaiting()
         }
     }
 
@@ -143,21 +146,31 @@ final class HCIAdvertiserRunner {
         guard !closed, let steps = advertiser?.refreshSteps() else { return }
         defer { syncTimers() }
         guard !steps.isEmpty else { return }
-        refreshing = true
         c.run(steps) { [weak self] result in
             guard let self, !self.closed else { return }
-            self.refreshing = false
             self.advertiser?.refreshFinished()
             if case .failure(let f) = result, f.error.unanswered {
-                self.afterRefresh = []
                 return self.onEvent(.lost(self.failure("turn the advertising on \(self.device) off and on again", f)))
             } else if case .failure(let f) = result {
                 self.oddity("refresh", "The controller on \(self.device) refused \(f.step.command.opcode) when beacond turned its advertising off and on again (\(f.error)); trying again in \(HCIAdvertiser.refreshPeriod.components.seconds) s")
             }
-            let waiting = self.afterRefresh
-            self.afterRefresh = []
-            if waiting.isEmpty { self.publicIfDue() }
-            waiting.forEach { $0() }
+            self.resumeWaiting()
+        }
+    }
+
+    /// A slot's or a refresh's commands are back: the apply or the stop that waited for them goes out now, else the
+    /// public address if a scan started meanwhile.
+    private func resumeWaiting() {
+        switch advertiser?.resume() {
+        case .apply(let outcome)?:
+            let done = waitingApply ?? { _ in }
+            waitingApply = nil
+            carry(outcome, on: connection, done)
+        case .stop(let steps)?:
+            let done = waitingStop ?? {}
+            waitingStop = nil
+            runStop(steps, done)
+        case nil: publicIfDue()
         }
     }
 
@@ -170,7 +183,7 @@ final class HCIAdvertiserRunner {
 
     /// A scan started while commands of beacond's were out: the public address now that they are back.
     private func publicIfDue() {
-        guard !closed, !refreshing, let o = advertiser?.switchToPublicIfDue() else { return }
+        guard !closed, let o = advertiser?.switchToPublicIfDue() else { return }
         carryOnItsOwn(o, on: connection)
     }
 
@@ -179,11 +192,14 @@ final class HCIAdvertiserRunner {
     func stop(_ done: @escaping () -> Void) {
         let c = connection
         guard advertiser != nil, !c.isClosed else { return done() }
-        // A refresh's enable must not come after the stop's disable.
-        if refreshing { return afterRefresh.append { [weak self] in self.map { $0.stop(done) } ?? done() } }
-        let steps = advertiser!.stopSteps()
+        // A slot's or a refresh's enable must not come after the stop's disable: the stop waits for them.
+        guard let steps = advertiser!.stopSteps() else { waitingStop = done; return syncTimers() }
+        runStop(steps, done)
+    }
+
+    private func runStop(_ steps: [Step], _ done: @escaping () -> Void) {
         syncTimers()
-        c.run(steps) { [weak self] result in
+        connection.run(steps) { [weak self] result in
             guard let self else { return done() }
             switch result {
             case .success:

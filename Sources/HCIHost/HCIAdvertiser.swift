@@ -24,9 +24,17 @@ public struct HCIAdvertiser: Sendable {
     /// Legacy: the one advertiser's parameters and the data and scan response it carries now.
     private var legacyBase: AdvertisingRequest?
     /// Legacy with several beacons: the beacons taking turns, whose turn it is; a slot's or a refresh's commands in
-    /// flight (the steps a timer sends, one sequence at a time).
+    /// flight (the steps a timer sends).
     private var slicer = LegacySlicer()
     private var timedStepsInFlight = false
+    /// An apply or a stop asked for while a slot's or a refresh's commands were out: it goes out when they are back
+    /// (`resume`). One sequence of commands at a time, whoever asks: a disable or a new advertiser sent between a
+    /// slot's or a refresh's commands would be overtaken by their enable.
+    private var waiting: Waiting?
+    private enum Waiting: Sendable {
+        case apply([AdvertisingRequest], dataOnlyAllowed: Bool)
+        case stop
+    }
     /// The intervals used, per beacon of `applied`; the TX power each set (legacy: 0) reported.
     private var effectiveIntervals: [AdvertisingInterval] = []
     private var txPowers: [UInt8: Int8] = [:]
@@ -83,6 +91,27 @@ public struct HCIAdvertiser: Sendable {
         case done
         /// Not possible, with the sentence to say and the command error if there was one.
         case failed(String, CommandError?)
+        /// A slot's or a refresh's commands are out: the apply waits for them (`resume` gives its outcome then).
+        case deferred
+    }
+
+    /// What waited for a slot's or a refresh's commands, now that they are back.
+    public enum Resumed: Sendable {
+        /// The apply's outcome (report its steps with `finished(_:)`).
+        case apply(Outcome)
+        /// The stop's steps (report with `stopped()` once accepted).
+        case stop([Step])
+    }
+
+    /// After a slot's or a refresh's commands came back (either way): the apply or the stop that waited for them, if
+    /// one did.
+    public mutating func resume() -> Resumed? {
+        guard !timedStepsInFlight, let w = waiting else { return nil }
+        waiting = nil
+        switch w {
+        case .apply(let wanted, let dataOnlyAllowed): return .apply(apply(wanted, dataOnlyAllowed: dataOnlyAllowed))
+        case .stop: return .stop(stopSteps()!)
+        }
     }
 
     /// Something worth saying while applying: a warning (the caller says each once) or a notice.
@@ -105,7 +134,11 @@ public struct HCIAdvertiser: Sendable {
     /// Puts `wanted` (each with its own address) on the air. With `dataOnlyAllowed`, beacons already on the air as
     /// wanted are not touched and a change of data alone is made in place.
     public mutating func apply(_ wanted: [AdvertisingRequest], dataOnlyAllowed: Bool) -> Outcome {
-        apply(wanted, dataOnlyAllowed: dataOnlyAllowed, allowSwitch: true)
+        if timedStepsInFlight {
+            waiting = .apply(wanted, dataOnlyAllowed: dataOnlyAllowed)
+            return .deferred
+        }
+        return apply(wanted, dataOnlyAllowed: dataOnlyAllowed, allowSwitch: true)
     }
 
     /// The interval this controller can take for `r` (pre-5.0 floor, or the floor a refusal taught).
@@ -275,7 +308,7 @@ public struct HCIAdvertiser: Sendable {
     public mutating func retryOwnAddresses() -> Outcome? {
         guard publicWhileScanning, family == .legacy else { return nil }
         // Every period counts, whatever is in flight: a scan that restarts leaves a sign in each.
-        guard scanner.tick(), pending == nil, !timedStepsInFlight, let wanted = applied else { return nil }
+        guard scanner.tick(), pending == nil, !timedStepsInFlight, waiting == nil, let wanted = applied else { return nil }
         publicWhileScanning = false
         retryingAddresses = true
         forget()
@@ -287,7 +320,8 @@ public struct HCIAdvertiser: Sendable {
     public mutating func sliceFailed(_ f: StepFailure) -> Outcome? {
         sliceFinished(false)
         if case .withheld = f.error.reason { return switchToPublicIfDue() }
-        guard pending == nil, let wanted = applied, addressRefused(f) else { return nil }
+        // An apply or a stop that waited for the slot goes out instead (`resume`).
+        guard pending == nil, waiting == nil, let wanted = applied, addressRefused(f) else { return nil }
         forget()
         return apply(wanted, dataOnlyAllowed: false, allowSwitch: false)
     }
@@ -327,7 +361,7 @@ public struct HCIAdvertiser: Sendable {
     /// The slot timer fired: the next beacon's steps (empty when nothing needs sending, or the last slot's commands are
     /// still out: that slot is skipped). Report them with `sliceFinished`.
     public mutating func nextSlice() -> [Step] {
-        guard legacyBase != nil, !timedStepsInFlight else { return [] }
+        guard legacyBase != nil, pending == nil, !timedStepsInFlight, waiting == nil else { return [] }
         let steps = slicer.next()
         if !steps.isEmpty { timedStepsInFlight = true }
         return steps
@@ -358,7 +392,7 @@ public struct HCIAdvertiser: Sendable {
     /// air, an apply or a slot's commands out, or time slices that restart the advertiser anyway, each beacon from its
     /// own address). Report them with `refreshFinished`.
     public mutating func refreshSteps() -> [Step] {
-        guard applied != nil, pending == nil, !timedStepsInFlight else { return [] }
+        guard applied != nil, pending == nil, !timedStepsInFlight, waiting == nil else { return [] }
         let steps: [Step]
         switch family {
         case .legacy:
@@ -382,8 +416,13 @@ public struct HCIAdvertiser: Sendable {
 
     // MARK: stop
 
-    /// The steps that take every beacon of beacond's off this controller.
-    public mutating func stopSteps() -> [Step] {
+    /// The steps that take every beacon of beacond's off this controller; nil while a slot's or a refresh's commands
+    /// are out (the stop waits for them: `resume`).
+    public mutating func stopSteps() -> [Step]? {
+        if timedStepsInFlight {
+            waiting = .stop
+            return nil
+        }
         forget()
         pending = nil
         switch family {
@@ -436,7 +475,7 @@ public struct HCIAdvertiser: Sendable {
     /// After commands of beacond's came back (an apply, a time slice, a refresh): the steps that move every beacon to
     /// the public address when a scan started meanwhile (report them with `finished(_:)`); nil otherwise.
     public mutating func switchToPublicIfDue() -> Outcome? {
-        guard switchDue, pending == nil, !timedStepsInFlight, let wanted = applied else { return nil }
+        guard switchDue, pending == nil, !timedStepsInFlight, waiting == nil, let wanted = applied else { return nil }
         switchDue = false
         forget()
         return apply(wanted, dataOnlyAllowed: false, allowSwitch: false)

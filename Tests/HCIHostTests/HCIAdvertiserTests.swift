@@ -43,7 +43,7 @@ struct HCIAdvertiserTests {
         guard case .done = a.finished(ok(s)) else { Issue.record("not done"); return }
         #expect(a.usedHandles == [0])
         // And the stop takes off what is left.
-        #expect(removed(a.stopSteps()) == [0])
+        #expect(removed(a.stopSteps() ?? []) == [0])
         a.stopped()
         #expect(a.usedHandles == [])
     }
@@ -55,7 +55,7 @@ struct HCIAdvertiserTests {
         #expect(removed(s) == [])
         #expect(s.first?.command.opcode == .leSetExtendedAdvertisingParameters)
         _ = a.finished(ok(s))
-        #expect(opcodes(a.stopSteps()) == [.leSetExtendedAdvertisingEnable, .leClearAdvertisingSets])
+        #expect(opcodes(a.stopSteps() ?? []) == [.leSetExtendedAdvertisingEnable, .leClearAdvertisingSets])
     }
 
     @Test("a reload that changes one beacon's data sends one data command; an unchanged config sends nothing")
@@ -139,8 +139,37 @@ struct HCIAdvertiserTests {
         let again = a.nextSlice()
         #expect(again == [Step(.leSetAdvertisingData(request(1).data))])
         #expect(a.report?.beacons.map(\.every) == [.milliseconds(200), .milliseconds(200)])
-        _ = a.stopSteps()
-        #expect(a.slotDuration == nil)
+        #expect(a.stopSteps() == nil)  // the slot's command is out: the stop waits for it
+        a.sliceFinished(true)
+        guard case .stop(let stop)? = a.resume() else { Issue.record("the stop did not resume"); return }
+        #expect(opcodes(stop) == [.leSetAdvertisingEnable])
+        #expect(a.slotDuration == nil && a.resume() == nil)
+    }
+
+    @Test("bug (#45): an apply or a stop asked for while a slot's or a refresh's commands are out waits for them, so their enable cannot overtake it; nothing else goes out meanwhile")
+    func oneSequenceAtATime() {
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: false), capacity: 1, ownsController: false)
+        _ = a.finished(ok(steps(a.apply([request(1), request(2)], dataOnlyAllowed: false))))
+        #expect(!a.nextSlice().isEmpty)
+        guard case .deferred = a.apply([request(3)], dataOnlyAllowed: false) else { Issue.record("the apply went out beside the slot"); return }
+        #expect(a.resume() == nil)  // the slot's data is still out
+        a.sliceFinished(true)
+        #expect(a.nextSlice().isEmpty && a.refreshSteps().isEmpty)  // the apply goes first
+        guard case .apply(let o)? = a.resume() else { Issue.record("the apply did not resume"); return }
+        let s = steps(o)
+        #expect(s.contains(Step(.leSetAdvertisingData(request(3).data))))
+        guard case .done = a.finished(ok(s)) else { Issue.record("not done"); return }
+        #expect(a.slotDuration == nil && a.resume() == nil)
+
+        // A stop during a refresh: the refresh's enable comes back first, then the disable.
+        let r = a.refreshSteps()
+        #expect(r.last?.command == .leSetAdvertisingEnable(true))
+        #expect(a.stopSteps() == nil)
+        a.refreshFinished()
+        guard case .stop(let stop)? = a.resume() else { Issue.record("the stop did not resume"); return }
+        #expect(stop.map(\.command) == [.leSetAdvertisingEnable(false)])
+        a.stopped()
+        #expect(!a.isAdvertising)
     }
 
     @Test("legacy with an address per beacon: each slot restarts the advertiser from its beacon's address; the cost is said once")
@@ -400,7 +429,7 @@ struct HCIAdvertiserTests {
         _ = a.finished(ok(steps(a.apply([request(1), r2], dataOnlyAllowed: false))))
         #expect(a.refreshSteps().isEmpty)
         // Stopped: nothing to refresh.
-        _ = a.stopSteps()
+        #expect(a.stopSteps() != nil)
         #expect(a.refreshSteps().isEmpty && !a.isAdvertising)
 
         var e = HCIAdvertiser(device: "hci0", info: info(extended: true), capacity: 4, ownsController: false)

@@ -14,12 +14,15 @@ import time
 from bumble import hci
 
 from conftest import ROOT, config_text, ibeacon_bytes, run_cli, kept_address
-from harness.lab import wait_for
+from harness.lab import Lab, wait_for
+from test_beacons import ALT, ALT_BYTES, IB, IB_BYTES, heard_all
 from test_faults import start
 from test_run import EXT_DATA, EXT_ENABLE, EXT_PARAMS, on_air
 
 RESET = hci.HCI_RESET_COMMAND
 VERSION = hci.HCI_READ_LOCAL_VERSION_INFORMATION_COMMAND
+LEGACY_DATA = hci.HCI_LE_SET_ADVERTISING_DATA_COMMAND
+LEGACY_ENABLE = hci.HCI_LE_SET_ADVERTISING_ENABLE_COMMAND
 
 
 def test_zero_command_credits_after_reset_are_treated_as_a_hung_controller_and_it_is_reopened(
@@ -95,6 +98,30 @@ def test_a_stop_between_set_data_and_enable_leaves_nothing_on_air(tmp_path, proc
     assert disables, tail
     assert not any(op == EXT_ENABLE and p[:1] == b'\x01' for op, p in tail[disables[0]:]), tail
     assert tail[-1][0] == hci.HCI_LE_CLEAR_ADVERTISING_SETS_COMMAND, tail
+
+
+def test_a_stop_while_a_time_slice_is_out_waits_for_the_slot(tmp_path, processes, notify):
+    """Legacy time slices with an address per beacon restart the advertiser each slot (disable, address, data,
+    enable). A SIGTERM while a slot's data command is out: the slot's enable comes back first, then the stop's
+    disable is the last word. The bug: the stop's disable went out between the slot's data and its enable (two
+    sequences of commands interleaved on one controller), so whether the controller was left advertising depended
+    on the slot's enable being lost with the connection."""
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(IB + ALT)
+    sock = tmp_path / 'hci.sock'
+    with Lab(f'unix-server:{sock}', extended=False) as lab:
+        b = processes('run', '-c', str(conf), '-d', f'unix:{sock}', env={'NOTIFY_SOCKET': notify.path})
+        heard_all(lab, [IB_BYTES, ALT_BYTES], timeout=10)
+        armed = len(lab.state()['commands'])
+        lab.add_fault(LEGACY_DATA, 0, times=1, delay=0.5)  # the next slot's data: the real reply, half a second late
+        sent = []
+        lab.on_command(lambda op: op == LEGACY_DATA and not sent and (sent.append(op) or os.kill(b.proc.pid, signal.SIGTERM)))
+        assert b.wait(10) == 0
+        time.sleep(0.6)  # anything still queued in the controller lands
+        tail = [(op, p) for _, op, p in lab.state()['commands'][armed:]]
+        data = next(i for i, (op, _) in enumerate(tail) if op == LEGACY_DATA)
+        assert tail[data:] == [tail[data], (LEGACY_ENABLE, b'\x01'), (LEGACY_ENABLE, b'\x00')], tail
+        assert lab.advertising() is None, lab.state()
 
 
 def test_connectable_advertising_is_back_after_a_central_connects_and_after_it_disconnects(
