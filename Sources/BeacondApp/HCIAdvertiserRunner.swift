@@ -122,14 +122,12 @@ final class HCIAdvertiserRunner {
         let started = monotonicMicroseconds()
         c.run(steps, withholding: withholding) { [weak self] result in
             guard let self, !self.closed else { return }
-            switch result {
-            case .success:
+            if case .failure(let f) = result {
+                if !f.error.unanswered, let again = self.advertiser?.sliceFailed(f) { return self.carryOnItsOwn(again, on: c) }
+                guard self.timedStepsFailed(.slice, f) else { return }
+            } else {
                 self.advertiser?.sliceFinished(true, took: .microseconds(Int64(monotonicMicroseconds() &- started)))
                 self.say()
-            case .failure(let f) where f.error.unanswered: return self.onEvent(.lost(self.failure("send the next time slice on \(self.device)", f)))
-            case .failure(let f):
-                if let again = self.advertiser?.sliceFailed(f) { return self.carryOnItsOwn(again, on: c) }
-                self.oddity("slice", "The controller on \(self.device) refused the next time slice's data (\(f.error)); trying again at the next slot")
             }
             self.resumeWaiting()
         }
@@ -149,12 +147,16 @@ final class HCIAdvertiserRunner {
         c.run(steps) { [weak self] result in
             guard let self, !self.closed else { return }
             self.advertiser?.refreshFinished()
-            if case .failure(let f) = result, f.error.unanswered {
-                return self.onEvent(.lost(self.failure("turn the advertising on \(self.device) off and on again", f)))
-            } else if case .failure(let f) = result {
-                self.oddity("refresh", "The controller on \(self.device) refused \(f.step.command.opcode) when beacond turned its advertising off and on again (\(f.error)); trying again in \(HCIAdvertiser.refreshPeriod.components.seconds) s")
-            }
+            if case .failure(let f) = result, !self.timedStepsFailed(.refresh, f) { return }
             self.resumeWaiting()
+        }
+    }
+
+    /// A slot's or a refresh's commands failed (HCIDecisions says what it means): false when the connection is lost.
+    private func timedStepsFailed(_ which: HCIDecisions.TimedSteps, _ f: StepFailure) -> Bool {
+        switch HCIDecisions.failed(which, f, device: name) {
+        case .lost(let failure): onEvent(.lost(failure)); return false
+        case .oddity(let kind, let message): oddity(kind, message); return true
         }
     }
 
@@ -225,5 +227,4 @@ final class HCIAdvertiserRunner {
     /// After another program's command or a stopped connectable advertising: the slices follow the advertiser.
     func syncAfterEvent() { syncTimers() }
 
-    private func failure(_ what: String, _ f: StepFailure) -> BackendFailure { HCIDecisions.failed(what, f.error, device: name) }
 }

@@ -57,6 +57,30 @@ public enum HCIDecisions {
         BackendFailure(message: "Failed to \(what): \(e)", fields: fields(e, device: device), unanswered: e.unanswered)
     }
 
+    /// The commands a timer sends: a time slot's (the next beacon's turn) or the refresh's (off and on again).
+    public enum TimedSteps: Sendable { case slice, refresh }
+
+    /// What a slot's or a refresh's failed commands mean, once the advertiser has had its say (a refused address,
+    /// HCIAdvertiser.sliceFailed).
+    public enum TimedFailure: Sendable, Equatable {
+        /// The controller stopped answering: the connection is lost.
+        case lost(BackendFailure)
+        /// A refusal the next slot or refresh tries again: a warning once per connection for each `kind`, then at
+        /// debug level.
+        case oddity(kind: String, message: String)
+    }
+
+    public static func failed(_ which: TimedSteps, _ f: StepFailure, device: String) -> TimedFailure {
+        switch (which, f.error.unanswered) {
+        case (.slice, true): .lost(failed("send the next time slice on \(device)", f.error, device: device))
+        case (.refresh, true): .lost(failed("turn the advertising on \(device) off and on again", f.error, device: device))
+        case (.slice, false):
+            .oddity(kind: "slice", message: "The controller on \(device) refused the next time slice's data (\(f.error)); trying again at the next slot")
+        case (.refresh, false):
+            .oddity(kind: "refresh", message: "The controller on \(device) refused \(f.step.command.opcode) when beacond turned its advertising off and on again (\(f.error)); trying again in \(HCIAdvertiser.refreshPeriod.components.seconds) s")
+        }
+    }
+
     /// The journal fields of a command error.
     public static func fields(_ e: CommandError, device: String) -> [String] {
         var f = ["HCI_DEVICE=\(device)", "HCI_OPCODE=\(hex16(e.opcode.rawValue))"]

@@ -60,4 +60,20 @@ struct HCIDecisionsTests {
         #expect(HCIDecisions.probeLines(info, family: .legacy, capacity: nil, device: "hci0")[0].1
                 .hasSuffix("using legacy advertising commands (it refused LE Read Number of Supported Advertising Sets: the legacy family is in use there)"))
     }
+
+    @Test("a slot's or a refresh's failed commands: unanswered is a lost controller; a refusal is an oddity of its own kind, tried again")
+    func timedStepsFailed() {
+        let refused = StepFailure(index: 1, step: Step(.leSetAdvertisingData(try! AdvertisingData(raw: [0x02, 0x01, 0x06]))),
+                                  error: CommandError(opcode: .leSetAdvertisingData, reason: .status(.commandDisallowed)))
+        let hung = StepFailure(index: 0, step: Step(.leSetAdvertisingEnable(false)),
+                               error: CommandError(opcode: .leSetAdvertisingEnable, reason: .noCredit(.seconds(4))))
+        guard case .oddity("slice", let m) = HCIDecisions.failed(.slice, refused, device: "hci0") else { Issue.record("not an oddity"); return }
+        #expect(m.hasPrefix("The controller on hci0 refused the next time slice's data (") && m.hasSuffix("trying again at the next slot"))
+        guard case .oddity("refresh", let r) = HCIDecisions.failed(.refresh, refused, device: "hci0") else { Issue.record("not an oddity"); return }
+        #expect(r.contains("when beacond turned its advertising off and on again") && r.hasSuffix("trying again in 2 s"))
+        for which in [HCIDecisions.TimedSteps.slice, .refresh] {
+            guard case .lost(let f) = HCIDecisions.failed(which, hung, device: "hci0") else { Issue.record("not lost"); return }
+            #expect(f.unanswered && f.fields.contains("HCI_OPCODE=0x200A"))
+        }
+    }
 }
