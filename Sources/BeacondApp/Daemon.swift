@@ -117,7 +117,6 @@ final class Daemon {
         eidTimer = try loop.addIdleTimer { [unowned self] in self.clockTick() }
         watchClockSteps()
         try loop.enableWatchdog()
-        startWatcher()
         // The first telemetry (the temperature now) before the first frame goes out.
         handle(.telemetry(telemetryClock.telemetry(temperature: lifecycle.hasTelemetry ? ThermalZone.read() : nil)))
         // The wall clock, for the EIDs of the first frames.
@@ -234,6 +233,8 @@ final class Daemon {
 
     private func open(_ kind: BackendKind, mayBringUp: Bool) {
         let device = lifecycle.device
+        // The device may have become a kernel one at a reload (from an H4 device): its events from now on.
+        startWatcher()
         // A reload may name another device: its lock first (held by another beacond: retried like a busy device).
         if let busy = stateLock.acquire(device.description) {
             generation += 1
@@ -285,6 +286,7 @@ final class Daemon {
     // MARK: kernel device events
 
     /// For hciN: listen to the kernel's device events so a returning adapter is used at once, not at the next retry.
+    /// Started when a kernel device is first opened (at start or after a reload); it follows the device named now.
     private func startWatcher() {
         guard case .kernel = lifecycle.device, watcher == nil else { return }
         do {
@@ -296,6 +298,7 @@ final class Daemon {
                     self.handle(.device(e.kind))
                 }
             }
+            log.debug("Watching hciN device events")
         } catch {
             log.debug("Not watching hciN device events: \(error)")
         }

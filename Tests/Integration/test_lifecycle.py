@@ -124,6 +124,26 @@ def test_a_stop_while_a_time_slice_is_out_waits_for_the_slot(tmp_path, processes
         assert lab.advertising() is None, lab.state()
 
 
+def test_a_reload_from_an_h4_device_to_a_kernel_one_starts_watching_kernel_device_events(tmp_path, processes, tcp_lab, notify):
+    """The kernel's device events (an adapter registered or up again: used at once, not at the next retry) were
+    watched only when the first device was an hciN: after a reload from an H4 device to hci0, a returning adapter
+    waited for the retry. This machine has no Bluetooth sockets, so the watcher's own attempt is what shows: it is
+    made when the device becomes a kernel one (the debug line says why it cannot watch here)."""
+    lab, device = tcp_lab
+    conf = tmp_path / 'beacond.conf'
+    daemon = '[daemon]\nlog_level = "debug"\n'
+    conf.write_text(config_text(extra=f'\n[controller]\ndevice = "{device}"\n{daemon}'))
+    b = processes('run', '-c', str(conf), env={'NOTIFY_SOCKET': notify.path})
+    on_air(lab, ibeacon_bytes())
+    assert 'hciN device events' not in b.log()  # an H4 device: nothing to watch
+    conf.write_text(config_text(extra=f'\n[controller]\ndevice = "hci0"\n{daemon}'))
+    os.kill(b.proc.pid, signal.SIGHUP)
+    wait_for(lambda: lab.advertising() is None, timeout=5, what='the H4 controller left')
+    # (Then, with no Bluetooth in this kernel, beacond exits 69 as at a start on hci0: not this test's subject.)
+    wait_for(lambda: re.search(r'(Not watching|Watching) hciN device events', b.log()), timeout=5,
+             what="the kernel device watcher's start after the reload")
+
+
 def test_connectable_advertising_is_back_after_a_central_connects_and_after_it_disconnects(
         tmp_path, processes, tcp_lab, notify, state_directory):
     lab, device = tcp_lab
