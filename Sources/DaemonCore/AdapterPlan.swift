@@ -4,6 +4,7 @@
 import BeaconCore
 import BluetoothHCI
 import HCIHost
+import Mgmt
 
 public struct AdapterFacts: Sendable {
     public struct Controller: Sendable, Hashable {
@@ -173,11 +174,11 @@ public struct AdapterPlan: Sendable {
                     problems.append("the config has \(n) beacons, but the kernel offers \(i) advertising instance\(i == 1 ? "" : "s") on \(device): remove beacons, or set backend = \"hci\"")
                 }
                 sharing = extended ? "each beacon on its own advertising set (kernel instances: \(i))"
-                    : n > 1 ? "the kernel gives each beacon a \(formatDuration(KernelInterval.rotation)) turn (kernel instances: \(i))"
+                    : n > 1 ? "the kernel gives each beacon a \(formatDuration(KernelAdvertising.turn)) turn (kernel instances: \(i))"
                     : "one kernel instance (of \(i))"
             }
-            if !extended && !config.advertising.connectable {
-                notes.append("without advertising sets the kernel sends non-connectable advertising every 100–150 ms, whatever interval_ms asks")
+            if let k = KernelAdvertising(advertisingSets: extended, connectable: config.advertising.connectable).interval {
+                notes.append("without advertising sets the kernel sends non-connectable advertising every \(k.spoken), whatever interval_ms asks")
             }
             if !m.powered { notes.append("\(device) is powered off: beacond powers it on") }
         case .hci?:

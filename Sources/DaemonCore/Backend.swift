@@ -3,6 +3,7 @@
 import BeaconCore
 import BluetoothHCI
 import HCIHost
+import Mgmt
 
 /// The two ways of advertising on a controller.
 public enum BackendKind: String, Sendable, Hashable, CustomStringConvertible {
@@ -137,43 +138,25 @@ public struct OnAir: Sendable, Hashable {
     }
 }
 
-/// An interval the kernel picks itself, whatever the instance asked for.
-public enum KernelInterval: Sendable, Hashable {
-    /// Add Advertising (kernels before 5.10, or a kernel that refuses the extended commands): the kernel's default
-    /// of 2048 × 0.625 ms.
-    case addAdvertisingDefault
-    /// A controller without advertising sets: for non-connectable advertising while the adapter is not
-    /// discoverable, the kernel sends its fast range (DISCOV_LE_FAST_ADV_INT_MIN/MAX, 0x00A0–0x00F0).
-    case legacyNonConnectable
-
-    /// How long the kernel keeps each instance on a controller's single advertiser before the next (its default
-    /// multi-advertising rotation duration).
-    public static let rotation = Duration.seconds(2)
-
+extension KernelInterval {
     /// For STATUS: "every <this>".
     public var description: String {
         switch self {
-        case .addAdvertisingDefault: "about 1.28 s (kernel default)"
-        case .legacyNonConnectable: "100–150 ms (the kernel's choice)"
+        case .addAdvertisingDefault: "\(spoken) (kernel default)"
+        case .legacyNonConnectable: "\(spoken) (the kernel's choice)"
         }
     }
 
-    /// About what it is on average, for how often a beacon is heard.
-    public var typical: AdvertisingInterval {
-        switch self {
-        case .addAdvertisingDefault: AdvertisingInterval(units: 0x0800)!
-        case .legacyNonConnectable: AdvertisingInterval(units: 0x00C8)!
+    /// Why the configured intervals (each beacon's own) are not used, and what to do about it.
+    public func warning(configured: [AdvertisingInterval]) -> String {
+        let distinct = configured.reduce(into: [AdvertisingInterval]()) { if !$0.contains($1) { $0.append($1) } }
+        let named = distinct.count == 1 ? "interval \(distinct[0]) is"
+            : "intervals \(distinct.dropLast().map(\.description).joined(separator: ", ")) and \(distinct.last!) are"
+        let why = switch self {
+        case .addAdvertisingDefault: "the kernel's management interface here can only advertise at its default interval (\(spoken))"
+        case .legacyNonConnectable: "on a controller without advertising sets the kernel sends non-connectable advertising at \(spoken) whatever the instance asks"
         }
-    }
-
-    /// Why the configured interval is not used, and what to do about it.
-    public func warning(configured: AdvertisingInterval) -> String {
-        switch self {
-        case .addAdvertisingDefault:
-            "The configured interval \(configured) is not used: the kernel's management interface here can only advertise at its default interval (about 1.28 s). Set backend = \"hci\" when the interval matters."
-        case .legacyNonConnectable:
-            "The configured interval \(configured) is not used: on a controller without advertising sets the kernel sends non-connectable advertising at 100–150 ms whatever the instance asks. Set backend = \"hci\" when the interval matters."
-        }
+        return "The configured \(named) not used: \(why). Set backend = \"hci\" when the interval matters."
     }
 }
 

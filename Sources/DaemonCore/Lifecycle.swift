@@ -3,6 +3,7 @@
 import BeaconCore
 import BluetoothHCI
 import HCIHost
+import Mgmt
 
 public struct Lifecycle: Sendable {
     /// Where the daemon is. Every phase but `exited` has a timer armed or an open backend whose fd moves it on
@@ -476,15 +477,14 @@ public struct Lifecycle: Sendable {
     }
 
     /// Why, under backend `auto`, the kernel would not put this config's beacons on the air as configured on a
-    /// controller with these traits; nil when it would (or the backend is not mgmt by auto's choice). Without
-    /// advertising sets the kernel has one advertiser: it sends non-connectable advertising at its own 100–150 ms
-    /// whatever the interval, and gives several instances turns of 2 s. A single connectable beacon keeps its interval.
+    /// controller with these traits; nil when it would (or the backend is not mgmt by auto's choice): Mgmt's
+    /// KernelAdvertising for a controller without advertising sets.
     private func kernelShortfall(_ traits: ControllerTraits) -> String? {
         guard backend == .mgmt, config.controller.backend == .auto, traits.advertisingSets == false else { return nil }
-        let n = config.beacons.count
-        guard n > 1 || !config.advertising.connectable else { return nil }
-        let what = n > 1 ? "give each of the \(n) beacons a \(formatDuration(KernelInterval.rotation)) turn in every \(formatDuration(KernelInterval.rotation * n))"
-                         : "send the beacon every 100–150 ms whatever interval_ms asks"
+        let n = config.beacons.count, kernel = KernelAdvertising(advertisingSets: false, connectable: config.advertising.connectable)
+        guard !kernel.asConfigured(instances: n) else { return nil }
+        let what = n > 1 ? "give each of the \(n) beacons a \(formatDuration(KernelAdvertising.turn)) turn in every \(formatDuration(kernel.cycle(n)))"
+                         : "send the beacon every \(kernel.interval?.spoken ?? "") whatever interval_ms asks"
         return "\(device) has no advertising sets (legacy advertising only), where the kernel's management interface would \(what)"
     }
 
@@ -522,8 +522,8 @@ public struct Lifecycle: Sendable {
     private mutating func confirmed(_ done: Apply, _ result: OnAir, _ out: inout [Action]) {
         if backend == .mgmt, config.controller.backend == .auto, result.kernelInterval == .addAdvertisingDefault, !done.again {
             // The kernel took Add Advertising (an old kernel, or one that refuses the extended commands on this
-            // controller): its 1.28 s default instead of the interval. Off the air through mgmt, then raw HCI.
-            return leaveMgmt("the kernel's management interface advertises here only at its default interval of about 1.28 s", &out)
+            // controller): its default instead of the interval. Off the air through mgmt, then raw HCI.
+            return leaveMgmt("the kernel's management interface advertises here only at its default interval of \(KernelInterval.addAdvertisingDefault.spoken)", &out)
         }
         let (wanted, dataOnly) = (done.request, done.dataOnly)
         let changed = applied != wanted
@@ -554,7 +554,7 @@ public struct Lifecycle: Sendable {
                 }
             }
             if let k = result.kernelInterval {
-                out.append(.log(.warning, k.warning(configured: config.advertising.interval), []))
+                out.append(.log(.warning, k.warning(configured: config.beacons.map(config.interval(of:))), []))
             }
             txPowerLines(result, &out)
         }

@@ -182,9 +182,9 @@ extension OnAir {
     public init(mgmt a: MgmtAdvertiser, information: MgmtControllerInformation?) {
         let (wanted, slots, using, flags, features, txPowers) = (a.applied ?? [], a.beaconInstances, a.commands, a.flags, a.features, a.txPowers)
         let n = wanted.count
-        let rotated = !features.supportedFlags.contains(.hardwareOffload)
-        let kernel: KernelInterval? = using == .legacy ? .addAdvertisingDefault
-            : rotated && !flags.contains(.connectable) ? .legacyNonConnectable : nil
+        let model = KernelAdvertising(commands: using, advertisingSets: features.supportedFlags.contains(.hardwareOffload),
+                                      connectable: flags.contains(.connectable))
+        let (rotated, kernel) = (model.rotates, model.interval)
         func tx(_ i: UInt8) -> String? {
             guard using == .extended, let selected = txPowers[i], selected != 0x7F, flags.contains(.txPowerValid) || selected != 0 else { return nil }
             return "TX \(selected) dBm"
@@ -201,16 +201,15 @@ extension OnAir {
             return
         }
         var details = ["mgmt", "\(n) instances"]
-        if rotated { details.append("the kernel rotates them, \(formatDuration(KernelInterval.rotation)) each") }
+        if rotated { details.append("the kernel rotates them, \(formatDuration(KernelAdvertising.turn)) each") }
         details += kernelNote
         let beacons = zip(wanted, slots).map { r, i in
-            let interval = kernel?.typical ?? r.interval
             // Rotated, a beacon has one n-th of the time: on average an advertising event every n intervals.
-            let every = Duration.microseconds(Int64(interval.units) * 625) * (rotated ? n : 1)
+            let every = model.every(r.interval, instances: n)
             var d = ["instance \(i)"]
             if let t = tx(i) { d.append(t) }
             if rotated {
-                d.append("on the air \(formatDuration(KernelInterval.rotation)) of every \(formatDuration(KernelInterval.rotation * n)), every \(kernel?.description ?? interval.description) then")
+                d.append("on the air \(formatDuration(KernelAdvertising.turn)) of every \(formatDuration(model.cycle(n))), every \(kernel?.description ?? r.interval.description) then")
             }
             return BeaconOnAir(every: every, details: d)
         }

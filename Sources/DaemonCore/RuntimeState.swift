@@ -81,7 +81,7 @@ public struct RuntimeState: Sendable, Hashable {
                 let every = k < o.beacons.count ? o.beacons[k].every
                     : Duration.microseconds(Int64((o.kernelInterval?.typical ?? o.interval).units) * 625)
                 interval = Double(every.components.seconds) * 1000 + Double(every.components.attoseconds) / 1e15
-                if let ki = o.kernelInterval { warnings.append(ki.warning(configured: l.config.interval(of: b))) }
+                if let ki = o.kernelInterval { warnings.append(ki.warning(configured: [l.config.interval(of: b)])) }
                 if let tx = o.txPower(of: k, count: n), let m = b.beacon.measuredPowerAt1m,
                    let off = MeasuredPowerCheck.offBy(measuredAt1m: m, tx: Int(tx)) {
                     warnings.append("measured_power \(m) dBm at 1 m is \(abs(off)) dB \(off > 0 ? "stronger" : "weaker") than a \(tx) dBm transmitter is usually heard at 1 m; measure it with 'beacond scan --calibrate 30'")

@@ -113,7 +113,7 @@ public struct MgmtAdvertiser: Sendable {
             instances = nil
             if commands == .extended, let why = MgmtAdvertisingPlan.fallbackReason(after: f) {
                 commands = .legacy
-                notes.append(.warning("\(why): advertising through Add Advertising, at the kernel's default interval of about 1.28 s instead of \(wanted[0].interval); use backend = \"hci\" when the interval matters",
+                notes.append(.warning("\(why): advertising through Add Advertising, at the kernel's default interval of \(KernelInterval.addAdvertisingDefault.spoken) instead of \(wanted[0].interval); use backend = \"hci\" when the interval matters",
                                       f.step.command.opcode))
                 return apply(wanted, dataOnlyAllowed: false)
             }

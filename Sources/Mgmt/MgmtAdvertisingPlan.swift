@@ -7,7 +7,7 @@ public enum MgmtAdvertisingPlan {
     public enum Commands: Sendable, Hashable {
         /// Add Extended Advertising Parameters + Data: the interval and TX power can be set.
         case extended
-        /// Add Advertising: the kernel's default interval (about 1.28 s), no TX power.
+        /// Add Advertising: the kernel's default interval (KernelInterval.addAdvertisingDefault), no TX power.
         case legacy
     }
 

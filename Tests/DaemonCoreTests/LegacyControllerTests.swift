@@ -5,6 +5,7 @@ import BeaconCore
 import BluetoothHCI
 @testable import DaemonCore
 import HCIHost
+import Mgmt
 import Testing
 
 private func piConfig(beacons: Int = 1, backend: String = "auto", connectable: Bool = false) -> BeaconConfiguration {

@@ -4,6 +4,7 @@ import BeaconCore
 import BluetoothHCI
 @testable import DaemonCore
 import HCIHost
+import Mgmt
 import TestSupport
 import Testing
 
@@ -144,6 +145,34 @@ struct LifecycleTests {
         let a = w.send(.applied(OnAir(interval: kernel.typical, details: ["mgmt instance 5"], kernelInterval: kernel)))
         #expect(w.notified.last?.last == "STATUS=Advertising E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 major 1 minor 1 \(status) on tcp:127.0.0.1:9 (mgmt instance 5)")
         #expect(a.contains { if case .log(.warning, let m, _) = $0 { m.contains("100 ms is not used") && m.contains(warning) } else { false } })
+    }
+
+    @Test("bug (#45): the kernel-chosen interval's warning names the beacons' own interval_ms, not [advertising]'s")
+    func kernelChosenIntervalNamesTheBeaconsOwn() throws {
+        let c = try BeaconConfiguration.parse(Array("""
+            [[beacon]]
+            uuid = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"
+            major = 1
+            minor = 1
+            interval_ms = 250
+
+            [[beacon]]
+            uuid = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"
+            major = 1
+            minor = 2
+            interval_ms = 400
+
+            [controller]
+            device = "tcp:127.0.0.1:9"
+            """.utf8))
+        var w = World(c)
+        w.send(.start)
+        w.send(.opened())
+        let kernel = KernelInterval.legacyNonConnectable
+        let a = w.send(.applied(OnAir(interval: kernel.typical, details: ["mgmt"], kernelInterval: kernel)))
+        let warnings = a.compactMap { if case .log(.warning, let m, _) = $0 { m } else { nil } }
+        #expect(warnings.contains { $0.hasPrefix("The configured intervals 250 ms and 400 ms are not used") }, "\(warnings)")
+        #expect(!warnings.contains { $0.contains("100 ms") }, "\(warnings)")
     }
 
     @Test("reload with a good file: RELOADING=1, a data-only apply, READY=1 with the new STATUS")

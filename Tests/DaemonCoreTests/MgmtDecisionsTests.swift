@@ -125,7 +125,7 @@ struct MgmtDecisionsTests {
         #expect(sets.controller?.timeSliced == false && sets.controller?.instances == 5)
         let rotated = OnAir(mgmt: try applied(false, [request(250), request(500)]), information: nil)
         #expect(rotated.kernelInterval == .legacyNonConnectable)
-        #expect(rotated.details.contains("the kernel rotates them, \(formatDuration(KernelInterval.rotation)) each"))
+        #expect(rotated.details.contains("the kernel rotates them, \(formatDuration(KernelAdvertising.turn)) each"))
         #expect(rotated.controller?.timeSliced == true)
         let one = OnAir(mgmt: try applied(false, [request(250)]), information: nil)
         #expect(one.details.first?.hasPrefix("mgmt instance ") == true && one.interval == KernelInterval.legacyNonConnectable.typical)
