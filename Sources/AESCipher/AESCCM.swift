@@ -35,6 +35,19 @@ public enum AESCCM {
         return out + tag
     }
 
+    /// Nil when the library encrypts bthome.io's example (BTHome v2's encryption page) correctly; otherwise what
+    /// went wrong.
+    public static var selfTestFailure: String? {
+        let key: [UInt8] = [0x23, 0x1D, 0x39, 0xC1, 0xD7, 0xCC, 0x1A, 0xB1, 0xAE, 0xE2, 0x24, 0xCD, 0x09, 0x6D, 0xB9, 0x32]
+        let nonce: [UInt8] = [0x54, 0x48, 0xE6, 0x8F, 0x80, 0xA5, 0xD2, 0xFC, 0x41, 0x33, 0x22, 0x11, 0x00]
+        let sealed: [UInt8] = [0xE4, 0x45, 0xF3, 0xC9, 0x96, 0x2B, 0x6C, 0x7C, 0x45, 0x19]
+        do {
+            return try seal([0x02, 0xCA, 0x09, 0x03, 0xBF, 0x13], key: key, nonce: nonce) == sealed ? nil : "libgcrypt's AES-CCM does not give bthome.io's result"
+        } catch {
+            return error.description
+        }
+    }
+
     private static func describe(_ e: gcry_error_t) -> String {
         guard let s = gcry_strerror(e) else { return "error \(e)" }
         return String(cString: s)
