@@ -127,10 +127,11 @@ public struct Lifecycle: Sendable {
     public static let stopDeadline = Duration.seconds(3)
     /// How often Eddystone-TLM frames get new values.
     public static let telemetryPeriod = Duration.seconds(10)
-    /// The longest a BTHome self-report stays the same: with the telemetry's ticks every 10 s, a frame this old less
-    /// half a tick is renewed at the next one, so a receiver gets a new uptime at least once a minute.
+    /// The longest a BTHome self-report stays the same. It rides the telemetry's ticks (every 10 s, each armed when the
+    /// last fired, so late ticks add up): a frame 45 s old is renewed at the next tick, normally the fifth, 50 s after
+    /// it, which leaves a tick's worth of lateness before a receiver would wait more than a minute.
     public static let selfReportPeriod = Duration.seconds(60)
-    static let selfReportRenewal = UInt32((selfReportPeriod - telemetryPeriod / 2).components.seconds)
+    static let selfReportRenewal = UInt32((selfReportPeriod - telemetryPeriod * 3 / 2).components.seconds)
 
     /// The phase with what only it needs: the apply in flight (and whether to apply again after it), and what a
     /// stop leads to (and whether it waits for an answer first). An illegal combination cannot be written.

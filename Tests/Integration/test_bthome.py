@@ -74,7 +74,7 @@ def decode(parser: BTHomeBluetoothDeviceData, r, name: str = 'beacond') -> dict:
 
 
 def test_plain_frames_are_read_by_bthome_ble_and_renewed_every_minute(tmp_path, processes, state_directory):
-    """Slow (about 65 s): waits for the minute's frame."""
+    """Slow (about 55 s): waits for the frame that renews the first (the fifth telemetry tick, 50 s on)."""
     conf = tmp_path / 'beacond.conf'
     conf.write_text(ibeacon(1) + ibeacon(2) + self_report(name='shop7-pi'))
     sock = tmp_path / 'hci.sock'
@@ -88,10 +88,10 @@ def test_plain_frames_are_read_by_bthome_ble_and_renewed_every_minute(tmp_path, 
         assert values['count_1'] == 2 and values['problem'] is False and values['count_2'] <= 10, values
         # At least once a minute a new frame: the next packet id and the uptime of then, nothing else changed.
         later = wait_for(lambda: [r for r in frames(lab) if r.data != first.data], 75, interval=0.5, what="the minute's frame")[0]
-        assert later.at - first.at <= 62, later.at - first.at
+        assert later.at - first.at <= 60, later.at - first.at
         again = decode(parser, later)
         assert again['accepted'] and again['packet_id'] == (values['packet_id'] + 1) % 256, again
-        assert again['count_1'] == 2 and again['problem'] is False and 55 <= again['count_2'] <= 70, again
+        assert again['count_1'] == 2 and again['problem'] is False and 45 <= again['count_2'] <= 60, again
         assert b.proc.poll() is None
 
 
