@@ -40,8 +40,10 @@ public struct AddressPlan: Sendable, Hashable {
             let base = b.beacon.identityKey ?? b.beacon.format.rawValue
             let n = (seen[base] ?? 0) + 1
             seen[base] = n
-            // An EID beacon's address is a fresh private one with every EID (the lifecycle gives the period).
+            // An EID beacon's address is a fresh private one with every EID (the lifecycle gives the period); the
+            // self-report's is fixed whatever [advertising] says (Home Assistant keys a BTHome device on it).
             let setting: BeaconAddressSetting? = b.beacon.format == .eddystoneEID ? .policy(.rotating)
+                : b.beacon.format == .bthome ? b.address ?? .policy(.static)
                 : b.address ?? config.advertising.address.map { .policy($0) }
             wanted.append(BeaconAddressWanted(setting, key: n == 1 ? base : "\(base) #\(n)"))
         }

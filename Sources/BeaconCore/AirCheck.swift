@@ -27,15 +27,19 @@ public struct ExpectedBeacon: Sendable, Hashable {
 
 extension ExpectedBeacon {
     /// Every beacon of one config, in file order. `base` is the index the first one gets in the check's list (for
-    /// the telemetry beacons' `follows`).
+    /// the telemetry beacons' `follows`). A BTHome self-report is not a beacon to expect (its values change, and
+    /// Home Assistant is its receiver): it is left out.
     public static func all(in config: BeaconConfiguration, path: String, base: Int = 0) -> [ExpectedBeacon] {
         let plan = config.addressPlan
-        return config.beacons.enumerated().map { k, b in
+        let kept = config.beacons.indices.filter { config.beacons[$0].beacon.format != .bthome }
+        let position = Dictionary(uniqueKeysWithValues: kept.enumerated().map { ($1, $0) })
+        return kept.map { k in
+            let b = config.beacons[k]
             var e = ExpectedBeacon(configPath: path, index: k + 1, count: config.beacons.count, location: b.location, beacon: b.beacon)
             if case .chosen(let a)? = plan.wanted[k].setting { e.chosenAddress = a.description }
             if b.beacon.isTelemetry, e.chosenAddress == nil {
                 // Through mgmt the kernel gives each instance an address of its own: telemetry cannot be paired.
-                if plan.beacondChooses, let uid = plan.sharesWith[k] { e.follows = base + uid } else { e.anyTelemetry = true }
+                if plan.beacondChooses, let uid = plan.sharesWith[k], let p = position[uid] { e.follows = base + p } else { e.anyTelemetry = true }
             }
             return e
         }
@@ -177,7 +181,7 @@ public struct AirCheck: Sendable {
         case .iBeacon(let x): "\(x.uuid) \(x.major) \(x.minor)"
         case .altBeacon(let x): "\(x.uuid) \(x.major) \(x.minor)"
         case .eddystoneUID(let x): "\(hexString(x.namespace)) \(hexString(x.instance))"
-        case .eddystoneTLM, .eddystoneEID: nil
+        case .eddystoneTLM, .eddystoneEID, .bthome: nil
         }
     }
 
@@ -336,7 +340,7 @@ extension AirCheck {
         case .eddystoneUID(let x): BeaconFrame.eddystoneUID(x).jsonFields
         case .eddystoneEID(let x):
             ["\"identity_key_file\":\(jsonString(x.keyFile))", "\"rotation_exponent\":\(x.exponent)", "\"measured_power_0m\":\(x.txPowerAt0m)"]
-        case .eddystoneTLM: []
+        case .eddystoneTLM, .bthome: []
         }
     }
 
@@ -436,7 +440,7 @@ extension AirCheck {
             case .altBeacon(let x): ",uuid=\(label(x.uuid.description)),major=\"\(x.major)\",minor=\"\(x.minor)\""
             case .eddystoneUID(let x): ",eddystone_namespace=\"\(hexString(x.namespace))\",eddystone_instance=\"\(hexString(x.instance))\""
             case .eddystoneEID(let x): ",key_file=\(label(x.keyFile))"
-            case .eddystoneTLM: ""
+            case .eddystoneTLM, .bthome: ""
             }
         }
         func labels(_ e: Entry) -> String {

@@ -9,6 +9,8 @@ public enum BeaconFormat: String, Sendable, Hashable, CaseIterable {
     case eddystoneUID = "eddystone-uid"
     case eddystoneTLM = "eddystone-tlm"
     case eddystoneEID = "eddystone-eid"
+    /// beacond's own health as a BTHome v2 sensor (Home Assistant's BTHome integration reads it).
+    case bthome
 
     /// How logs and STATUS name it.
     public var displayName: String {
@@ -18,6 +20,7 @@ public enum BeaconFormat: String, Sendable, Hashable, CaseIterable {
         case .eddystoneUID: "Eddystone-UID"
         case .eddystoneTLM: "Eddystone-TLM"
         case .eddystoneEID: "Eddystone-EID"
+        case .bthome: "BTHome"
         }
     }
 
@@ -25,6 +28,11 @@ public enum BeaconFormat: String, Sendable, Hashable, CaseIterable {
     /// "… or Eddystone-EID" (with `or`).
     public static func names(_ conjunction: String) -> String {
         proseList(allCases.map(\.displayName), conjunction)
+    }
+
+    /// The formats `beacond scan` recognizes: every one but the self-report, which is Home Assistant's to read.
+    public static func scannedNames(_ conjunction: String) -> String {
+        proseList(allCases.filter { $0 != .bthome }.map(\.displayName), conjunction)
     }
 }
 
@@ -36,6 +44,8 @@ public enum Beacon: Sendable, Hashable {
     case eddystoneTLM(EddystoneTLM)
     /// Ephemeral identifiers: the frame changes every 2^K seconds (`withEphemeralID`).
     case eddystoneEID(EIDBeacon)
+    /// beacond's self-report: the frame changes with what it reports (`withSelfReport`).
+    case bthome(BTHomeBeacon)
 
     public var format: BeaconFormat {
         switch self {
@@ -44,6 +54,7 @@ public enum Beacon: Sendable, Hashable {
         case .eddystoneUID: .eddystoneUID
         case .eddystoneTLM: .eddystoneTLM
         case .eddystoneEID: .eddystoneEID
+        case .bthome: .bthome
         }
     }
 
@@ -56,6 +67,17 @@ public enum Beacon: Sendable, Hashable {
     public var eid: EIDBeacon? {
         if case .eddystoneEID(let b) = self { return b }
         return nil
+    }
+
+    public var bthome: BTHomeBeacon? {
+        if case .bthome(let b) = self { return b }
+        return nil
+    }
+
+    /// This beacon with the self-report's service data (the others unchanged).
+    public func withSelfReport(_ serviceData: [UInt8]) -> Beacon {
+        guard case .bthome(let b) = self else { return self }
+        return .bthome(b.with(serviceData: serviceData))
     }
 
     /// True for a beacon whose frame changes while it is on the air.
@@ -76,6 +98,7 @@ public enum Beacon: Sendable, Hashable {
         case .eddystoneUID(let b): b.advertisingData
         case .eddystoneTLM(let b): b.advertisingData
         case .eddystoneEID(let b): b.frame.advertisingData
+        case .bthome(let b): b.advertisingData
         }
     }
 
@@ -87,6 +110,7 @@ public enum Beacon: Sendable, Hashable {
         case .eddystoneUID(let b): "Eddystone-UID namespace \(hexString(b.namespace)) instance \(hexString(b.instance))"
         case .eddystoneTLM: "Eddystone-TLM telemetry"
         case .eddystoneEID(let b): "Eddystone-EID (key \(b.keyFile), K = \(b.exponent))"
+        case .bthome(let b): "BTHome self-report" + (b.bindkeyFile.map { " (encrypted, bindkey \($0))" } ?? "")
         }
     }
 
@@ -99,28 +123,30 @@ public enum Beacon: Sendable, Hashable {
                                     "BEACON_INSTANCE=\(hexString(b.instance))"]
         case .eddystoneTLM: ["BEACON_FORMAT=eddystone-tlm"]
         case .eddystoneEID(let b): ["BEACON_FORMAT=eddystone-eid", "BEACON_EID_EXPONENT=\(b.exponent)"]
+        case .bthome: ["BEACON_FORMAT=bthome"]
         }
     }
 
     /// What a beacon's kept static address is filed under: the identity a gateway knows it by (its format and
-    /// identifiers), not its place in the file or its measured power. Nil for telemetry, which has no identity.
+    /// identifiers), not its place in the file or its measured power. Nil for telemetry, which has no identity, and
+    /// for the self-report (filed under its format: a config has one).
     public var identityKey: String? {
         switch self {
         case .iBeacon(let b): "ibeacon \(b.uuid) \(b.major) \(b.minor)"
         case .altBeacon(let b): "altbeacon \(b.uuid) \(b.major) \(b.minor)"
         case .eddystoneUID(let b): "eddystone-uid \(hexString(b.namespace)) \(hexString(b.instance))"
-        case .eddystoneTLM, .eddystoneEID: nil
+        case .eddystoneTLM, .eddystoneEID, .bthome: nil
         }
     }
 
-    /// The power the frame says it has at 1 m (Eddystone's 0 m value less 41 dB); nil for telemetry.
+    /// The power the frame says it has at 1 m (Eddystone's 0 m value less 41 dB); nil for telemetry and BTHome.
     public var measuredPowerAt1m: Int? {
         switch self {
         case .iBeacon(let b): Int(b.measuredPower)
         case .altBeacon(let b): Int(b.referenceRSSI)
         case .eddystoneUID(let b): Int(b.measuredPowerAt1m)
         case .eddystoneEID(let b): Int(b.txPowerAt0m) - 41
-        case .eddystoneTLM: nil
+        case .eddystoneTLM, .bthome: nil
         }
     }
 

@@ -146,6 +146,8 @@ public enum ConfigSchema {
                   "the 128-bit identity key (`beacond gen-key FILE`); a relative name is a file in `/etc/beacond/keys`, which the units pass as credentials. Never printed"),
         ConfigKey(.beacon, "rotation_exponent", [.eddystoneEID], .integer(0...15, note: "the EID changes every 2^K seconds"), .value("10"),
                   "K: a new EID every 2^K seconds of the wall clock (10: about 17 minutes)"),
+        ConfigKey(.beacon, "bindkey_file", [.bthome], .keyFile, .unset("none: the self-report goes out unencrypted"),
+                  "the 128-bit bindkey (`beacond gen-key FILE`) the self-report is encrypted with (AES-CCM), which Home Assistant's BTHome integration asks for; found as `identity_key_file` is. Never printed"),
         ConfigKey(.beacon, "interval_ms", all, .interval, .inherited("[advertising] interval_ms"),
                   "this beacon's own interval (its own advertising set or mgmt instance; time-sliced beacons share the shortest)"),
         ConfigKey(.beacon, "name", all, .text(maxBytes: ConfiguredBeacon.maxNameBytes), .unset("none"),

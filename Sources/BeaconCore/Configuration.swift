@@ -257,6 +257,7 @@ private struct Validator {
         var name: String?
         var keyFile: (String, SourceLocation)?
         var exponent = EIDBeacon.defaultExponent
+        var bindkeyFile: (String, SourceLocation)?
         var address: BeaconAddressSetting?
         var addressLocation: SourceLocation?
         // The format decides which keys belong; nil when `format` itself is wrong.
@@ -289,6 +290,11 @@ private struct Validator {
                 continue
             }
             guard let value = check(e.item, row, what, format: format) else { continue }
+            if format == .bthome, case .address(.policy(let p)) = value, p != .static {
+                fail("\(what) cannot be \"\(p.rawValue)\": Home Assistant keys a BTHome device on its address (and an encrypted frame's nonce holds it), so the self-report goes out from a fixed one; use \"static\" (its default) or a random static address",
+                     at: e.item.location, key: key)
+                continue
+            }
             // Each key's meaning.
             switch (e.key, value) {
             case ("uuid", .uuid(let v)): uuid = v
@@ -301,6 +307,7 @@ private struct Validator {
             case ("instance", .bytes(let v)): instance = v
             case ("identity_key_file", .string(let v)): keyFile = (v, e.item.location)
             case ("rotation_exponent", .integer(let v)): exponent = UInt8(v)
+            case ("bindkey_file", .string(let v)): bindkeyFile = (v, e.item.location)
             case ("interval_ms", .integer(let v)): interval = AdvertisingInterval(milliseconds: Int(v))
             case ("name", .string(let v)): name = v
             case ("address", .address(let v)):
@@ -348,6 +355,8 @@ private struct Validator {
             guard let (file, at) = keyFile else { return .invalid }
             beacon = .eddystoneEID(EIDBeacon(keyFile: file, keyFileLocation: at, exponent: exponent,
                                              txPowerAt0m: measuredPower ?? EddystoneUID.defaultTxPowerAt0m))
+        case .bthome:
+            beacon = .bthome(BTHomeBeacon(bindkeyFile: bindkeyFile?.0, bindkeyFileLocation: bindkeyFile?.1))
         }
         return .beacon(ConfiguredBeacon(beacon, interval: interval, name: name, address: address, location: table.location,
                                         addressLocation: addressLocation))
@@ -528,6 +537,15 @@ private struct Validator {
         if mgmt, let k = beacons.firstIndex(where: { $0.beacon.format == .eddystoneEID }) {
             fail("\(labelOf(k)) is an Eddystone-EID beacon, which cannot use backend = \"mgmt\": its address must change with every EID, and the kernel changes its own on its own schedule; use backend = \"hci\" or \"auto\" (which then uses raw HCI commands)",
                  at: beacons[k].location, key: "controller.backend")
+        }
+        let selfReports = beacons.indices.filter { beacons[$0].beacon.format == .bthome }
+        if mgmt, let k = selfReports.first {
+            fail("\(labelOf(k)) is a BTHome self-report, which cannot use backend = \"mgmt\": it goes out from a fixed address, and the kernel advertises from one it rotates; use backend = \"hci\" or \"auto\" (which then uses raw HCI commands)",
+                 at: beacons[k].location, key: "controller.backend")
+        }
+        for k in selfReports.dropFirst() {
+            fail("\(labelOf(k)) is a second BTHome self-report, beside \(labelOf(selfReports[0])) (line \(beacons[selfReports[0]].location.line)): beacond reports its health once",
+                 at: beacons[k].location, key: "beacon.format")
         }
         var chosenBy: [BluetoothAddress: Int] = [:]
         for (k, b) in beacons.enumerated() {

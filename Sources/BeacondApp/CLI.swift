@@ -239,11 +239,12 @@ enum CLI {
             ],
             start: PayloadOptions(), finish: { o in .payload(configPath: o.path, format: o.format, time: o.time) }),
         Command(
-            "gen-key", abstract: "Write a fresh Eddystone-EID identity key into a new file.",
+            "gen-key", abstract: "Write a fresh key (Eddystone-EID, BTHome) into a new file.",
             usage: "beacond gen-key FILE",
             description: """
                 128 bits from the kernel's random number generator, as 32 hex digits, in a new file of mode 0600 \
-                (identity_key_file in the config; the same file for the resolver). An existing file is never replaced.
+                (identity_key_file in the config, the same file for the resolver; or bindkey_file, the bindkey Home \
+                Assistant asks for). An existing file is never replaced.
                 """,
             parse: { p throws(UsageError) in
                 var file: String?
@@ -315,7 +316,7 @@ enum CLI {
             usage: "beacond scan [--device SPEC] [--duration SECONDS | --calibrate SECONDS] [--uuid UUID] [--major N] [--minor N] [--eid-keys FILE [--eid-window N]] [--json] [--all]\n       beacond scan [--device SPEC] --expect FILE... [--timeout SECONDS] [--metrics FILE] [--json]",
             description: """
                 Passive LE scanning (legacy or extended, whichever the controller supports) on the same devices as \
-                'run', for \(BeaconFormat.names("and")) frames. Per beacon: last and smoothed RSSI (trimmed mean of \
+                'run', for \(BeaconFormat.scannedNames("and")) frames. Per beacon: last and smoothed RSSI (trimmed mean of \
                 the last 10 s), measured power, estimated distance (the Android Beacon Library curve), proximity \
                 (under 0.5 m immediate, under 4 m near, else far; no RSSI unknown), packets, address. A live table on \
                 a terminal; JSON lines (one per beacon each second it was seen, and a final line per beacon) with \

@@ -93,11 +93,23 @@ extension ConfigLoader {
         return (dir.isEmpty ? (configPath.hasPrefix("/") ? "" : ".") : dir) + "/keys/\(name)"
     }
 
-    /// Reads every EID beacon's identity key; each problem is a diagnostic at its `identity_key_file`.
+    /// Reads every EID beacon's identity key and the self-report's bindkey; each problem is a diagnostic at its
+    /// `identity_key_file` or `bindkey_file`.
     static func loadKeys(_ config: inout BeaconConfiguration, configPath: String, keys: String? = nil) throws(ConfigError) {
         var problems: [ConfigDiagnostic] = []
-        if config.beacons.contains(where: { $0.beacon.format == .eddystoneEID }) { disableCoreDumps() }
+        if config.beacons.contains(where: { $0.beacon.format == .eddystoneEID || $0.beacon.bthome?.encrypted == true }) { disableCoreDumps() }
         for k in config.beacons.indices {
+            if case .bthome(var b) = config.beacons[k].beacon, let file = b.bindkeyFile {
+                let path = keyPath(file, configPath: configPath, keys: keys)
+                switch readKey(path, kind: "a BTHome bindkey") {
+                case .success(let key):
+                    b.bindkey = BindKey(key.bytes)
+                    config.beacons[k].beacon = .bthome(b)
+                case .failure(let why):
+                    problems.append(ConfigDiagnostic("'bindkey_file' in \(config.beacons[k].label): \(path) \(why.text)",
+                                                     at: b.bindkeyFileLocation, key: "beacon.bindkey_file"))
+                }
+            }
             guard case .eddystoneEID(var e) = config.beacons[k].beacon else { continue }
             let what = "'identity_key_file' in \(config.beacons[k].label)"
             let path = keyPath(e.keyFile, configPath: configPath, keys: keys)
@@ -124,7 +136,8 @@ extension ConfigLoader {
     /// A private regular file holding 32 hex digits (a trailing newline allowed): readable by its owner alone, or for
     /// a credential systemd passed, by no one else than the unit's user and group. The failure completes the sentence
     /// "PATH …"; it never contains the file's contents.
-    static func readKey(_ path: String) -> Result<IdentityKey, KeyProblem> {
+    /// `kind` names the key in the messages.
+    static func readKey(_ path: String, kind: String = "an Eddystone-EID identity key") -> Result<IdentityKey, KeyProblem> {
         let fd: FileDescriptor
         do { fd = try FileDescriptor.openRegularFile(path) } catch {
             switch error.errno {
@@ -162,11 +175,11 @@ extension ConfigLoader {
         if let key = IdentityKey(hex: String(decoding: text, as: UTF8.self)) { return .success(key) }
         let isHex = { (b: UInt8) in (0x30...0x39).contains(b) || (0x41...0x46).contains(b) || (0x61...0x66).contains(b) }
         if !text.isEmpty, text.allSatisfy(isHex) {
-            return .failure(KeyProblem(text: "holds \(text.count) hex digits; an Eddystone-EID identity key is 128 bits: 32 hex digits"))
+            return .failure(KeyProblem(text: "holds \(text.count) hex digits; \(kind) is 128 bits: 32 hex digits"))
         }
         if bytes.count == 16 {
             return .failure(KeyProblem(text: "holds 16 raw bytes; write the key as 32 hex digits (as 'beacond gen-key' does)"))
         }
-        return .failure(KeyProblem(text: "is not an identity key: expected 32 hex digits (as 'beacond gen-key' writes), found \(bytes.count) bytes of something else"))
+        return .failure(KeyProblem(text: "is not \(kind == "an Eddystone-EID identity key" ? "an identity key" : kind): expected 32 hex digits (as 'beacond gen-key' writes), found \(bytes.count) bytes of something else"))
     }
 }

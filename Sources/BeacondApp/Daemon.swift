@@ -60,7 +60,8 @@ final class Daemon {
         owned = OwnershipStore(log: log)
         lifecycle = Lifecycle(config: config, configPath: options.configPath, device: options.device,
                               logLevel: options.logLevel, seed: monotonicMicroseconds() ^ UInt64(UInt32(bitPattern: processID())) << 32,
-                              cipher: { key, block in try AES128.encrypt(block, key: key) })
+                              cipher: { key, block in try AES128.encrypt(block, key: key) },
+                              seal: { key, nonce, plaintext in try AESCCM.seal(plaintext, key: key, nonce: nonce) })
     }
 
     // MARK: entry
@@ -81,6 +82,12 @@ final class Daemon {
         if config.beacons.contains(where: { $0.beacon.eid != nil }), let why = AES128.selfTestFailure {
             log.error("Cannot compute Eddystone-EID identifiers: \(why)")
             Notifier.send(["STATUS=Cannot compute Eddystone-EID identifiers: \(why)", "EXIT_STATUS=\(ExitCode.unavailable.rawValue)"])
+            return .unavailable
+        }
+        // An encrypted self-report's frames come from libgcrypt's AES-CCM: checked against bthome.io's example first.
+        if config.beacons.contains(where: { $0.beacon.bthome?.encrypted == true }), let why = AESCCM.selfTestFailure {
+            log.error("Cannot encrypt the BTHome self-report: \(why)")
+            Notifier.send(["STATUS=Cannot encrypt the BTHome self-report: \(why)", "EXIT_STATUS=\(ExitCode.unavailable.rawValue)"])
             return .unavailable
         }
         let loop: EventLoop
@@ -215,6 +222,7 @@ final class Daemon {
             eidTimer?.rearm(after: Lifecycle.untilBoundary(of: d, wallSeconds: w.seconds, milliseconds: w.milliseconds))
         case .armPeriodic(let k, let d): periodic(k)?.rearm(after: d)
         case .cancelPeriodic(let k): periodic(k)?.disarm()
+        case .supplySelfReport(let needs): handle(.selfReportSupplied(SelfReportStore.supply(needs)))
         case .notify(let assignments): Notifier.send(assignments)
         case .notifyReloading: Notifier.send(["RELOADING=1", "MONOTONIC_USEC=\(monotonicMicroseconds())"])
         case .log(let level, let message, let fields): log.log(level, message, fields)

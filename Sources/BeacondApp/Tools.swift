@@ -138,6 +138,11 @@ enum Tools {
         case .eddystoneTLM:
             return [("format", "eddystone-tlm"),
                     ("telemetry", "battery 0 mV (mains powered), temperature from \(ThermalZone.path) (now \(ThermalZone.read().map { celsius($0) } ?? "none: 0x8000, not supported")), advertising PDUs and time since beacond started, refreshed every \(formatDuration(Lifecycle.telemetryPeriod))")]
+        case .bthome(let b):
+            return [("format", "bthome"),
+                    ("bindkey_file", b.bindkeyFile.map { "\($0) (\(b.bindkey == nil ? "not loaded" : "a 128-bit key, read; never printed"): AES-CCM, the counter kept in the state directory)" }
+                        ?? "none: the frames go out unencrypted"),
+                    ("reports", "the beacons on the air beside it (count), a problem when not every configured beacon is, beacond's uptime in seconds; a new frame with every change and every \(formatDuration(Lifecycle.selfReportPeriod))")]
         }
     }
 
@@ -157,6 +162,8 @@ enum Tools {
                 + "\"period_start\":\(b.computedFor.map(String.init) ?? "null"),\"eid\":\(jsonString(hexString(b.ephemeralID)))"
         case .eddystoneTLM(let b):
             return "\"format\":\"eddystone-tlm\",\"battery_mv\":\(b.batteryMillivolts),\"temperature_c\":\(b.celsius.map { "\($0)" } ?? "null")"
+        case .bthome(let b):
+            return "\"format\":\"bthome\",\"encrypted\":\(b.encrypted)"
         }
     }
 
@@ -174,10 +181,24 @@ enum Tools {
         // EIDs for time counter `time`, or for now (the wall clock, as `run` computes them).
         let counter = time ?? eidTimeCounter(unixSeconds: wallClock().seconds)
         for (k, cb) in config.beacons.enumerated() {
-            let beacon: Beacon
+            var beacon: Beacon
             do { beacon = try cb.beacon.withTelemetry(now).withEphemeralID(counter, cipher: { key, block in try AES128.encrypt(block, key: key) }) } catch {
                 Output.err("Error: cannot compute the EID of beacon \(k + 1): \(error)\n")
                 return .failure
+            }
+            if cb.beacon.format == .bthome {
+                // The frame a start would send first: an encrypted one from its kept address, with the next counter.
+                let view = addresses.isEmpty ? addressViews(config)[k] : addresses[k]
+                let own: BluetoothAddress? = if case .random(let a)? = view.own { a } else { nil }
+                let counter = own.flatMap { SelfReportStore.peek($0) } ?? 0
+                switch SelfReport.firstServiceData(config, address: own, counter: counter,
+                                                   seal: { key, nonce, plaintext in try AESCCM.seal(plaintext, key: key, nonce: nonce) }) {
+                case .success(let data)?: beacon = beacon.withSelfReport(data)
+                case .failure(let f)?:
+                    Output.err("\(path): note: beacon \(k + 1) (line \(cb.location.line)), the BTHome self-report, not printed: \(f.message)\n")
+                    continue
+                case nil: break
+                }
             }
             payload(beacon, interval: config.interval(of: cb), scanResponse: cb.scanResponse,
                     address: addresses.isEmpty ? nil : addresses[k], config: config, format: format,

@@ -1,5 +1,5 @@
-// libgcrypt (Debian: libgcrypt20, already in every process that links libsystemd0 on Debian 12) for AES-128, the
-// one cipher Eddystone-EID needs. gcry_control is variadic, which Swift cannot call: the two calls go through here.
+// libgcrypt (Debian: libgcrypt20, already in every process that links libsystemd0 on Debian 12) for AES-128 (Eddystone-EID)
+// and AES-CCM (BTHome). gcry_control is variadic, which Swift cannot call: the two calls go through here.
 #include <gcrypt.h>
 
 /// libgcrypt must be initialized once before use: the version check, then "initialization finished". A process where

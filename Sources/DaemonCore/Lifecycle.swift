@@ -67,6 +67,8 @@ public struct Lifecycle: Sendable {
         /// The wall clock, and whether the kernel calls it synchronized (nil: it cannot tell, which counts as
         /// synchronized, said once).
         case clock(unixSeconds: UInt64, synchronized: Bool?)
+        /// The answer to `supplySelfReport`.
+        case selfReportSupplied(SelfReportSupply)
     }
 
     public enum Action: Sendable, Hashable {
@@ -93,6 +95,9 @@ public struct Lifecycle: Sendable {
         /// lifecycle arms it again while it is still wanted).
         case armPeriodic(PeriodicTimer, Duration)
         case cancelPeriodic(PeriodicTimer)
+        /// The encrypted BTHome self-report's address and counters from the state directory (its kept static address,
+        /// a block of counters written ahead). Answer with `selfReportSupplied` at once, before any other event.
+        case supplySelfReport(SelfReportNeeds)
         /// Send these sd_notify assignments as one datagram.
         case notify([String])
         /// RELOADING=1 with MONOTONIC_USEC (the executor reads the clock).
@@ -103,7 +108,8 @@ public struct Lifecycle: Sendable {
     }
 
     public enum PeriodicTimer: Sendable, Hashable {
-        /// New Eddystone-TLM values, every `telemetryPeriod`, while the config has such a beacon.
+        /// New Eddystone-TLM values, every `telemetryPeriod`, while the config has such a beacon or a BTHome
+        /// self-report (whose uptime comes with them).
         case telemetry
         /// A new private address, every `AddressPolicy.rotationPeriod`, while beacond rotates it.
         case addressRotation
@@ -122,6 +128,11 @@ public struct Lifecycle: Sendable {
     public static let stopDeadline = Duration.seconds(3)
     /// How often Eddystone-TLM frames get new values.
     public static let telemetryPeriod = Duration.seconds(10)
+    /// The longest a BTHome self-report stays the same. It rides the telemetry's ticks (every 10 s, each armed when the
+    /// last fired, so late ticks add up): a frame 45 s old is renewed at the next tick, normally the fifth, 50 s after
+    /// it, which leaves a tick's worth of lateness before a receiver would wait more than a minute.
+    public static let selfReportPeriod = Duration.seconds(60)
+    static let selfReportRenewal = UInt32((selfReportPeriod - telemetryPeriod * 3 / 2).components.seconds)
 
     /// The phase with what only it needs: the apply in flight (and whether to apply again after it), and what a
     /// stop leads to (and whether it waits for an answer first). An illegal combination cannot be written.
@@ -141,7 +152,7 @@ public struct Lifecycle: Sendable {
         /// wanted then.
         var again = false
 
-        enum Refresh: Sendable { case telemetry, eid }
+        enum Refresh: Sendable { case telemetry, eid, selfReport }
     }
 
     private struct Stop: Sendable {
@@ -201,8 +212,14 @@ public struct Lifecycle: Sendable {
     /// Between RELOADING=1 and its READY=1.
     private var reloading = false
     private(set) var lastStatus = ""
-    /// What the Eddystone-TLM beacons report now.
+    /// What the Eddystone-TLM beacons report now (and the BTHome self-report's uptime).
     private var telemetry = Telemetry()
+    /// The BTHome self-report: its frame, packet id, address and counters.
+    private var selfReport = SelfReport()
+    /// An apply that waits for the self-report's supply from the state directory: its arguments.
+    private var deferredApply: (dataOnlyAllowed: Bool, refresh: Apply.Refresh?)?
+    /// AES-CCM for an encrypted self-report (libgcrypt's, passed in by the executor).
+    private let seal: CCMSeal?
     /// Bumped for every new rotating address.
     private var addressGeneration: UInt64 = 0
     /// The periodic timers armed now.
@@ -235,8 +252,9 @@ public struct Lifecycle: Sendable {
     public private(set) var refusalCount = 0
 
     public init(config: BeaconConfiguration, configPath: String, device: DeviceSpec? = nil, logLevel: LogLevel? = nil,
-                seed: UInt64, cipher: BlockCipher? = nil) {
+                seed: UInt64, cipher: BlockCipher? = nil, seal: CCMSeal? = nil) {
         self.config = config
+        self.seal = seal
         self.configPath = configPath
         deviceOverride = device
         logLevelOverride = logLevel
@@ -344,8 +362,22 @@ public struct Lifecycle: Sendable {
             timerFired(&out)
         case .telemetry(let t):
             telemetry = t
-            guard phase == .advertising, hasTelemetry else { break }
-            apply(&out, dataOnlyAllowed: true, refresh: .telemetry)
+            guard phase == .advertising else { break }
+            if config.beacons.contains(where: { $0.beacon.isTelemetry }) {
+                apply(&out, dataOnlyAllowed: true, refresh: .telemetry)
+            } else if let l = selfReport.last, uptime >= l.uptime &+ Self.selfReportRenewal {
+                apply(&out, dataOnlyAllowed: true, refresh: .selfReport)
+            }
+        case .selfReportSupplied(let supply):
+            if let (level, line) = selfReport.supplied(supply) {
+                out.append(.log(level, line, ["BEACON_FORMAT=bthome"]))
+            }
+            guard let d = deferredApply else { break }
+            deferredApply = nil
+            switch phase {
+            case .opening, .applying, .advertising, .reapplyWait: apply(&out, dataOnlyAllowed: d.dataOnlyAllowed, refresh: d.refresh)
+            default: break
+            }
         case .addressPeriod:
             guard rotatesAddress else { break }
             addressGeneration &+= 1
@@ -413,9 +445,11 @@ public struct Lifecycle: Sendable {
         }, addresses: addresses, addressGeneration: addressGeneration)
     }
 
-    /// A beacon as it goes on the air now: the telemetry's values, an EID beacon's identifier for `time`.
+    /// A beacon as it goes on the air now: the telemetry's values, the self-report's frame, an EID beacon's
+    /// identifier for `time`.
     private func onAirBeacon(_ b: Beacon, at time: UInt32) -> Beacon {
-        let t = b.withTelemetry(telemetry)
+        var t = b.withTelemetry(telemetry)
+        if let data = selfReport.serviceData { t = t.withSelfReport(data) }
         guard let cipher, b.eid != nil else { return t }
         // The executor checked the cipher against FIPS-197 before the start: it does not fail on 16-byte input.
         return (try? t.withEphemeralID(time, cipher: cipher)) ?? t
@@ -439,8 +473,11 @@ public struct Lifecycle: Sendable {
     /// address timer runs.
     public var rotatesAddress: Bool { config.addressPlan.wanted.contains { $0.setting == .policy(.rotating) } && backend != .mgmt }
 
-    /// The config has an Eddystone-TLM beacon: the telemetry timer runs.
-    public var hasTelemetry: Bool { config.beacons.contains { $0.beacon.isTelemetry } }
+    /// The config has an Eddystone-TLM beacon or a BTHome self-report: the telemetry timer runs.
+    public var hasTelemetry: Bool { config.beacons.contains { $0.beacon.isTelemetry || $0.beacon.format == .bthome } }
+
+    /// beacond's uptime in whole seconds, as of the last telemetry.
+    private var uptime: UInt32 { telemetry.uptimeTenths / 10 }
 
     /// How often each beacon is on the air, when the controller confirmed them; nil when not advertising.
     public var onAirEvery: [Duration]? {
@@ -510,6 +547,19 @@ public struct Lifecycle: Sendable {
     }
 
     private mutating func apply(_ out: inout [Action], dataOnlyAllowed: Bool, refresh: Apply.Refresh? = nil) {
+        guard !config.beacons.isEmpty else { return withdraw(&out) }
+        // The self-report's frame first: an encrypted one may need its address and counters from the state directory.
+        switch selfReport.prepare(config, uptime: uptime, period: Self.selfReportRenewal, seal: seal) {
+        case .ready(let ahead):
+            if let ahead { out.append(.supplySelfReport(ahead)) }
+        case .needs(let needs):
+            deferredApply = (dataOnlyAllowed, refresh)
+            out.append(.supplySelfReport(needs))
+            return
+        case .failed(let why):
+            return failed(BackendFailure(message: "Cannot put the BTHome self-report on the air: \(why)", fields: ["BEACON_FORMAT=bthome", "HCI_DEVICE=\(device)"]), &out)
+        }
+        if let line = selfReport.exhaustionLine() { out.append(.log(.err, line, ["BEACON_FORMAT=bthome"])) }
         guard let wanted = request else { return withdraw(&out) }
         let dataOnly = dataOnlyAllowed && applied.map { $0.addresses == wanted.addresses && $0.addressGeneration == wanted.addressGeneration
             && $0.beacons.count == wanted.beacons.count
@@ -530,7 +580,7 @@ public struct Lifecycle: Sendable {
         applied = wanted
         unanswered = 0
         // New telemetry alone is not news for the journal.
-        let quiet = (done.refresh == .telemetry && dataOnly) || done.refresh == .eid
+        let quiet = ((done.refresh == .telemetry || done.refresh == .selfReport) && dataOnly) || done.refresh == .eid
         onAir = result
         backoff.reset()
         if done.again {

@@ -153,6 +153,7 @@ public struct RuntimeState: Sendable, Hashable {
         case .eddystoneUID(let x): return [Field(name: "namespace", value: s(hexString(x.namespace))), Field(name: "instance", value: s(hexString(x.instance)))]
         case .eddystoneEID(let x): return [Field(name: "key", value: s(x.keyFile)), Field(name: "rotation_exponent", value: "\(x.exponent)")]
         case .eddystoneTLM: return []
+        case .bthome(let x): return x.bindkeyFile.map { [Field(name: "bindkey_file", value: s($0))] } ?? []
         }
     }
 

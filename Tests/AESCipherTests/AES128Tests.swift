@@ -25,3 +25,32 @@ struct AES128Tests {
         #expect(throws: AES128.Failure.self) { try AES128.encrypt([0], key: [UInt8](repeating: 0, count: 16)) }
     }
 }
+
+/// AES-CCM from libgcrypt, against NIST SP 800-38C's Example 1 (a 4-byte tag with associated data) and bthome.io's
+/// published encryption example in both of its versions (the counter's bytes before and after the page's 2025 fix),
+/// each recomputed with pyca/cryptography's AESCCM for the research notes.
+@Suite("AES-CCM from libgcrypt")
+struct AESCCMTests {
+    @Test("SP 800-38C Example 1: Tlen 32, Nlen 56, Alen 64, Plen 32")
+    func sp80038c() throws {
+        #expect(try AESCCM.seal(hex("20212223"), key: hex("404142434445464748494a4b4c4d4e4f"), nonce: hex("10111213141516"),
+                                aad: hex("0001020304050607"), tagLength: 4) == hex("7162015b4dac255d"))
+    }
+
+    @Test("bthome.io's example: 25.06 °C and 50.55 % under its bindkey, MAC 54:48:E6:8F:80:A5, counter 1122867")
+    func bthome() throws {
+        let key = hex("231d39c1d7cc1ab1aee224cd096db932")
+        // Today's page: the counter 0x00112233 little-endian (33 22 11 00) in the nonce.
+        #expect(try AESCCM.seal(hex("02ca0903bf13"), key: key, nonce: hex("5448e68f80a5d2fc4133221100")) == hex("e445f3c9962b" + "6c7c4519"))
+        // The page before December 2025 (and bthome-ble 3.8.0's test_bindkey_correct): counter bytes 00 11 22 33.
+        #expect(try AESCCM.seal(hex("02ca0903bf13"), key: key, nonce: hex("5448e68f80a5d2fc4100112233")) == hex("a47266c95f73" + "78237214"))
+    }
+
+    @Test("wrong lengths are errors, not crashes")
+    func lengths() {
+        let key = [UInt8](repeating: 0, count: 16)
+        #expect(throws: AES128.Failure.self) { try AESCCM.seal([1], key: [1, 2, 3], nonce: [UInt8](repeating: 0, count: 13)) }
+        #expect(throws: AES128.Failure.self) { try AESCCM.seal([1], key: key, nonce: [UInt8](repeating: 0, count: 14)) }
+        #expect(throws: AES128.Failure.self) { try AESCCM.seal([1], key: key, nonce: [UInt8](repeating: 0, count: 13), tagLength: 3) }
+    }
+}

@@ -64,7 +64,7 @@ struct BeaconArrayTests {
         (ib + "[[beacon]]\nformat = \"altbeacon\"\nuuid = \"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"\nmajor = 70000\nminor = 4\n", ["8:9: error: 'major' in [[beacon]] #2 must be from 0 to 65535, found 70000"]),
         (ib + "[[beacon]]\nformat = \"eddystone-uid\"\nnamespace = \"00112233445566778899\"\ninstance = \"a1b2c3d4e5f6\"\nmajor = 1\n",
          ["9:1: error: 'major' in [[beacon]] #2 belongs to formats \"ibeacon\" and \"altbeacon\", not to this beacon's format \"eddystone-uid\""]),
-        (ib + "[[beacon]]\nformat = \"altbeacn\"\n", ["6:10: error: 'format' in [[beacon]] #2 must be one of \"ibeacon\", \"altbeacon\", \"eddystone-uid\", \"eddystone-tlm\", \"eddystone-eid\", found \"altbeacn\"; did you mean \"altbeacon\"?"]),
+        (ib + "[[beacon]]\nformat = \"altbeacn\"\n", ["6:10: error: 'format' in [[beacon]] #2 must be one of \"ibeacon\", \"altbeacon\", \"eddystone-uid\", \"eddystone-tlm\", \"eddystone-eid\", \"bthome\", found \"altbeacn\"; did you mean \"altbeacon\"?"]),
         (ib + "[[beacon]]\nuuid = \"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"\nmajor = 1\nminr = 2\n",
          ["5:1: error: missing required key 'minor' in [[beacon]] #2", "8:1: error: unknown key 'minr' in [[beacon]] #2; did you mean 'minor'?"]),
         // TOML: a name is one table or an array of tables, never both.

@@ -49,7 +49,7 @@ struct FormatConfigTests {
     // The cases live in a property: Swift 6.0's compiler crashes on string interpolation inside @Test's arguments.
     static let mistakeCases: [(String, [String])] = [
         ("[beacon]\nformat = \"ibecon\"\nuuid = \"\(uuid)\"\nmajor = 1\nminor = 2\n",
-         ["2:10: error: 'format' in [beacon] must be one of \"ibeacon\", \"altbeacon\", \"eddystone-uid\", \"eddystone-tlm\", \"eddystone-eid\", found \"ibecon\"; did you mean \"ibeacon\"?"]),
+         ["2:10: error: 'format' in [beacon] must be one of \"ibeacon\", \"altbeacon\", \"eddystone-uid\", \"eddystone-tlm\", \"eddystone-eid\", \"bthome\", found \"ibecon\"; did you mean \"ibeacon\"?"]),
         ("[beacon]\nuuid = \"\(uuid)\"\nmajor = 1\nminor = 2\nnamespace = \"00112233445566778899\"\n",
          ["5:1: error: 'namespace' in [beacon] belongs to format \"eddystone-uid\", not to this beacon's format \"ibeacon\""]),
         ("[beacon]\nformat = \"eddystone-uid\"\nnamespace = \"00112233445566778899\"\ninstance = \"a1b2c3d4e5f6\"\nmajor = 3\n",

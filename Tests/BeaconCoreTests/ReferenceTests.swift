@@ -64,7 +64,7 @@ struct ReferenceTests {
     /// A valid value for each key whose default is not a value (those are checked above).
     static let samples: [String: String] = [
         "beacon.uuid": "\"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"", "beacon.major": "1", "beacon.minor": "2",
-        "beacon.namespace": "\"00112233445566778899\"", "beacon.instance": "\"AABBCCDDEEFF\"", "beacon.identity_key_file": "\"k.key\"",
+        "beacon.namespace": "\"00112233445566778899\"", "beacon.instance": "\"AABBCCDDEEFF\"", "beacon.identity_key_file": "\"k.key\"", "beacon.bindkey_file": "\"home.key\"",
         "beacon.interval_ms": "200", "beacon.name": "\"Shelf 4\"", "beacon.address": "\"C6:12:34:56:78:9A\"",
         "advertising.tx_power": "0", "advertising.address": "\"rotating\"", "daemon.log_level": "\"debug\"",
     ]

@@ -1,6 +1,7 @@
 // The state directory shared by beacond processes: one per device (StateLock), and records that keep every
 // device's lines (OwnershipStore, AddressStore), against a real directory.
 @testable import BeacondApp
+import BluetoothHCI
 import DaemonCore
 import Glibc
 import SystemCalls
@@ -50,5 +51,49 @@ struct StateDirectoryTests {
         let record = OwnershipRecord(parsing: text)
         #expect(record["hci0", .hciSets] == [1, 3])
         #expect(record["hci1", .hciSets] == [2])
+    }
+}
+
+/// The encrypted BTHome self-report's counters in a real state directory: each reservation is on disk before it is
+/// answered, a new process (a store with nothing in memory) starts above it, and a damaged file is never read as 0.
+@Suite("BTHome counters in the state directory")
+struct SelfReportStoreTests {
+    private let address = BluetoothAddress(parsing: "C6:12:34:56:78:9A")!
+
+    @Test("a reservation is written before it is used; the next run's starts at its end; another address keeps its own")
+    func persisted() throws {
+        let d = temporaryDirectory()
+        #expect(try SelfReportStore.reserve(address, from: 0, in: d) == CounterReservation(floor: 0, limit: 1000))
+        // Ahead, while the counter is at 500: from the end of the last block.
+        #expect(try SelfReportStore.reserve(address, from: 1000, in: d) == CounterReservation(floor: 1000, limit: 2000))
+        // A restart (or a crash) at counter 1500: the next run's first block starts above everything reserved.
+        #expect(try SelfReportStore.reserve(address, from: 0, in: d) == CounterReservation(floor: 2000, limit: 3000))
+        let other = BluetoothAddress(parsing: "D0:00:00:00:00:01")!
+        #expect(try SelfReportStore.reserve(other, from: 0, in: d) == CounterReservation(floor: 0, limit: 1000))
+        let text = String(decoding: try FileDescriptor.readFile("\(d)/bthome-counters", limit: 4096), as: UTF8.self)
+        #expect(try CounterBook(parsing: text).entries == [address: 3000, other: 1000])
+        #expect(SelfReportStore.peek(address, in: d) == 3000)
+    }
+
+    @Test("the supply: the kept static address from `addresses` (made if missing) and its counters, in one answer")
+    func supply() throws {
+        let d = temporaryDirectory()
+        let s = SelfReportStore.supply(SelfReportNeeds(addressKey: "bthome", countersFrom: 0), in: d)
+        let a = try #require(s.address)
+        #expect(a.isStatic && s.counters == CounterReservation(floor: 0, limit: 1000) && s.failure == nil)
+        let addresses = String(decoding: try FileDescriptor.readFile("\(d)/addresses", limit: 4096), as: UTF8.self)
+        #expect(addresses.contains("\(a) bthome\n"))
+        #expect(SelfReportStore.supply(SelfReportNeeds(addressKey: "bthome", countersFrom: 0), in: d).address == a)
+    }
+
+    @Test("a damaged counters file is an error naming its line, and stays as it was")
+    func damaged() throws {
+        let d = temporaryDirectory()
+        try createFileDurably(named: "bthome-counters", in: d, contents: Array("C6:12:34:56:78:9A 5000\nC6:12:34:56:78:9A oops\n".utf8))
+        #expect(throws: SelfReportStore.Failure.self) { try SelfReportStore.reserve(address, from: 0, in: d) }
+        let s = SelfReportStore.supply(SelfReportNeeds(address: address, countersFrom: 0), in: d)
+        #expect(s.counters == nil && s.failure == "\(d)/bthome-counters:2: not an address followed by a counter (0 to 4294967295); fix that line (a number only ever goes up)")
+        let text = String(decoding: try FileDescriptor.readFile("\(d)/bthome-counters", limit: 4096), as: UTF8.self)
+        #expect(text == "C6:12:34:56:78:9A 5000\nC6:12:34:56:78:9A oops\n")
     }
 }

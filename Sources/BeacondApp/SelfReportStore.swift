@@ -1,0 +1,69 @@
+// What an encrypted BTHome self-report keeps in the state directory: its static address (the `addresses` file, as
+// every static beacon's) and its counters (`bthome-counters`, DaemonCore's CounterBook), reserved a block at a time
+// and written durably before any frame uses them. The lifecycle asks (`supplySelfReport`); this answers.
+import BluetoothHCI
+import DaemonCore
+import SystemCalls
+
+enum SelfReportStore {
+    static let fileName = "bthome-counters"
+
+    static func supply(_ needs: SelfReportNeeds, in directory: String = AddressStore.directory) -> SelfReportSupply {
+        var address = needs.address
+        if let key = needs.addressKey {
+            do throws(AddressStore.Failure) {
+                address = try AddressStore.load([key], avoiding: needs.avoiding, in: directory)[key]
+            } catch {
+                return SelfReportSupply(failure: error.description)
+            }
+        }
+        guard let address else { return SelfReportSupply(failure: "No static address was kept for the BTHome self-report") }
+        guard let from = needs.countersFrom else { return SelfReportSupply(address: address) }
+        do throws(Failure) {
+            return SelfReportSupply(address: address, counters: try reserve(address, from: from, in: directory))
+        } catch {
+            return SelfReportSupply(address: address, failure: error.description)
+        }
+    }
+
+    struct Failure: Error, CustomStringConvertible { var description: String }
+
+    /// The counter the next start would use first for `address` (0 when none is kept), without writing anything;
+    /// nil when the file cannot be read here.
+    static func peek(_ address: BluetoothAddress, in directory: String = AddressStore.directory) -> UInt32? {
+        do throws(SystemError) {
+            let bytes = try FileDescriptor.readFile("\(directory)/\(fileName)", limit: 1 << 20)
+            return (try? CounterBook(parsing: String(decoding: bytes, as: UTF8.self))).map { $0.entries[address] ?? 0 }
+        } catch {
+            return error.errno == .noEntry ? 0 : nil
+        }
+    }
+
+    /// Reads the book, raises `address`'s number by a block and writes it back durably, under the records' lock
+    /// (beacond on another device may share the directory).
+    static func reserve(_ address: BluetoothAddress, from: UInt32, count: UInt32 = CounterBook.block,
+                        in directory: String) throws(Failure) -> CounterReservation {
+        let path = "\(directory)/\(fileName)"
+        return try StateLock.whileWritingRecords(in: directory) { () throws(Failure) -> CounterReservation in
+            var text = ""
+            do throws(SystemError) {
+                text = String(decoding: try FileDescriptor.readFile(path, limit: 1 << 20), as: UTF8.self)
+            } catch where error.errno == .noEntry {
+            } catch {
+                throw Failure(description: "Cannot read \(path): \(error)")
+            }
+            var book: CounterBook
+            do throws(CounterBook.Damaged) { book = try CounterBook(parsing: text) } catch {
+                // Never start over from 0 on a damaged file: receivers would drop every frame.
+                throw Failure(description: "\(path):\(error.line): \(error.reason); fix that line (a number only ever goes up)")
+            }
+            let r = book.reserve(address, from: from, count: count)
+            do {
+                try createFileDurably(named: fileName, in: directory, contents: Array(book.text.utf8), replacing: true)
+            } catch {
+                throw Failure(description: "Cannot keep the BTHome counters in \(directory): \(error); give beacond a state directory (the unit's StateDirectory=beacond)")
+            }
+            return r
+        }
+    }
+}

@@ -1,0 +1,202 @@
+// The BTHome self-report in the lifecycle: what it reports, when a new frame goes out, and the encrypted one's
+// address and counters from the state directory (asked for before the first frame, reserved ahead, never reused
+// across a restart); and the counters file as a value.
+import AESCipher
+import BeaconCore
+import BluetoothHCI
+import DaemonCore
+import HCIHost
+import Testing
+
+private let seal: CCMSeal = { key, nonce, plaintext in try AESCCM.seal(plaintext, key: key, nonce: nonce) }
+private let key = BindKey(hex: "0123456789abcdeffedcba9876543210")!
+private let address = BluetoothAddress(parsing: "C6:12:34:56:78:9A")!
+private let ibeacon = "[[beacon]]\nuuid = \"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"\nmajor = 1\nminor = 1\n"
+
+/// The config with its bindkey loaded, as ConfigLoader does.
+private func config(_ text: String) throws -> BeaconConfiguration {
+    var c = try BeaconConfiguration.parse(Array(text.utf8))
+    for k in c.beacons.indices {
+        if case .bthome(var b) = c.beacons[k].beacon, b.encrypted {
+            b.bindkey = key
+            c.beacons[k].beacon = .bthome(b)
+        }
+    }
+    return c
+}
+
+private func applied(_ actions: [Lifecycle.Action]) -> AdvertisingSchedule? {
+    actions.compactMap { if case .apply(let s, _) = $0 { s } else { nil } }.first
+}
+
+private func supplies(_ actions: [Lifecycle.Action]) -> [SelfReportNeeds] {
+    actions.compactMap { if case .supplySelfReport(let n) = $0 { n } else { nil } }
+}
+
+private func encrypted(_ report: BTHomeReport, counter: UInt32) throws -> [UInt8] {
+    BTHome.advertisingData(serviceData: try BTHome.encryptedServiceData(report.objects, key: key, address: address, counter: counter, seal: seal)).bytes
+}
+
+private let onAir = OnAir(interval: AdvertisingInterval(units: 160)!, details: ["extended"],
+                          beacons: [BeaconOnAir(every: .milliseconds(100), details: []), BeaconOnAir(every: .milliseconds(100), details: [])])
+
+private func tenths(_ seconds: UInt32) -> Telemetry { Telemetry(uptimeTenths: seconds * 10) }
+
+@Suite("BTHome self-report")
+struct SelfReportTests {
+    @Test("encrypted: the first apply waits for the address and counters, then sends counter 'floor' from that address")
+    func firstFrameWaitsForItsSupply() throws {
+        var lc = Lifecycle(config: try config(ibeacon + "[[beacon]]\nformat = \"bthome\"\nbindkey_file = \"k\"\n"), configPath: "/c", seed: 1, seal: seal)
+        _ = lc.handle(.telemetry(tenths(0)))
+        _ = lc.handle(.start)
+        let opened = lc.handle(.opened())
+        #expect(applied(opened) == nil)
+        #expect(supplies(opened) == [SelfReportNeeds(addressKey: "bthome", avoiding: [], address: nil, countersFrom: 0)])
+        let answer = lc.handle(.selfReportSupplied(SelfReportSupply(address: address, counters: CounterReservation(floor: 5000, limit: 6000))))
+        let schedule = try #require(applied(answer))
+        #expect(schedule.beacons[1].data.bytes == (try encrypted(BTHomeReport(packetID: 1, beaconsOnAir: 1, problem: false, uptimeSeconds: 0), counter: 5000)))
+        #expect(supplies(answer).isEmpty)  // 999 counters left: nothing to reserve yet
+        _ = lc.handle(.applied(onAir))
+        #expect(lc.phase == .advertising)
+    }
+
+    @Test("a new frame at the fifth tick, within the minute even when ticks come late (next packet id and counter, the new uptime), quietly")
+    func everyMinute() throws {
+        let c = try config(ibeacon + "[[beacon]]\nformat = \"bthome\"\nbindkey_file = \"k\"\n")
+        var lc = Lifecycle(config: c, configPath: "/c", seed: 1, seal: seal)
+        let first = lc.handle(.telemetry(tenths(0)))
+        #expect(first.contains(.armPeriodic(.telemetry, Lifecycle.telemetryPeriod)))  // the self-report's uptime comes with it
+        _ = lc.handle(.start)
+        _ = lc.handle(.opened())
+        _ = lc.handle(.selfReportSupplied(SelfReportSupply(address: address, counters: CounterReservation(floor: 5000, limit: 6000))))
+        _ = lc.handle(.applied(onAir))
+        for s: UInt32 in [10, 20, 30, 40] { #expect(applied(lc.handle(.telemetry(tenths(s)))) == nil, "\(s) s") }
+        // The fifth tick: 50 s, a tick's worth before the minute (ticks can come late, and their delays add up).
+        #expect(Lifecycle.selfReportPeriod == .seconds(60))
+        let fifth = lc.handle(.telemetry(tenths(50)))
+        let schedule = try #require(applied(fifth))
+        #expect(schedule.beacons[1].data.bytes == (try encrypted(BTHomeReport(packetID: 2, beaconsOnAir: 1, problem: false, uptimeSeconds: 50), counter: 5001)))
+        let confirmed = lc.handle(.applied(onAir))
+        #expect(!confirmed.contains { if case .log = $0 { true } else { false } })
+        #expect(applied(lc.handle(.telemetry(tenths(60)))) == nil)
+        // Late ticks: the frame of 50 s is renewed at the tick of 96 s (46 s on), not one later.
+        #expect(applied(lc.handle(.telemetry(tenths(94)))) == nil)
+        #expect(applied(lc.handle(.telemetry(tenths(96)))) != nil)
+    }
+
+    @Test("a restart starts where the state directory's reservation ended: above every counter the last run could send")
+    func restart() throws {
+        let c = try config(ibeacon + "[[beacon]]\nformat = \"bthome\"\nbindkey_file = \"k\"\n")
+        var book = CounterBook()
+        var first = Lifecycle(config: c, configPath: "/c", seed: 1, seal: seal)
+        _ = first.handle(.telemetry(tenths(0)))
+        _ = first.handle(.start)
+        let needs = supplies(first.handle(.opened()))[0]
+        let r1 = book.reserve(address, from: needs.countersFrom!, count: CounterBook.block)
+        #expect(r1 == CounterReservation(floor: 0, limit: 1000))
+        let a = try #require(applied(first.handle(.selfReportSupplied(SelfReportSupply(address: address, counters: r1))))).beacons[1].data.bytes
+        // Killed: the next run reads the book as the file holds it.
+        let kept = try CounterBook(parsing: book.text)
+        var book2 = kept
+        var second = Lifecycle(config: c, configPath: "/c", seed: 2, seal: seal)
+        _ = second.handle(.telemetry(tenths(0)))
+        _ = second.handle(.start)
+        let r2 = book2.reserve(address, from: supplies(second.handle(.opened()))[0].countersFrom!, count: CounterBook.block)
+        #expect(r2 == CounterReservation(floor: 1000, limit: 2000))
+        let b = try #require(applied(second.handle(.selfReportSupplied(SelfReportSupply(address: address, counters: r2))))).beacons[1].data.bytes
+        func counter(_ d: [UInt8]) -> UInt32 { d[d.count - 8..<d.count - 4].reversed().reduce(0) { $0 << 8 | UInt32($1) } }
+        #expect(counter(a) == 0 && counter(b) == 1000)
+    }
+
+    @Test("half the block used: the next block is reserved ahead; when none can be, the frame stays and it says so once")
+    func reservesAhead() throws {
+        let c = try config(ibeacon + "[[beacon]]\nformat = \"bthome\"\nbindkey_file = \"k\"\n")
+        var lc = Lifecycle(config: c, configPath: "/c", seed: 1, seal: seal)
+        _ = lc.handle(.telemetry(tenths(0)))
+        _ = lc.handle(.start)
+        _ = lc.handle(.opened())
+        let first = lc.handle(.selfReportSupplied(SelfReportSupply(address: address, counters: CounterReservation(floor: 5000, limit: 5002))))
+        #expect(supplies(first) == [SelfReportNeeds(address: address, countersFrom: 5002)])
+        let refused = lc.handle(.selfReportSupplied(SelfReportSupply(address: address, failure: "Cannot keep the BTHome counters in /s: disk full")))
+        #expect(refused.contains(.log(.warning, "Cannot keep the BTHome counters in /s: disk full; the BTHome self-report has 1 counter left, then its frame stays as it is",
+                                      ["BEACON_FORMAT=bthome"])))
+        _ = lc.handle(.applied(onAir))
+        // Counter 5001 is the last one; its frame asks again.
+        let minute = lc.handle(.telemetry(tenths(60)))
+        let last = try #require(applied(minute)).beacons[1].data.bytes
+        #expect(last == (try encrypted(BTHomeReport(packetID: 2, beaconsOnAir: 1, problem: false, uptimeSeconds: 60), counter: 5001)))
+        #expect(supplies(minute) == [SelfReportNeeds(address: address, countersFrom: 5002)])
+        _ = lc.handle(.selfReportSupplied(SelfReportSupply(address: address, failure: "Cannot keep the BTHome counters in /s: disk full")))
+        _ = lc.handle(.applied(onAir))
+        // None left: the frame on the air stays, said once; a later block lets it go on.
+        let stuck = lc.handle(.telemetry(tenths(120)))
+        #expect(stuck.contains { if case .log(.err, let m, _) = $0 { m.hasPrefix("The BTHome self-report used every counter") } else { false } })
+        #expect(applied(stuck).map { $0.beacons[1].data.bytes } ?? last == last)
+        _ = lc.handle(.selfReportSupplied(SelfReportSupply(address: address, counters: CounterReservation(floor: 5002, limit: 6002))))
+        _ = lc.handle(.applied(onAir))
+        let again = try #require(applied(lc.handle(.telemetry(tenths(180))))).beacons[1].data.bytes
+        #expect(again == (try encrypted(BTHomeReport(packetID: 3, beaconsOnAir: 1, problem: false, uptimeSeconds: 180), counter: 5002)))
+    }
+
+    @Test("no address or counters from the state directory: the apply fails with why, and the retry asks again")
+    func supplyFails() throws {
+        var lc = Lifecycle(config: try config("[beacon]\nformat = \"bthome\"\nbindkey_file = \"k\"\n"), configPath: "/c", seed: 1, seal: seal)
+        _ = lc.handle(.start)
+        _ = lc.handle(.opened())
+        let failed = lc.handle(.selfReportSupplied(SelfReportSupply(failure: "Cannot keep a static address in /s: read-only file system")))
+        #expect(lc.phase == .waiting)
+        #expect(failed.contains { if case .log(.err, let m, _) = $0 { m.hasPrefix("Cannot put the BTHome self-report on the air: Cannot keep a static address in /s: read-only file system, retrying in") } else { false } })
+        _ = lc.handle(.timerFired)
+        #expect(supplies(lc.handle(.opened())).count == 1)
+    }
+
+    @Test("a chosen address needs no address from the state directory, only counters for it")
+    func chosenAddress() throws {
+        var lc = Lifecycle(config: try config("[beacon]\nformat = \"bthome\"\nbindkey_file = \"k\"\naddress = \"C6:12:34:56:78:9A\"\n"), configPath: "/c", seed: 1, seal: seal)
+        _ = lc.handle(.start)
+        #expect(supplies(lc.handle(.opened())) == [SelfReportNeeds(avoiding: [address], address: address, countersFrom: 0)])
+    }
+
+    @Test("plain: no state directory needed; the count leaves the self-report out, and a beacon without a uuid is a problem")
+    func plain() throws {
+        var lc = Lifecycle(config: try config(ibeacon + "[[beacon]]\nuuid = \"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"\nmajor = 1\nminor = 2\n[[beacon]]\nformat = \"bthome\"\n"),
+                           configPath: "/c", seed: 1)
+        _ = lc.handle(.telemetry(tenths(0)))
+        _ = lc.handle(.start)
+        let opened = lc.handle(.opened())
+        #expect(supplies(opened).isEmpty)
+        let plain = BTHome.advertisingData(serviceData: BTHome.plainServiceData(BTHomeReport(packetID: 1, beaconsOnAir: 2, problem: false, uptimeSeconds: 0).objects))
+        #expect(try #require(applied(opened)).beacons[2].data == plain)
+        _ = lc.handle(.applied(onAir))
+        // A reload adds a beacon without a uuid yet: a new frame at once, with the problem.
+        _ = lc.handle(.telemetry(tenths(12)))
+        _ = lc.handle(.hangup)
+        let reload = lc.handle(.configLoaded(try config(ibeacon + "[[beacon]]\nmajor = 1\nminor = 3\n" + "[[beacon]]\nformat = \"bthome\"\n")))
+        let data = try #require(applied(reload)).beacons[1].data
+        #expect(data == BTHome.advertisingData(serviceData: BTHome.plainServiceData(BTHomeReport(packetID: 2, beaconsOnAir: 1, problem: true, uptimeSeconds: 12).objects)))
+    }
+}
+
+@Suite("BTHome counters file")
+struct CounterBookTests {
+    @Test("a reservation raises the address's number by a block and never lowers it; other addresses keep theirs")
+    func reserve() throws {
+        var book = try CounterBook(parsing: "# comment\n\nC6:12:34:56:78:9A 7000\nD0:00:00:00:00:01 12\n")
+        #expect(book.reserve(address, from: 0, count: 1000) == CounterReservation(floor: 7000, limit: 8000))
+        #expect(book.reserve(address, from: 8000, count: 1000) == CounterReservation(floor: 8000, limit: 9000))
+        #expect(book.reserve(address, from: 100, count: 1000) == CounterReservation(floor: 9000, limit: 10000))
+        let again = try CounterBook(parsing: book.text)
+        #expect(again.entries == [address: 10000, BluetoothAddress(parsing: "D0:00:00:00:00:01")!: 12])
+        var top = try CounterBook(parsing: "C6:12:34:56:78:9A 4294967000\n")
+        #expect(top.reserve(address, from: 0, count: 1000) == CounterReservation(floor: 4_294_967_000, limit: UInt32.max))
+    }
+
+    @Test("a damaged line is an error naming it, never a fresh start from 0", arguments: [
+        ("C6:12:34:56:78:9A\n", 1), ("C6:12:34:56:78:9A -5\n", 1), ("# x\nnot-an-address 5\n", 2), ("C6:12:34:56:78:9A 1\nC6:12:34:56:78:9A 2\n", 2),
+        ("C6:12:34:56:78:9A 4294967296\n", 1),
+    ])
+    func damaged(text: String, line: Int) {
+        #expect(throws: CounterBook.Damaged.self) { try CounterBook(parsing: text) }
+        do { _ = try CounterBook(parsing: text) } catch { #expect(error.line == line) }
+    }
+}
