@@ -489,7 +489,7 @@ enum CLI {
 
     static func help(_ name: String?) -> String {
         guard let c = name.flatMap(command) else {
-            let commandLines = commands.map { "  " + $0.name.padding(to: 14) + $0.abstract }.joined(separator: "\n")
+            let commandLines = commands.map { "  " + pad($0.name, 14) + $0.abstract }.joined(separator: "\n")
             return [
                 wrap("OVERVIEW: beacond keeps Bluetooth LE beacons (\(BeaconFormat.names("and"))) on the air.", indent: 0),
                 "USAGE: \(usage(nil))",
@@ -511,7 +511,7 @@ enum CLI {
     static func optionLines(_ o: (flags: String, help: String)) -> String {
         let lead = "  " + o.flags
         let body = wrap(o.help, indent: helpColumn)
-        return lead.count < helpColumn - 1 ? lead.padding(to: helpColumn) + body.dropFirst(helpColumn) + "\n" : lead + "\n" + body + "\n"
+        return lead.count < helpColumn - 1 ? pad(lead, helpColumn) + body.dropFirst(helpColumn) + "\n" : lead + "\n" + body + "\n"
     }
 
     /// `text` (its lines joined) wrapped at word boundaries to `width` columns, every line indented by `indent`.
@@ -594,8 +594,4 @@ struct OptionParser {
             throw UsageError(message: "invalid value for '\(option)': \(error.message)", command: command)
         }
     }
-}
-
-extension String {
-    func padding(to width: Int) -> String { count >= width ? self + " " : self + String(repeating: " ", count: width - count) }
 }

@@ -40,14 +40,14 @@ enum Tools {
             if let own = config.beacons[0].interval { lines.append(("interval_ms", "\(own) (this beacon's own)")) }
             if let name = config.beacons[0].name { lines.append(("name", "\"\(name)\" (in a scan response: scannable)")) }
             lines.append(("address", addresses[0].text))
-            beacons = "\(path): OK\n" + lines.map { "  " + $0.name.padding(to: 16) + $0.value + "\n" }.joined()
+            beacons = "\(path): OK\n" + lines.map { "  " + pad($0.name, 16) + $0.value + "\n" }.joined()
         } else {
             beacons = "\(path): OK, \(config.beacons.count) beacons\n" + config.beacons.enumerated().map { k, cb in
                 var lines = [("format", cb.beacon.format.rawValue)] + beaconLines(cb.beacon).filter { $0.name != "format" }
                 lines.append(("interval_ms", cb.interval.map { "\($0) (this beacon's own)" } ?? "\(a.interval) (from [advertising])"))
                 if let name = cb.name { lines.append(("name", "\"\(name)\" (in a scan response: scannable)")) }
                 lines.append(("address", addresses[k].text))
-                return "  beacon \(k + 1) (line \(cb.location.line))\n" + lines.map { "    " + $0.name.padding(to: 14) + $0.value + "\n" }.joined()
+                return "  beacon \(k + 1) (line \(cb.location.line))\n" + lines.map { "    " + pad($0.name, 14) + $0.value + "\n" }.joined()
             }.joined()
         }
         // Beacons still without a uuid: the others go on the air, these once they have one.
