@@ -86,7 +86,7 @@ public enum Beacon: Sendable, Hashable {
         case .altBeacon(let b): "AltBeacon \(b.uuid) major \(b.major) minor \(b.minor)"
         case .eddystoneUID(let b): "Eddystone-UID namespace \(hexString(b.namespace)) instance \(hexString(b.instance))"
         case .eddystoneTLM: "Eddystone-TLM telemetry"
-        case .eddystoneEID(let b): "Eddystone-EID (key \(b.keyFile), K = \(b.exponent))"
+        case .eddystoneEID(let b): "Eddystone-EID (key \(Redaction.apply(b.keyFile)), K = \(b.exponent))"
         }
     }
 

@@ -65,9 +65,8 @@ struct DaemonView {
             out.append("\(name): not on the air (\(phase)): \(status)")
         }
         if reloadResult == "refused" {
-            let errors = state["reload"]?["errors"]?.array?.compactMap(\.string) ?? []
-            out.append("\(name): the last reload was refused and the previous configuration stays on the air; fix \(configPath), then run '\(reloadCommand)': "
-                       + errors.joined(separator: "; "))
+            out.append("\(name): the last reload was refused and the previous configuration stays on the air: \(configPath) has "
+                       + Self.refusal(state["reload"]) + "; fix it ('beacond check-config --config \(configPath)' lists them), then run '\(reloadCommand)'")
         }
         if state["clock"]?["synchronized"]?.bool == false {
             out.append("\(name): the system clock is not synchronized, so receivers cannot resolve the Eddystone-EIDs: enable time synchronization (timedatectl set-ntp true)")
@@ -76,6 +75,19 @@ struct DaemonView {
     }
 
     var reloadCommand: String { unit.map { "systemctl reload \($0)" } ?? "kill -HUP \(pid)" }
+
+    /// A refusal as the state keeps it (`error_count`, `error_lines`): "2 errors, on lines 4 and 9". The state has no
+    /// text of the errors: the journal and check-config do.
+    static func refusal(_ r: JSONValue?) -> String {
+        let n = r?["error_count"]?.int ?? 0
+        let lines = (r?["error_lines"]?.array ?? []).compactMap(\.int).map(String.init)
+        var s = "\(n) error\(n == 1 ? "" : "s")"
+        if let last = lines.last {
+            s += lines.count == 1 ? ", on line \(last)" : ", on lines " + lines.dropLast().joined(separator: ", ") + " and " + last
+            if lines.count >= ConfigError.linesKept { s += " (the first \(ConfigError.linesKept) lines)" }
+        }
+        return s
+    }
 
     /// The short view: the daemon, its controller, one line per beacon, its warnings.
     var text: String {
@@ -115,7 +127,7 @@ struct DaemonView {
             for w in b["warnings"]?.array?.compactMap(\.string) ?? [] { t += "     warning: \(w)\n" }
         }
         if let r = s["last_refused"], let at = r["at"]?.int, reloadResult != "refused" {
-            t += "  an earlier reload was refused (\(formatDuration(.seconds(Int64(max(0, Int(now) - at))))) ago); the file has been taken since\n"
+            t += "  an earlier reload was refused (\(formatDuration(.seconds(Int64(max(0, Int(now) - at))))) ago, \(Self.refusal(r))); the file has been taken since\n"
         }
         return t
     }
@@ -196,9 +208,8 @@ enum StatusCommand {
             guard now.reloadCount > before, let result = now.reloadResult, result != "in-progress" else { continue }
             let status = now.state["status"]?.string ?? ""
             if result == "refused" {
-                let errors = now.state["reload"]?["errors"]?.array?.compactMap(\.string) ?? []
-                Output.err(errors.map { $0 + "\n" }.joined()
-                           + "beacond reload: \(now.configPath) was refused; the previous configuration stays on the air: \(status)\n")
+                Output.err("beacond reload: \(now.configPath) was refused (\(DaemonView.refusal(now.state["reload"])); "
+                           + "'beacond check-config --config \(now.configPath)' lists them); the previous configuration stays on the air: \(status)\n")
                 return .config
             }
             switch now.phase {

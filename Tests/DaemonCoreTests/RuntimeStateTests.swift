@@ -84,7 +84,8 @@ struct RuntimeStateTests {
         let s2 = RuntimeState(lc, pid: 1, configDigest: "a", now: 12, previous: s1)
         let j = json(s2)
         #expect(j["reload"]?["result"]?.string == "refused")
-        #expect(j["reload"]?["errors"]?.array?.first?.string == "/c:4:9: error: 'major' must be an integer")
+        #expect(j["reload"]?["error_count"]?.int == 1 && j["reload"]?["error_lines"]?.array?.compactMap(\.int) == [4])
+        #expect(j["last_refused"]?["error_lines"]?.array?.compactMap(\.int) == [4])
         #expect(j["last_refused"]?["at"]?.int == 12)
         #expect(j["beacons"]?.array?.allSatisfy { $0["on_air"]?.bool == true } == true)
         #expect(j["beacons"]?.array?.first?["on_air_since"]?.int == 10)
@@ -97,11 +98,38 @@ struct RuntimeStateTests {
         let k = json(s3)
         #expect(k["reload"]?["count"]?.int == 2)
         #expect(k["reload"]?["result"]?.string == "applied")
-        #expect(k["reload"]?["errors"] == nil)
+        #expect(k["reload"]?["error_count"] == nil && k["reload"]?["errors"] == nil)
         #expect(k["last_refused"]?["at"]?.int == 12)
         // The new identity went on the air now; the unchanged beacon keeps its time.
         #expect(k["beacons"]?.array?[0]["on_air_since"]?.int == 20)
         #expect(k["beacons"]?.array?[1]["on_air_since"]?.int == 10)
+    }
+
+    /// A refused reload put every error's text into the state file (0644): a key pasted into the config reached every
+    /// user, and a file with thousands of errors made a 5.5 MB state file that no reader took (review #43).
+    @Test("bug: a refused file's errors were kept as text, every one; now their count and first 20 lines only")
+    func refusalsKeepCountAndLines() throws {
+        let key = "9f11c1b2d3e4f5a6b7c8d9e0f1a2b3c4"
+        var lc = Lifecycle(config: parse(two), configPath: "/c", seed: 1)
+        _ = lc.handle(.start)
+        _ = lc.handle(.opened())
+        _ = lc.handle(.applied(onAir(["C6:12:34:56:78:9A", "D1:00:00:00:00:01"])))
+        _ = lc.handle(.hangup)
+        let errors = (1...5000).map { ConfigDiagnostic("'identity_key_file' in [beacon]: /etc/beacond/keys/\(key) does not exist", at: SourceLocation(line: $0, column: 21)) }
+        let actions = lc.handle(.configRefused(ConfigError(path: "/c", diagnostics: errors)))
+        let s = RuntimeState(lc, pid: 1, configDigest: "a", now: 12, previous: nil)
+        #expect(s.json.utf8.count < 4096, "\(s.json.utf8.count) bytes")
+        #expect(!s.json.contains(String(key.prefix(16))))
+        let j = json(s)
+        #expect(j["reload"]?["error_count"]?.int == 5000)
+        #expect(j["reload"]?["error_lines"]?.array?.compactMap(\.int) == Array(1...20))
+        #expect(j["last_refused"]?["error_count"]?.int == 5000)
+        // STATUS: how many, and on which lines.
+        let status = actions.compactMap { a -> String? in
+            if case .notify(let n) = a { return n.first { $0.hasPrefix("STATUS=") } } else { return nil }
+        }.first ?? ""
+        #expect(status.hasSuffix("; kept previous configuration: /c has 5000 errors, on lines " + (1...20).map(String.init).joined(separator: ", ") + " and more"), "\(status)")
+        #expect(!status.contains(String(key.prefix(16))))
     }
 
     @Test("a lost controller: every beacon off the air, no controller, the phase says why")
