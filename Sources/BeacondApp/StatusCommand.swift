@@ -126,6 +126,9 @@ struct DaemonView {
             t += line + "\n"
             for w in b["warnings"]?.array?.compactMap(\.string) ?? [] { t += "     warning: \(w)\n" }
         }
+        if s["clock"]?["synchronized"]?.string == "unknown" {
+            t += "  clock: whether it is synchronized is unknown (adjtimex refused, no systemd-timesyncd): the EIDs resolve only if it is\n"
+        }
         if let r = s["last_refused"], let at = r["at"]?.int, reloadResult != "refused" {
             t += "  an earlier reload was refused (\(formatDuration(.seconds(Int64(max(0, Int(now) - at))))) ago, \(Self.refusal(r))); the file has been taken since\n"
         }

@@ -52,8 +52,9 @@ public struct RuntimeState: Sendable, Hashable {
     /// The refused file's errors, when the last reload was refused: how many, and the first lines with one.
     public let reloadErrors: Refusal?
     public let lastRefused: (at: UInt64, errors: Refusal)?
-    /// Set when an Eddystone-EID beacon is configured: whether the kernel calls the clock synchronized.
-    public let clockSynchronized: Bool?
+    /// Set when an Eddystone-EID beacon is configured: whether the kernel calls the clock synchronized, nil when it
+    /// cannot be told (adjtimex refused under ProtectClock= with chrony or ntpsec, and no timesyncd flag).
+    public let clockSynchronized: Bool??
 
     /// The state file's text: one JSON object (field names in the README's output vocabulary), rendered once.
     public private(set) var json = ""
@@ -113,7 +114,7 @@ public struct RuntimeState: Sendable, Hashable {
             lastRefused = nil
         }
         refusals = l.refusalCount
-        clockSynchronized = l.hasEID ? (l.clock?.synchronized ?? true) : nil
+        clockSynchronized = l.hasEID ? (l.clockSynchronizationKnown ? .some(l.clock?.synchronized ?? true) : .some(nil)) : nil
         json = rendered
     }
 
@@ -191,7 +192,7 @@ public struct RuntimeState: Sendable, Hashable {
         if let r = reloadErrors { reload += "," + r.json }
         reload += "}"
         let refused = lastRefused.map { "{\"at\":\($0.at),\($0.errors.json)}" } ?? "null"
-        let clock = clockSynchronized.map { "{\"synchronized\":\($0)}" } ?? "null"
+        let clock = clockSynchronized.map { "{\"synchronized\":\($0.map { "\($0)" } ?? "\"unknown\"")}" } ?? "null"
         return "{\"version\":\(jsonString(version)),\"pid\":\(pid),\"config\":{\"path\":\(jsonString(configPath)),\"sha256\":\(jsonString(configDigest))}"
             + ",\"phase\":\(jsonString(phase)),\"status\":\(text(status)),\"controller\":\(c),\"beacons\":[\(bs.joined(separator: ","))]"
             + ",\"reload\":\(reload),\"last_refused\":\(refused),\"clock\":\(clock)}\n"

@@ -161,6 +161,27 @@ struct RuntimeStateTests {
         #expect(j["beacons"]?.array?.first?["address_kind"]?.string == "eid")
         #expect(j["clock"]?["synchronized"]?.bool == false)
     }
+
+    /// With chrony or ntpsec instead of systemd-timesyncd, the units' ProtectClock=yes refuses adjtimex and leaves no
+    /// flag file: the clock's state cannot be told, and the state file and STATUS called it synchronized (review #43).
+    @Test("bug: a clock whose synchronization cannot be told was called synchronized; the state file and STATUS say unknown")
+    func unknownClock() {
+        var config = parse("[beacon]\nformat = \"eddystone-eid\"\nidentity_key_file = \"shelf.key\"\nrotation_exponent = 10\n")
+        if case .eddystoneEID(var e) = config.beacons[0].beacon {
+            e.key = IdentityKey(hex: "00112233445566778899aabbccddeeff")
+            config.beacons[0].beacon = .eddystoneEID(e)
+        }
+        var lc = Lifecycle(config: config, configPath: "/c", seed: 1, cipher: { _, b in b })
+        _ = lc.handle(.clock(unixSeconds: 1_700_000_000, synchronized: nil))
+        _ = lc.handle(.start)
+        _ = lc.handle(.opened())
+        let ready = lc.handle(.applied(OnAir(interval: AdvertisingInterval(units: 160)!, details: [], beacons: [BeaconOnAir(every: .milliseconds(100), details: [])],
+                                             controller: controller, addresses: ["C0:00:00:00:00:01"])))
+        let status = ready.compactMap { a -> String? in if case .notify(let n) = a { n.first { $0.hasPrefix("STATUS=") } } else { nil } }.first ?? ""
+        #expect(status.contains("whether the system clock is synchronized is unknown"), "\(status)")
+        let j = json(RuntimeState(lc, pid: 1, configDigest: "a", now: 5, previous: nil))
+        #expect(j["clock"]?["synchronized"]?.string == "unknown", "\(j["clock"].map { $0.text } ?? "no clock")")
+    }
 }
 
 @Suite("reload outcome")
