@@ -409,7 +409,7 @@ def test_a_key_pasted_as_a_file_name_or_under_another_name_reaches_no_log_status
             assert r.returncode == 78, r.stderr
             status = notify.wait_for('STATUS=', after=n + 2)
             state = (run_dir / 'state.json').read_text()
-            seen = as_nobody('status', '--json', env={'RUNTIME_DIRECTORY': str(run_dir)})
+            seen = as_nobody('status', '--json', '--config', str(conf), env={'RUNTIME_DIRECTORY': str(run_dir)})
             for what, out in (('reload', r.stdout + r.stderr), ('STATUS', status), ('state.json', state),
                               ("nobody's status --json", seen.stdout + seen.stderr), ('the log', b.log())):
                 assert longest_hex_run(out) < 16, f'{what}: {out}'
@@ -420,6 +420,32 @@ def test_a_key_pasted_as_a_file_name_or_under_another_name_reaches_no_log_status
         # A good reload after them: the refusal is kept (its count and lines), its text never was.
         conf.write_text(config_text(minor=2))
         assert run_cli('reload', '--config', str(conf), env={**os.environ, **env}).returncode == 0
-        seen = as_nobody('status', '--json', env={'RUNTIME_DIRECTORY': str(run_dir)})
+        seen = as_nobody('status', '--json', '--config', str(conf), env={'RUNTIME_DIRECTORY': str(run_dir)})
         d = json.loads(seen.stdout)['daemons'][0]
         assert d['last_refused']['error_lines'] == [3] and longest_hex_run(seen.stdout) < 16, seen.stdout
+
+
+def test_a_keyring_past_its_stated_limit_is_refused_at_once_and_one_within_it_stays_small(tmp_path):
+    """bug (review #43): a keyring took about 0.9 KB of memory per line while it was read (143 MB for 160,000 lines),
+    and the only bound was the 16 MiB file size. Now at most 200,000 lines with content (50,000 keys of four lines)
+    are read: past that, a clear error before anything is parsed; at the limit, well under 100 MB."""
+    import subprocess
+    def write(path, keys):
+        with open(path, 'w') as f:
+            for i in range(keys):
+                f.write(f'[[beacon]]\nname = "b{i}"\nidentity_key = "{i:032x}"\nrotation_exponent = 10\n\n')
+    def scan(path):
+        r = subprocess.run(['/usr/bin/time', '-f', 'maxrss %M', str(beacond_path()), 'scan', '--device', 'unix:/nonexistent',
+                            '--eid-keys', str(path), '--eid-window', '0'], capture_output=True, text=True, timeout=120)
+        return r.returncode, r.stderr, int(r.stderr.rsplit('maxrss ', 1)[1].split()[0])
+    big = tmp_path / 'big.toml'
+    write(big, 60_000)  # 240,000 lines with content, 5.6 MiB: under the file's size limit
+    code, err, kib = scan(big)
+    assert code == 78, err
+    assert f'{big}: error: the key file has more than 200000 lines (blank lines and comments aside)' in err and 'at most 50000 keys' in err, err
+    assert kib < 40 * 1024, f'{kib} KiB to refuse it'
+    limit = tmp_path / 'limit.toml'
+    write(limit, 50_000)
+    code, err, kib = scan(limit)
+    assert code == 69, err  # read, then no such controller
+    assert kib < 100 * 1024, f'{kib} KiB for 50,000 keys'
