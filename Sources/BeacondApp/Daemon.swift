@@ -90,10 +90,13 @@ final class Daemon {
             return .failure
         }
         let daemon = Daemon(loop: loop, log: log, options: options, config: config, digest: digest)
-        if let busy = daemon.stateLock.acquire(daemon.lifecycle.device.description) {
-            log.error("Cannot run: \(busy)")
-            Notifier.send(["STATUS=Cannot run: \(busy)", "EXIT_STATUS=\(ExitCode.temporaryFailure.rawValue)"])
-            return .temporaryFailure
+        if let problem = daemon.stateLock.acquire(daemon.lifecycle.device.description) {
+            // Another beacond on the device: later (the unit retries). A state directory or lock that is not beacond's
+            // own: not by retrying.
+            let code: ExitCode = problem.kind == .busy ? .temporaryFailure : .noPermission
+            log.error("Cannot run: \(problem)")
+            Notifier.send(["STATUS=Cannot run: \(problem)", "EXIT_STATUS=\(code.rawValue)"])
+            return code
         }
         do {
             try daemon.start()
