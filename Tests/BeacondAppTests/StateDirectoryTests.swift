@@ -144,4 +144,18 @@ struct StateDirectoryTests {
         let x = DeviceIdentity(a, facts: facts), y = DeviceIdentity(b, facts: facts)
         #expect(x.overlaps(y) == same, "\(x.names) \(y.names)")
     }
+
+    /// Root's `status` called any $XDG_RUNTIME_DIR/beacond/ "beacond.service", whoever owned it (review #43).
+    @Test("only /run/beacond and /run/beacond-* of root's or the units' user are units", arguments: [
+        ("/run/beacond", 0 as UInt32, "beacond.service" as String?),
+        ("/run/beacond-hci1", 61_875, "beacond@hci1.service"),     // the units' dynamic user, nameless here
+        ("/run/beacond-hci1", 990, "beacond@hci1.service"),        // a static user named beacond
+        ("/run/beacond", 1000, nil),                                 // another user's
+        ("/run/user/0/beacond", 0, nil),                             // $XDG_RUNTIME_DIR/beacond
+        ("/run/beacond.4242", 0, nil),                               // a hand run
+        ("/run/beacond-", 0, nil),
+    ])
+    func units(path: String, owner: UInt32, unit: String?) {
+        #expect(RuntimeStateFile.unit(ofDirectory: path, owner: owner, nameOf: { $0 == 990 ? "beacond" : "alice" }) == unit)
+    }
 }
