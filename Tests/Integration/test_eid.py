@@ -376,7 +376,7 @@ def longest_hex_run(text: str) -> int:
     return max((len(m) for m in re.findall(r'[0-9A-Fa-f]+', text)), default=0)
 
 
-def test_a_key_pasted_as_a_file_name_or_under_another_name_reaches_no_log_status_or_state_file(tmp_path, processes, notify, open_tmp):
+def test_a_pasted_key_reaches_no_log_status_or_state_file(tmp_path, processes, notify, open_tmp):
     """bug (review #43): redaction covered the values of identity_key* keys only. The key pasted as the file's name
     (`.../keys/<key> does not exist (make one with 'beacond gen-key .../<key>')`), the key on the line after
     `identity_key_file =`, or under a misspelled name came back whole: in the journal, in STATUS, and in the state

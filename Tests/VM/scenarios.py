@@ -579,7 +579,8 @@ def s11_capabilities_for_mgmt():
     sh('systemctl stop beacond', check=True)
     def run_without_net_admin(backend, unit):
         write_conf(backend=backend, minor=4)
-        sh(f'systemctl reset-failed {unit} 2>/dev/null; systemd-run --unit={unit} -p DynamicUser=yes '
+        # A state directory of its own: beacond refuses the service's, which belongs to another (dynamic) user.
+        sh(f'systemctl reset-failed {unit} 2>/dev/null; systemd-run --unit={unit} -p DynamicUser=yes -p StateDirectory={unit} '
            '-p AmbientCapabilities=CAP_NET_RAW -p CapabilityBoundingSet=CAP_NET_RAW '
            '/usr/bin/beacond run --config /etc/beacond/beacond.conf', check=True)
     # backend = "mgmt" without CAP_NET_ADMIN: a clear exit 77 naming the capability.
@@ -1292,7 +1293,7 @@ def s20_setup_failed_device_goes_to_raw_hci():
                     f'the kernel to give up setting {dev} up')
         with open('/run/badsetup.conf', 'w') as f:
             f.write(f'[beacon]\nuuid = "{UUID}"\nmajor = 1\nminor = 20\n\n[controller]\ndevice = "{dev}"\nbackend = "auto"\n')
-        sh('systemctl reset-failed beacond-badsetup 2>/dev/null; systemd-run --unit=beacond-badsetup -p DynamicUser=yes '
+        sh('systemctl reset-failed beacond-badsetup 2>/dev/null; systemd-run --unit=beacond-badsetup -p DynamicUser=yes -p StateDirectory=beacond-badsetup '
            '-p AmbientCapabilities="CAP_NET_ADMIN CAP_NET_RAW" -p CapabilityBoundingSet="CAP_NET_ADMIN CAP_NET_RAW" '
            '/usr/bin/beacond run --config /run/badsetup.conf', check=True)
         journal = lambda: sh('journalctl -u beacond-badsetup --no-pager -o cat')
