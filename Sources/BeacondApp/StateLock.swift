@@ -26,11 +26,30 @@ struct StateProblem: Error, CustomStringConvertible {
 
 /// What a state directory must be: the pure part of opening one.
 enum StateDirectoryTrust {
-    /// What to do instead, said at the end of each refusal.
-    static let remedy = "give beacond a state directory of its own (STATE_DIRECTORY=$(mktemp -d), or the unit's StateDirectory=)"
+    /// What to do instead, said at the end of each refusal. With sudo, `$(mktemp -d)` runs as the caller and makes a
+    /// directory root's beacond refuses: the directory must be made by beacond's own user.
+    static let remedy = "give beacond a state directory of its own, made by the user it runs as (STATE_DIRECTORY=$(mktemp -d); "
+        + "with sudo: STATE_DIRECTORY=$(sudo mktemp -d)), or the unit's StateDirectory="
 
-    /// Nil when `owner` and `mode` (st_mode's permission bits) make a directory `me` may keep its records in. A
-    /// reader (`writes` false: the tools that show kept addresses) also takes root's.
+    /// Nil when a directory reached through `steps` (FileDescriptor.walkToDirectory: every directory passed, the last
+    /// one the state directory itself, and every symlink followed) is one `me` may keep its records in. Whoever owns a
+    /// directory on the way, may write one that is not sticky, or owns a symlink followed chooses what the path names;
+    /// the state directory itself must be `me`'s, written by no one else. A reader (`writes` false: the tools that
+    /// show kept addresses) also takes root's.
+    static func problem(_ path: String, steps: [PathStep], me: UInt32, writes: Bool = true) -> String? {
+        guard let last = steps.last, !last.isSymlink else { return "the state directory \(path) was not reached; \(remedy)" }
+        for s in steps.dropLast() {
+            if s.owner != 0 && s.owner != me {
+                return "the state directory \(path) is reached through \(s.path), which belongs to user \(s.owner): they choose what it names; \(remedy)"
+            }
+            if !s.isSymlink && s.mode & 0o022 != 0 && s.mode & 0o1000 == 0 {
+                return "the state directory \(path) is reached through \(s.path), which others may write (mode \(String(s.mode, radix: 8))): they choose what it names; \(remedy)"
+            }
+        }
+        return problem(path, owner: last.owner, mode: last.mode, me: me, writes: writes)
+    }
+
+    /// The state directory itself: `me`'s (or, for a reader, root's), and written by no one else.
     static func problem(_ path: String, owner: UInt32, mode: UInt32, me: UInt32, writes: Bool = true) -> String? {
         if owner != me && (writes || owner != 0) {
             return "the state directory \(path) belongs to user \(owner), not to the user this beacond runs as (\(me)): its records would "
@@ -74,14 +93,13 @@ final class StateLock {
     /// Opens the state directory at `path` (made, mode 0755, when missing and `create`) if it is one this process may
     /// trust (StateDirectoryTrust).
     static func open(_ path: String, create: Bool, writes: Bool = true) throws(StateProblem) -> FileDescriptor {
-        let dir: FileDescriptor
-        do { dir = try FileDescriptor.openDirectory(path, creating: create) } catch {
+        let absolute = path.hasPrefix("/") ? path : currentDirectory() + "/" + path
+        let dir: FileDescriptor, steps: [PathStep]
+        do { (dir, steps) = try FileDescriptor.walkToDirectory(absolute, creating: create) } catch {
             let missing = error.errno == .noEntry || (error.call.hasPrefix("mkdir") && (error.errno.isPermission || error.errno == .readOnlyFileSystem))
-            throw StateProblem(kind: missing ? .absent : .unusable, description: "the state directory \(path) cannot be opened: \(error.errno); \(StateDirectoryTrust.remedy)")
+            throw StateProblem(kind: missing ? .absent : .unusable, description: "the state directory \(path) cannot be opened: \(error); \(StateDirectoryTrust.remedy)")
         }
-        let st: (uid: UInt32, mode: UInt32)
-        do { st = try dir.status().ownerAndMode } catch { throw StateProblem(kind: .unusable, description: "the state directory \(path): \(error)") }
-        if let why = StateDirectoryTrust.problem(path, owner: st.uid, mode: st.mode, me: processEffectiveUserID(), writes: writes) {
+        if let why = StateDirectoryTrust.problem(path, steps: steps, me: processEffectiveUserID(), writes: writes) {
             throw StateProblem(kind: .unusable, description: why)
         }
         return dir

@@ -103,6 +103,23 @@ struct StateDirectoryTests {
         #expect(refused?.contains("\(d)") == true)
     }
 
+    /// Root's own directory, but reached through another user's: they can rename it away and put theirs in its place,
+    /// or point their symlink at any directory of root's (/etc/cron.d) for beacond to write its files into.
+    @Test("bug: a state directory reached through another user's directory or symlink was used; it is refused, a root symlink followed")
+    func untrustedPaths() throws {
+        let d = temporaryDirectory()
+        #expect(mkdir("\(d)/theirs", 0o755) == 0 && mkdir("\(d)/theirs/state", 0o700) == 0 && chown("\(d)/theirs", 65534, 65534) == 0)
+        let under = StateLock(directory: "\(d)/theirs/state").acquire("hci0")?.description
+        #expect(under?.contains("is reached through \(d)/theirs, which belongs to user 65534") == true, "\(under ?? "taken")")
+        #expect(mkdir("\(d)/roots", 0o700) == 0 && symlink("\(d)/roots", "\(d)/link") == 0 && lchown("\(d)/link", 65534, 65534) == 0)
+        let linked = StateLock(directory: "\(d)/link").acquire("hci0")?.description
+        #expect(linked?.contains("is reached through \(d)/link, which belongs to user 65534") == true, "\(linked ?? "taken")")
+        // A symlink of root's, as systemd's /var/lib/beacond -> private/beacond for DynamicUser=: followed.
+        #expect(symlink("roots", "\(d)/rootlink") == 0)
+        #expect(StateLock(directory: "\(d)/rootlink").acquire("hci0") == nil)
+        #expect(fileExists("\(d)/roots/lock.hci0"))
+    }
+
     /// A lock file this process cannot open (root's, left by a hand run with umask 077 in the service's directory)
     /// was no lock at all: the service ran without one, beside a second beacond (review #43).
     @Test("bug: a lock file that could not be opened counted as no conflict; it is an error now")
