@@ -149,11 +149,11 @@ final class Scanner {
         var problems: [ConfigDiagnostic] = []
         for i in keys.indices {
             guard let file = keys[i].keyFile else { continue }
-            let full = ConfigLoader.keyPath(file, configPath: path)
-            switch ConfigLoader.readKey(full) {
+            switch ConfigLoader.readKey(ConfigLoader.keyPath(file, configPath: path)) {
             case .success(let k): keys[i].key = k
             case .failure(let why):
-                problems.append(ConfigDiagnostic("'identity_key_file' of \"\(keys[i].name)\": \(full) \(why.text)", at: keys[i].keyFileLocation,
+                let sentence = why.sentence(file, in: ConfigLoader.keyDirectory(configPath: path))
+                problems.append(ConfigDiagnostic("'identity_key_file' of \"\(keys[i].name)\": \(sentence)", at: keys[i].keyFileLocation,
                                                  key: "beacon.identity_key_file"))
             }
         }

@@ -311,7 +311,7 @@ enum Tools {
         switch ConfigLoader.readKey(path) {
         case .success(let k): key = k
         case .failure(let why):
-            Output.err("Error: \(path) \(why.text)\n")
+            Output.err("Error: \(Redaction.apply(path)) \(why.predicate(path, in: ".", kind: "a resolving key"))\n")
             return .config
         }
         let f: ResolvingKeyForms

@@ -489,7 +489,7 @@ def identity(n, **fields):
     return changed(lambda r, d: d['beacons'][n - 1]['identity'].update(fields))
 
 
-ERROR = '/etc/beacond/beacond.conf:3:9: error: the key file shop9.key is not among the keys the unit was started with'
+REFUSED = {'count': 3, 'result': 'refused', 'error_count': 2, 'error_lines': [3, 9]}
 
 
 @pytest.mark.parametrize('report,rc,problems', [
@@ -514,12 +514,12 @@ ERROR = '/etc/beacond/beacond.conf:3:9: error: the key file shop9.key is not amo
                   f'/etc/beacond/beacond.conf ({DEPLOYED[:12]}…)'], id='old config'),
     pytest.param(changed(lambda r, d: d.update(
         config={'path': '/etc/beacond/beacond.conf', 'sha256': PREVIOUS},
-        reload={'count': 3, 'result': 'refused', 'errors': [ERROR]}, last_refused={'at': 1764826300, 'errors': [ERROR]})),
-        1, [f'beacond refused the new config and kept the previous one: {ERROR}'], id='refused reload'),
+        reload=REFUSED, last_refused={'at': 1764826300, 'error_count': 2, 'error_lines': [3, 9]})),
+        1, ['beacond refused the new config and kept the previous one: 2 error(s), on line(s) 3, 9 (beacond check-config lists them)'],
+        id='refused reload'),
     # An old refusal (a hand edit refused, then the file put back without a reload) while the deployed config runs:
     # healthy, not failed on every run.
-    pytest.param(changed(lambda r, d: d.update(reload={'count': 3, 'result': 'refused', 'errors': [ERROR]},
-                                               last_refused={'at': 1764826300, 'errors': [ERROR]})),
+    pytest.param(changed(lambda r, d: d.update(reload=REFUSED, last_refused={'at': 1764826300, 'error_count': 2, 'error_lines': [3, 9]})),
                  1, [], id='old refusal, deployed config on the air'),
     pytest.param(changed(lambda r, d: d.update(config={'path': '/etc/beacond/beacond.conf', 'sha256': PREVIOUS},
                                                reload={'count': 3, 'result': 'in-progress'})), 1,
