@@ -413,7 +413,7 @@ enum CLI {
             }),
         Command(
             "status", abstract: "Show what each beacond has on the air, and what is wrong.",
-            usage: "beacond status [--json] [--device SPEC] [--config PATH]\n       beacond status --check [--json] [--device SPEC] [--config PATH]",
+            usage: "beacond status [--json] [--device SPEC] [--config PATH] [--expect-sha256 SHA256]\n       beacond status --check [--json] [--device SPEC] [--config PATH]",
             description: """
                 Reads the state each running beacond keeps in its runtime directory (the units' /run/beacond and \
                 /run/beacond-hciN; readable by every user): per daemon its phase, controller and config, one line per \
@@ -435,6 +435,13 @@ enum CLI {
                     """) { o, _, _, _ in o.check = true },
                 selectDevice(\StatusOptions.device, "Only the beacond on this controller."),
                 selectConfig(\StatusOptions.configPath, "Only the beacond that runs this config file."),
+                Option(["--expect-sha256"], "SHA256", """
+                    Also a problem: a beacond shown whose running config is not the file with this SHA-256 (64 hex \
+                    digits, as sha256sum prints it): what a deployment waits on (the Ansible role does).
+                    """) { o, p, typed, v throws(UsageError) in
+                    guard v.count == 64, v.allSatisfy(\.isHexDigit) else { throw p.invalid(typed, v, expected: "64 hex digits, as sha256sum prints them") }
+                    o.expectSHA256 = v.lowercased()
+                },
             ],
             exitStatus: """
                 0 every beacon of every beacond shown is on the air (--check: run would put every beacon on the air), \

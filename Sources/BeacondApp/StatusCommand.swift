@@ -10,6 +10,8 @@ struct StatusOptions: Equatable {
     var device: String?
     var configPath: String?
     var check = false
+    /// `--expect-sha256`: the config each daemon shown must run.
+    var expectSHA256: String?
 }
 
 struct ReloadOptions: Equatable {
@@ -118,6 +120,16 @@ struct DaemonView {
         return out
     }
 
+    /// `status --expect-sha256`: the problem when the config it runs is not the file with that SHA-256 (a reload
+    /// still to come, refused, or another file).
+    func runsOtherConfig(than sha256: String) -> String? {
+        guard unreadable == nil else { return nil }
+        let running = state["config"]?["sha256"]?.string ?? ""
+        guard running.lowercased() != sha256 else { return nil }
+        return "\(name) runs another config (SHA-256 \(running.prefix(12))…) than expected (\(sha256.prefix(12))…): "
+            + "if \(configPath) is the expected file, run '\(reloadCommand)'"
+    }
+
     var reloadCommand: String { unit.map { "systemctl reload \($0)" } ?? "kill -HUP \(pid)" }
 
     /// A refusal as the state keeps it (`error_count`, `error_lines`): "2 errors, on lines 4 and 9". The state has no
@@ -184,7 +196,7 @@ struct DaemonView {
 enum StatusCommand {
     static func status(_ o: StatusOptions) -> ExitCode {
         let daemons = DaemonView.running(device: o.device, configPath: o.configPath)
-        let problems = daemons.flatMap(\.problems)
+        let problems = daemons.flatMap { d in d.problems + (o.expectSHA256.flatMap { d.runsOtherConfig(than: $0) }.map { [$0] } ?? []) }
         var narrowed = ""
         if let d = o.device { narrowed += " on \(d)" }
         if let c = o.configPath { narrowed += " with \(c)" }

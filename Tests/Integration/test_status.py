@@ -129,9 +129,18 @@ def test_reload_of_a_refused_file_then_a_fixed_one_and_status_without_json_lists
         assert t.returncode == 1 and 'Problems:' in t.stdout and 'the last reload was refused' in t.stdout
         assert 'legacy advertising' in t.stdout
         conf.write_text(IB.replace('minor = 2', 'minor = 9'))
+        # What a deployment waits on: the file it wrote is not on the air until the reload takes it.
+        wanted = hashlib.sha256(conf.read_bytes()).hexdigest()
+        e = cli('status', '--json', '--config', str(conf), '--expect-sha256', wanted.upper(), env=env)
+        st = json.loads(e.stdout)
+        assert e.returncode == 1 and st['ok'] is False, e.stdout
+        assert any(f'runs another config (SHA-256 ' in p and f'than expected ({wanted[:12]}…)' in p for p in st['problems']), st['problems']
+        assert cli('status', '--expect-sha256', 'beef', env=env).returncode == 64
         r = cli('reload', '--config', str(conf), env=env)
         assert r.returncode == 0, r.stderr
         assert lab.advertising()[1]['data'] == ibeacon_bytes(major=1, minor=9)
+        e = cli('status', '--json', '--config', str(conf), '--expect-sha256', wanted, env=env)
+        assert e.returncode == 0 and json.loads(e.stdout)['ok'] is True and json.loads(e.stdout)['problems'] == [], e.stdout
         code, st = status(conf, env)
         (d,) = st['daemons']
         assert code == 0 and d['reload'] == {'count': 2, 'result': 'applied'} and d['last_refused'] is not None
