@@ -66,8 +66,8 @@ PLAY = """
   connection: local
   gather_facts: false
   vars:
-    beacond_config_header: Ansible managed (the beacond role)
-    beacond_render:
+    __beacond_config_header: Ansible managed (the beacond role)
+    __beacond_render:
       beacons: "{{ beacond_beacons }}"
       advertising: "{{ beacond_advertising | default({}) }}"
       controller: "{{ beacond_controller | default({}) }}"
@@ -184,7 +184,7 @@ def test_a_verifier_renders_each_checked_hosts_key_as_its_own_copy(tmp_path, ans
 
 
 # The check before anything is replaced (tasks/check-staged.yml): the new config and keys in a private directory,
-# and `beacond check-config` on them. Here with a build of beacond (beacond_command), or a stand-in that says a key.
+# and `beacond check-config` on them. Here with a build of beacond (__beacond_command), or a stand-in that says a key.
 STAGED_PLAY = """
 - hosts: localhost
   connection: local
@@ -202,8 +202,8 @@ KEY = '0123456789ABCDEF0123456789ABCDEF'
 
 def staged(tmp_path, ansible: Path, command: str, keys: dict) -> tuple[int, str]:
     (tmp_path / 'staged.yml').write_text(STAGED_PLAY)
-    v = {'role_dir': str(ROLE), 'beacond_command': command, 'beacond_keys_changed': list(keys),
-         'beacond_config_changed': True, 'beacond_eid_keys': keys,
+    v = {'role_dir': str(ROLE), '__beacond_command': command, '__beacond_keys_changed': list(keys),
+         '__beacond_config_changed': True, 'beacond_eid_keys': keys,
          'beacond_beacons': [{'format': 'eddystone-eid', 'identity_key_file': name} for name in keys]}
     (tmp_path / 'vars.json').write_text(json.dumps(v))
     r = subprocess.run([str(ansible / 'ansible-playbook'), '-i', 'localhost,', str(tmp_path / 'staged.yml'),
@@ -234,8 +234,8 @@ def test_the_check_before_anything_is_replaced_fails_with_beaconds_message_and_n
     assert code == 0, out[-3000:]
 
 
-# What the role removes from a host (vars/main.yml: beacond_keys_gone, beacond_verifier_keys_gone,
-# beacond_verifier_files_gone), for a host whose files are those the role writes there (each path as the role's own
+# What the role removes from a host (vars/main.yml: __beacond_keys_gone, __beacond_verifier_keys_gone,
+# __beacond_verifier_files_gone), for a host whose files are those the role writes there (each path as the role's own
 # tasks render it) and some it no longer should have. Nothing the role writes may be removed, whatever the names.
 REMOVAL_PLAY = """
 - hosts: "{{ target }}"
@@ -252,7 +252,7 @@ REMOVAL_PLAY = """
       ansible.builtin.set_fact:
         copies: "{{ copies | default([]) + [copy_dest] }}"
       vars:
-        beacond_checked: "{{ item.host }}"
+        __beacond_checked: "{{ item.host }}"
       loop: >-
         {%- set ps = [] -%}
         {%- for h in (beacond_verify_hosts if beacond_verify else []) -%}
@@ -263,15 +263,15 @@ REMOVAL_PLAY = """
         {{ ps + stale_copies }}
     - name: The probe finds them all (and the stale files)
       ansible.builtin.set_fact:
-        beacond_probe:
+        __beacond_probe:
           stdout_lines: "{{ (written | default([]) + copies | default([]) + stale) | map('regex_replace', '$', '=600 root:root 0') | list }}"
     - name: What the role would remove
       ansible.builtin.copy:
         content: >-
           {{ {'written': written | default([]), 'copies': copies | default([]),
-              'own': beacond_keys_gone | map('regex_replace', '^(?!/)', '/etc/beacond/keys/') | list,
-              'verifier': beacond_verifier_keys_gone if beacond_verify else [],
-              'off': beacond_verifier_files_gone if not beacond_verify else []} | to_json }}
+              'own': __beacond_keys_gone | map('regex_replace', '^(?!/)', '/etc/beacond/keys/') | list,
+              'verifier': __beacond_verifier_keys_gone if beacond_verify else [],
+              'off': __beacond_verifier_files_gone if not beacond_verify else []} | to_json }}
         dest: "{{ out }}"
 """
 
@@ -334,7 +334,7 @@ def test_the_probe_finds_the_newest_of_the_services_own_keys_whatever_their_name
     newer than the service is not among its credentials. The probe skipped names with '--'."""
     import yaml
     probe = next(t for t in yaml.safe_load((ROLE / 'tasks' / 'main.yml').read_text())
-                 if t.get('register') == 'beacond_probe')['ansible.builtin.raw']
+                 if t.get('register') == '__beacond_probe')['ansible.builtin.raw']
     root = tmp_path / 'root'
     script = probe.replace('{{ beacond_verify_device }}', 'hci1').replace('/etc/', f'{root}/etc/')
     assert '{{' not in script, script
@@ -362,7 +362,7 @@ def test_a_verifier_turned_off_removes_its_metrics_files_and_follows_no_symlink(
     remove = next((t for t in tasks if 'node-exporter' in str(t.get('ansible.builtin.raw', ''))), None)
     assert remove is not None, 'verifier-off.yml removes no metrics file'
     probe = next(t for t in yaml.safe_load((ROLE / 'tasks' / 'main.yml').read_text())
-                 if t.get('register') == 'beacond_probe')['ansible.builtin.raw']
+                 if t.get('register') == '__beacond_probe')['ansible.builtin.raw']
     def run(script):
         return subprocess.run(['sh', '-c', script.replace('{{ beacond_verify_device }}', 'hci1').replace('/etc/', f'{root}/etc/')
                                .replace('/var/lib/', f'{root}/var/lib/')], capture_output=True, text=True, timeout=60)
@@ -410,7 +410,7 @@ def test_a_verifier_tells_its_service_the_interval_in_seconds(tmp_path, ansible,
     assert f'\nBEACOND_VERIFY_INTERVAL_SECONDS={seconds}\n' in out.read_text(), out.read_text()
 
 
-# The health check (tasks/config.yml): `beacond status --json` on the host, and beacond_health_problems
+# The health check (tasks/config.yml): `beacond status --json` on the host, and __beacond_health_problems
 # (vars/main.yml) what in its report differs from the host's config. Here the role's own vars file judges canned
 # reports, as the raw task would bring them back (stdout and stderr together, \r\n under a tty).
 HEALTH_PLAY = """
@@ -422,7 +422,7 @@ HEALTH_PLAY = """
       ansible.builtin.include_vars: "{{ role_dir }}/vars/main.yml"
     - name: What the health check makes of the report
       ansible.builtin.copy:
-        content: "{{ beacond_health_problems | to_json }}"
+        content: "{{ __beacond_health_problems | to_json }}"
         dest: "{{ out }}"
 """
 DEPLOYED = hashlib.sha256(b'# the config the role deployed\n').hexdigest()
@@ -459,12 +459,12 @@ def healthy_report() -> dict:
 
 
 def health(tmp_path, ansible: Path, stdout: str, rc: int = 0, beacons=None, **variables) -> list[str]:
-    """beacond_health_problems for this output of the raw `beacond status --json`."""
+    """__beacond_health_problems for this output of the raw `beacond status --json`."""
     (tmp_path / 'health.yml').write_text(HEALTH_PLAY)
     out = tmp_path / 'problems.json'
-    v = {'role_dir': str(ROLE), 'out': str(out), 'beacond_config_sha256': DEPLOYED, 'beacond_advertising': {},
+    v = {'role_dir': str(ROLE), 'out': str(out), '__beacond_config_sha256': DEPLOYED, 'beacond_advertising': {},
          'beacond_beacons': INVENTORY if beacons is None else beacons,
-         'beacond_status_run': {'rc': rc, 'stdout': stdout, 'stderr': ''}, **variables}
+         '__beacond_status_run': {'rc': rc, 'stdout': stdout, 'stderr': ''}, **variables}
     (tmp_path / 'vars.json').write_text(json.dumps(v))
     r = subprocess.run([str(ansible / 'ansible-playbook'), '-i', 'localhost,', str(tmp_path / 'health.yml'),
                         '-e', f'@{tmp_path / "vars.json"}', '-e', f'ansible_python_interpreter={ansible / "python"}'],
@@ -572,7 +572,7 @@ def test_the_role_takes_reload_and_health_from_beacond_not_from_its_log():
     assert handler['ansible.builtin.systemd_service'] == {'name': 'beacond.service', 'state': 'reloaded'}
     # A run with nothing to change starts no Python on the host (the fleet test): the check is a raw command.
     check = next(t for t in yaml.safe_load((ROLE / 'tasks' / 'config.yml').read_text())
-                 if t.get('register') == 'beacond_status_run')
+                 if t.get('register') == '__beacond_status_run')
     assert check['ansible.builtin.raw'] == '/usr/bin/beacond status --json' and check['check_mode'] is False
 
 
@@ -584,10 +584,10 @@ def test_the_role_agrees_with_beacond_schema():
     variables = yaml.safe_load((ROLE / 'vars' / 'main.yml').read_text())
     def kind(k):
         return list(dict.fromkeys(r['key'] for r in schema['keys'] if r['kind'] == k))
-    assert variables['beacond_integer_keys'] == kind('integer')
-    assert variables['beacond_boolean_keys'] == kind('boolean')
+    assert variables['__beacond_integer_keys'] == kind('integer')
+    assert variables['__beacond_boolean_keys'] == kind('boolean')
     exponent = next(r for r in schema['keys'] if r['key'] == 'rotation_exponent')
-    assert str(variables['beacond_rotation_exponent_default']) == exponent['value']
+    assert str(variables['__beacond_rotation_exponent_default']) == exponent['value']
     options = yaml.safe_load((ROLE / 'meta' / 'argument_specs.yml').read_text())['argument_specs']['main']['options']
     for option, table in (('beacond_beacons', 'beacon'), ('beacond_advertising', 'advertising'),
                           ('beacond_controller', 'controller'), ('beacond_daemon', 'daemon')):
@@ -606,3 +606,55 @@ def test_ansible_doc_shows_every_option_of_the_role(ansible):
     for name in options:
         assert name in r.stdout, name
 
+
+# The role's shape (as prometheus-community's node_exporter role has it): the variables a user sets are named
+# beacond_ and described in meta/argument_specs.yml; everything the role defines for itself (vars/, set_fact, register,
+# a task's vars, a loop variable) is named __beacond_, so that no inventory can set one by accident and ansible-doc
+# describes every variable a user may set.
+SET_FACT = {'set_fact', 'ansible.builtin.set_fact'}
+
+
+def role_files(*dirs: str) -> list[Path]:
+    return sorted(p for d in dirs for p in (ROLE / d).glob('*') if p.is_file())
+
+
+def each_task(tasks):
+    """Every task of a tasks or handlers file, those inside blocks too."""
+    for task in tasks or []:
+        yield task
+        for key in ('block', 'rescue', 'always'):
+            yield from each_task(task.get(key))
+
+
+def argument_spec_options() -> dict[str, set[str]]:
+    import yaml
+    specs = yaml.safe_load((ROLE / 'meta' / 'argument_specs.yml').read_text())['argument_specs']
+    return {entry: set(spec.get('options', {})) for entry, spec in specs.items()}
+
+
+def defined_by_the_role() -> dict[str, str]:
+    """Each variable the role defines for itself → where."""
+    import yaml
+    defined = {name: 'vars/main.yml' for name in yaml.safe_load((ROLE / 'vars' / 'main.yml').read_text())}
+    for path in role_files('tasks', 'handlers'):
+        where = str(path.relative_to(ROLE))
+        for task in each_task(yaml.safe_load(path.read_text())):
+            names = [task.get('register')] + list((task.get('vars') or {}).keys())
+            names.append((task.get('loop_control') or {}).get('loop_var'))
+            for action in SET_FACT & set(task):
+                names += [k for k in task[action] if k != 'cacheable']
+            defined.update({n: f'{where}: {task.get("name")}' for n in names if n})
+    return defined
+
+
+def test_the_role_defines_only_internal_variables_named_so():
+    """vars/main.yml, set_fact, register, a task's vars and loop variables: each __beacond_, never a user's name."""
+    wrong = {n: w for n, w in defined_by_the_role().items() if not n.startswith('__beacond_')}
+    assert not wrong, 'internal variables not named __beacond_:\n' + '\n'.join(f'  {n} ({w})' for n, w in sorted(wrong.items()))
+
+
+def test_every_default_is_a_described_option():
+    """defaults/main.yml holds the user's variables only, each described in the argument specs."""
+    import yaml
+    defaults = set(yaml.safe_load((ROLE / 'defaults' / 'main.yml').read_text()))
+    assert defaults == argument_spec_options()['main'], defaults ^ argument_spec_options()['main']
