@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -587,6 +588,16 @@ def test_ansible_doc_shows_every_option_of_the_role(ansible):
 # beacond_ and described in meta/argument_specs.yml; everything the role defines for itself (vars/, set_fact, register,
 # a task's vars, a loop variable) is named __beacond_, so that no inventory can set one by accident and ansible-doc
 # describes every variable a user may set.
+# Ansible's special variables (magic variables and the facts the role reads), and the names Jinja and Ansible give
+# every template (its globals).
+MAGIC = {'ansible_check_mode', 'ansible_diff_mode', 'ansible_loop', 'ansible_loop_var', 'ansible_index_var',
+         'ansible_play_batch', 'ansible_play_hosts', 'ansible_play_hosts_all', 'ansible_role_name', 'ansible_version',
+         'group_names', 'groups', 'hostvars', 'inventory_hostname', 'inventory_hostname_short', 'item', 'omit',
+         'play_hosts', 'playbook_dir', 'role_name', 'role_path'}
+FACTS = {'ansible_facts', 'ansible_architecture'}
+GLOBALS = {'range', 'dict', 'lipsum', 'cycler', 'joiner', 'namespace', 'lookup', 'query', 'q', 'now', 'undef'}
+# A task's keys whose string is a bare Jinja expression (no braces), and the actions whose arguments define variables.
+CONDITIONALS = {'when', 'until', 'changed_when', 'failed_when', 'that'}
 SET_FACT = {'set_fact', 'ansible.builtin.set_fact'}
 
 
@@ -623,10 +634,73 @@ def defined_by_the_role() -> dict[str, str]:
     return defined
 
 
+def jinja_reads(text: str, bare: bool = False) -> set[str]:
+    """The variables a template (or a bare expression: when, until, that …) reads."""
+    import jinja2
+    import jinja2.meta
+
+    class Any(dict):  # Ansible's filters and tests: any name (the analysis looks only at variables)
+        def __contains__(self, name):
+            return True
+
+        def __getitem__(self, name):
+            return lambda *a, **k: None
+
+        def get(self, name, default=None):
+            return self[name]
+
+    env = jinja2.Environment(extensions=['jinja2.ext.do', 'jinja2.ext.loopcontrols'])
+    env.filters, env.tests = Any(), Any()
+    with warnings.catch_warnings():  # a regex's '\.' in a Jinja string
+        warnings.simplefilter('ignore', DeprecationWarning)
+        return jinja2.meta.find_undeclared_variables(env.parse('{{ (' + text + ') }}' if bare else text))
+
+
+def read_by_the_role() -> dict[str, set[str]]:
+    """Each variable the role's tasks, handlers, vars, defaults and templates read → the files that read it."""
+    import yaml
+    reads: dict[str, set[str]] = {}
+
+    def strings(node, key=None):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                yield from strings(v, k)
+        elif isinstance(node, list):
+            for v in node:
+                yield from strings(v, key)
+        elif isinstance(node, str):
+            yield key, node
+
+    for path in role_files('tasks', 'handlers', 'vars', 'defaults'):
+        for key, text in strings(yaml.safe_load(path.read_text())):
+            bare = key in CONDITIONALS and '{{' not in text
+            if bare or '{{' in text or '{%' in text:
+                for name in jinja_reads(text, bare):
+                    reads.setdefault(name, set()).add(str(path.relative_to(ROLE)))
+    for path in role_files('templates'):
+        for name in jinja_reads(path.read_text()):
+            reads.setdefault(name, set()).add(str(path.relative_to(ROLE)))
+    return reads
+
+
 def test_the_role_defines_only_internal_variables_named_so():
     """vars/main.yml, set_fact, register, a task's vars and loop variables: each __beacond_, never a user's name."""
     wrong = {n: w for n, w in defined_by_the_role().items() if not n.startswith('__beacond_')}
     assert not wrong, 'internal variables not named __beacond_:\n' + '\n'.join(f'  {n} ({w})' for n, w in sorted(wrong.items()))
+
+
+def test_every_variable_the_role_reads_is_described_internal_or_ansibles():
+    """What the templates and tasks read is a user's variable described in the argument specs, one of the role's own
+    (__beacond_, and defined by the role), or one of Ansible's."""
+    options = set().union(*argument_spec_options().values())
+    defined = defined_by_the_role()
+    wrong = {}
+    for name, where in read_by_the_role().items():
+        if name in options or name in MAGIC | FACTS | GLOBALS or (name.startswith('__beacond_') and name in defined):
+            continue
+        wrong[name] = where
+    assert not wrong, ('read, but neither described in meta/argument_specs.yml, nor a __beacond_ variable the role '
+                       'defines, nor Ansible\'s:\n' + '\n'.join(f'  {n} ({", ".join(sorted(w))})' for n, w in sorted(wrong.items())))
 
 
 def test_every_default_is_a_described_option():
