@@ -334,7 +334,7 @@ def test_the_probe_finds_the_newest_of_the_services_own_keys_whatever_their_name
     """The lost-restart check (tasks/config.yml) compares the service's start with keys.newest from the probe: a key
     newer than the service is not among its credentials. The probe skipped names with '--'."""
     import yaml
-    probe = next(t for t in yaml.safe_load((ROLE / 'tasks' / 'main.yml').read_text())
+    probe = next(t for t in yaml.safe_load((ROLE / 'tasks' / 'probe.yml').read_text())
                  if t.get('register') == '__beacond_probe')['ansible.builtin.raw']
     root = tmp_path / 'root'
     script = probe.replace('{{ beacond_verify_device }}', 'hci1').replace('/etc/', f'{root}/etc/')
@@ -362,7 +362,7 @@ def test_a_verifier_turned_off_removes_its_metrics_files_and_follows_no_symlink(
     tasks = yaml.safe_load((ROLE / 'tasks' / 'verifier-off.yml').read_text())
     remove = next((t for t in tasks if 'node-exporter' in str(t.get('ansible.builtin.raw', ''))), None)
     assert remove is not None, 'verifier-off.yml removes no metrics file'
-    probe = next(t for t in yaml.safe_load((ROLE / 'tasks' / 'main.yml').read_text())
+    probe = next(t for t in yaml.safe_load((ROLE / 'tasks' / 'probe.yml').read_text())
                  if t.get('register') == '__beacond_probe')['ansible.builtin.raw']
     def run(script):
         return subprocess.run(['sh', '-c', script.replace('{{ beacond_verify_device }}', 'hci1').replace('/etc/', f'{root}/etc/')
@@ -573,15 +573,21 @@ def test_the_role_agrees_with_beacond_schema():
         assert ': ' + ', '.join(names) + ' (beacond.conf(5))' in described, (option, names, described)
 
 
-def test_ansible_doc_shows_every_option_of_the_role(ansible):
-    """The README sends users to ansible-doc for the role's variables: every option must render there."""
+def test_ansible_doc_shows_every_option_of_each_entry_point(ansible):
+    """The README sends users to ansible-doc for the role's variables: both entry points (main, verifier) render there,
+    each with every one of its options."""
     r = subprocess.run([str(ansible / 'ansible-doc'), '-t', 'role', '-r', str(ROLE.parent), 'beacond'], capture_output=True, text=True, timeout=120,
                        env={**os.environ, 'ANSIBLE_NOCOLOR': '1'})
     assert r.returncode == 0 and 'ERROR' not in r.stderr, r.stderr
-    import yaml
-    options = yaml.safe_load((ROLE / 'meta' / 'argument_specs.yml').read_text())['argument_specs']['main']['options']
-    for name in options:
-        assert name in r.stdout, name
+    sections = {m.group(1): m.group(2) for m in re.finditer(r'ENTRY POINT: \*?(\w+)\*?(.*?)(?=ENTRY POINT:|\Z)', r.stdout, re.S)}
+    options = argument_spec_options()
+    assert set(sections) == set(options) == {'main', 'verifier'}, r.stdout[:3000]
+    for entry, names in options.items():
+        shown = set(re.findall(r'\b(beacond_\w+)', sections[entry]))
+        assert names <= shown, (entry, names - shown)
+    # The verifier's own: only the verifier's (its options are main's, each described once: YAML anchors).
+    assert not {'beacond_beacons', 'beacond_eid_keys', 'beacond_status_timeout'} & set(
+        re.findall(r'^\W*(beacond_\w+)', sections['verifier'], re.M)), sections['verifier']
 
 
 # The role's shape (as prometheus-community's node_exporter role has it): the variables a user sets are named
@@ -656,31 +662,67 @@ def jinja_reads(text: str, bare: bool = False) -> set[str]:
         return jinja2.meta.find_undeclared_variables(env.parse('{{ (' + text + ') }}' if bare else text))
 
 
+def strings_in(node, key=None):
+    """Every string of a parsed YAML file, with the mapping key it is under (a list's items under the list's)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from strings_in(v, k)
+    elif isinstance(node, list):
+        for v in node:
+            yield from strings_in(v, key)
+    elif isinstance(node, str):
+        yield key, node
+
+
+def yaml_reads(node) -> set[str]:
+    """The variables the Jinja in a parsed tasks or vars file reads."""
+    names = set()
+    for key, text in strings_in(node):
+        bare = key in CONDITIONALS and '{{' not in text
+        if bare or '{{' in text or '{%' in text:
+            names |= jinja_reads(text, bare)
+    return names
+
+
 def read_by_the_role() -> dict[str, set[str]]:
     """Each variable the role's tasks, handlers, vars, defaults and templates read → the files that read it."""
     import yaml
     reads: dict[str, set[str]] = {}
-
-    def strings(node, key=None):
-        if isinstance(node, dict):
-            for k, v in node.items():
-                yield from strings(v, k)
-        elif isinstance(node, list):
-            for v in node:
-                yield from strings(v, key)
-        elif isinstance(node, str):
-            yield key, node
-
     for path in role_files('tasks', 'handlers', 'vars', 'defaults'):
-        for key, text in strings(yaml.safe_load(path.read_text())):
-            bare = key in CONDITIONALS and '{{' not in text
-            if bare or '{{' in text or '{%' in text:
-                for name in jinja_reads(text, bare):
-                    reads.setdefault(name, set()).add(str(path.relative_to(ROLE)))
+        for name in yaml_reads(yaml.safe_load(path.read_text())):
+            reads.setdefault(name, set()).add(str(path.relative_to(ROLE)))
     for path in role_files('templates'):
         for name in jinja_reads(path.read_text()):
             reads.setdefault(name, set()).add(str(path.relative_to(ROLE)))
     return reads
+
+
+def read_from(entry: str) -> set[str]:
+    """The variables an entry point reads: its tasks file, the files it imports and includes, the templates they render
+    (as a task's src or a template lookup), and the vars/main.yml variables all of these read, transitively."""
+    import yaml
+    internal = yaml.safe_load((ROLE / 'vars' / 'main.yml').read_text())
+    files, seen, templates, names = [f'{entry}.yml'], set(), set(), set()
+    while files:
+        name = files.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        tasks = yaml.safe_load((ROLE / 'tasks' / name).read_text())
+        for task in each_task(tasks):
+            files += [task[k] for k in ('ansible.builtin.import_tasks', 'ansible.builtin.include_tasks') if k in task]
+            templates |= {task['ansible.builtin.template']['src']} if 'ansible.builtin.template' in task else set()
+        templates |= {t for _, text in strings_in(tasks)
+                      for t in re.findall(r"lookup\('ansible\.builtin\.template', '([^']+)'\)", text)}
+        names |= yaml_reads(tasks)
+    for template in templates:
+        names |= jinja_reads((ROLE / 'templates' / template).read_text())
+    pending = names & set(internal)
+    while pending:
+        more = yaml_reads(internal[pending.pop()]) - names
+        names |= more
+        pending |= more & set(internal)
+    return names
 
 
 def test_the_role_defines_only_internal_variables_named_so():
@@ -708,3 +750,70 @@ def test_every_default_is_a_described_option():
     import yaml
     defaults = set(yaml.safe_load((ROLE / 'defaults' / 'main.yml').read_text()))
     assert defaults == argument_spec_options()['main'], defaults ^ argument_spec_options()['main']
+
+
+# The entry points (meta/argument_specs.yml): main, the role, and verifier (include_role with tasks_from: verifier),
+# for a host that only checks other hosts' beacons from the air. Each run here fails before it touches the host (and
+# runs in --check mode with a package that is not there all the same).
+ENTRY_PLAY = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: The role, at one of its entry points
+      ansible.builtin.include_role:
+        name: beacond
+        tasks_from: "{{ entry }}"
+"""
+
+
+def entry_point(tmp_path, ansible: Path, entry: str, **variables) -> tuple[int, str]:
+    (tmp_path / 'entry.yml').write_text(ENTRY_PLAY)
+    v = {'entry': entry, 'beacond_package': str(tmp_path / 'no-such' / 'beacond_0.0.0_amd64.deb'), **variables}
+    (tmp_path / 'vars.json').write_text(json.dumps(v))
+    r = subprocess.run([str(ansible / 'ansible-playbook'), '-i', 'localhost,', str(tmp_path / 'entry.yml'), '--check',
+                        '-e', f'@{tmp_path / "vars.json"}', '-e', f'ansible_python_interpreter={ansible / "python"}'],
+                       capture_output=True, text=True, timeout=120,
+                       env={**os.environ, 'ANSIBLE_ROLES_PATH': str(ROLE.parent), 'ANSIBLE_NOCOLOR': '1'})
+    return r.returncode, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize('entry,variables,name', [
+    ('main', {'beacond_status_timeout': 'soon'}, 'beacond_status_timeout'),
+    ('main', {'beacond_verify_hosts': {'pi1': 1}}, 'beacond_verify_hosts'),
+    ('verifier', {'beacond_verify_hosts': {'pi1': 1}}, 'beacond_verify_hosts'),
+    ('verifier', {'beacond_apt_repository': 'https://example.invalid/beacond', 'beacond_package': ''}, 'beacond_apt_repository'),
+])
+def test_each_entry_point_refuses_a_wrong_type_naming_the_variable(tmp_path, ansible, entry, variables, name):
+    code, out = entry_point(tmp_path, ansible, entry, **variables)
+    assert code != 0 and f"Validating arguments against arg spec '{entry}'" in out and name in out, out[-3000:]
+    flat = ' '.join(out.split('TASK [')[-1].split())
+    assert 'failed' in flat and name in flat, out[-3000:]
+
+
+def test_the_verifier_entry_point_checks_the_verifiers_variables_alone(tmp_path, ansible):
+    # main's variables, wrong for main, are not the verifier's: its argument specs pass them, and its first task
+    # (the verifier's own checks) refuses its device.
+    code, out = entry_point(tmp_path, ansible, 'verifier', beacond_status_timeout='soon', beacond_beacons='none',
+                            beacond_verify_hosts=['pi1'], beacond_verify_device='hci1; touch /tmp/owned')
+    assert code != 0 and "beacond_verify_device must be an adapter's name, hciN" in out, out[-3000:]
+    assert "arg spec 'verifier'" in out and 'beacond_status_timeout' not in out, out[-3000:]
+    code, out = entry_point(tmp_path, ansible, 'verifier', beacond_verify_hosts=[])
+    assert code != 0 and 'a verifier names beacond_verify_hosts' in out, out[-3000:]
+
+
+def test_the_verifier_entry_point_reads_only_the_verifiers_variables():
+    """Everything the verifier entry point runs (its checks, the probe, the install, the verifier's tasks and the
+    templates and internal variables they read) reads only variables its argument specs check: no main option is left
+    unchecked there. And main runs the same verifier tasks when beacond_verify is true."""
+    import yaml
+    options = argument_spec_options()
+    for entry in options:
+        user = {n for n in read_from(entry) if not n.startswith('__') and n not in MAGIC | FACTS | GLOBALS}
+        assert user <= options[entry], (entry, sorted(user - options[entry]))
+    specs = yaml.safe_load((ROLE / 'meta' / 'argument_specs.yml').read_text())['argument_specs']
+    assert all(specs['verifier']['options'][n] == specs['main']['options'][n] for n in options['verifier'])
+    main = {t.get('ansible.builtin.import_tasks'): t.get('when') for t in yaml.safe_load((ROLE / 'tasks' / 'main.yml').read_text())}
+    verifier = [t.get('ansible.builtin.import_tasks') for t in yaml.safe_load((ROLE / 'tasks' / 'verifier.yml').read_text())]
+    assert main['verifier-on.yml'] == 'beacond_verify' and verifier[-1] == 'verifier-on.yml', (main, verifier)
+    assert verifier[0] == 'checks-shared.yml' and list(main)[0] == 'checks.yml', (main, verifier)
