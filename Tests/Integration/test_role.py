@@ -6,7 +6,10 @@ renders what beacond reads as the inventory meant it. The whole role against rea
 Every test that runs Ansible runs with each ansible-core the role claims to work with (meta/main.yml, the README):
 the newest, the test venv's (Tests/Integration/requirements.txt, the fleet test's control node), and the oldest, in
 a venv of its own that scripts/test-venv.sh makes once and keeps outside the checkout
-(requirements-ansible-oldest.txt). A version whose venv cannot be made fails its tests, saying so."""
+(requirements-ansible-oldest.txt). A version whose venv cannot be made fails its tests, saying so.
+
+yamllint and ansible-lint (production profile, offline) pass over deploy/ansible, as prometheus-community's
+node_exporter role has them: in a venv the same script makes (requirements-ansible-lint.txt), failing alike."""
 from __future__ import annotations
 
 import functools
@@ -26,6 +29,8 @@ from conftest import ROOT, beacond_path, run_cli
 ROLE = ROOT / 'deploy' / 'ansible' / 'roles' / 'beacond'
 NEWEST = ROOT / 'Tests' / 'Integration' / 'requirements.txt'
 OLDEST = ROOT / 'Tests' / 'Integration' / 'requirements-ansible-oldest.txt'
+LINT = ROOT / 'Tests' / 'Integration' / 'requirements-ansible-lint.txt'
+DEPLOY = ROOT / 'deploy' / 'ansible'
 
 
 def pinned(requirements: Path) -> str:
@@ -34,9 +39,10 @@ def pinned(requirements: Path) -> str:
 
 
 @functools.cache
-def oldest_venv() -> tuple[Path | None, str]:
-    """The oldest ansible-core's venv (made once, then cached by scripts/test-venv.sh), or None and why not."""
-    r = subprocess.run(['sh', str(ROOT / 'scripts' / 'test-venv.sh'), str(OLDEST)], capture_output=True, text=True,
+def made_venv(requirements: Path) -> tuple[Path | None, str]:
+    """The venv of a requirements file (made once, then cached by scripts/test-venv.sh: the oldest ansible-core's, the
+    linters'), or None and why not."""
+    r = subprocess.run(['sh', str(ROOT / 'scripts' / 'test-venv.sh'), str(requirements)], capture_output=True, text=True,
                        timeout=1800)
     if r.returncode != 0:
         return None, r.stderr.strip()[-2000:]
@@ -50,7 +56,7 @@ def ansible(request) -> Path:
     if version == pinned(NEWEST):
         bin_dir = Path(sys.executable).parent
     else:
-        venv, why = oldest_venv()
+        venv, why = made_venv(OLDEST)
         if venv is None:
             pytest.fail(f'ANSIBLE-CORE {version}: ITS VENV COULD NOT BE MADE, so the role is not tested with the oldest '
                         f'ansible-core it claims (scripts/test-venv.sh {OLDEST.name}):\n{why}', pytrace=False)
@@ -61,6 +67,7 @@ def ansible(request) -> Path:
     said = subprocess.run([str(playbook), '--version'], capture_output=True, text=True, timeout=120).stdout
     assert re.search(rf'\[core {re.escape(version)}\]', said), f'{playbook} is not ansible-core {version}: {said}'
     return bin_dir
+
 UUID = 'E2C56DB5-DFFB-48D2-B060-D0F5A71096E0'
 PLAY = """
 - hosts: localhost
@@ -817,3 +824,41 @@ def test_the_verifier_entry_point_reads_only_the_verifiers_variables():
     verifier = [t.get('ansible.builtin.import_tasks') for t in yaml.safe_load((ROLE / 'tasks' / 'verifier.yml').read_text())]
     assert main['verifier-on.yml'] == 'beacond_verify' and verifier[-1] == 'verifier-on.yml', (main, verifier)
     assert verifier[0] == 'checks-shared.yml' and list(main)[0] == 'checks.yml', (main, verifier)
+
+
+# The house style of the role, the playbook and the inventory, kept by the linters as the node_exporter role is.
+def test_the_role_playbook_and_inventory_pass_yamllint_and_ansible_lint():
+    """yamllint (deploy/ansible/.yamllint) and ansible-lint at the production profile, offline (.ansible-lint), over
+    deploy/ansible with the versions requirements-ansible-lint.txt pins: any finding, a warning too, fails the test
+    with their output. Both are checked to have read the role, the playbook and the inventory (a pass over nothing is
+    no pass)."""
+    venv, why = made_venv(LINT)
+    if venv is None:
+        pytest.fail(f'YAMLLINT AND ANSIBLE-LINT: THEIR VENV COULD NOT BE MADE, so the role is not linted '
+                    f'(scripts/test-venv.sh {LINT.name}):\n{why}', pytrace=False)
+    bin_dir = venv / 'bin'
+    # Only the checkout's configuration (deploy/ansible's ansible.cfg, not one an ANSIBLE_ variable names), and the
+    # venv first in PATH (ansible-lint runs ansible-playbook --syntax-check from there).
+    env = {k: v for k, v in os.environ.items() if not k.startswith('ANSIBLE_')}
+    env.update(PATH=f'{bin_dir}{os.pathsep}{env.get("PATH", "")}', NO_COLOR='1')
+    yml = sorted(str(p.relative_to(DEPLOY)) for p in DEPLOY.rglob('*.yml'))
+    assert {'playbook.yml', 'inventory.example.yml', 'roles/beacond/tasks/main.yml'} <= set(yml), yml
+
+    listed = subprocess.run([str(bin_dir / 'yamllint'), '--config-file', '.yamllint', '--list-files', '.'], cwd=DEPLOY,
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    assert set(yml) <= {str(Path(line)) for line in listed.stdout.split()}, listed.stdout
+    r = subprocess.run([str(bin_dir / 'yamllint'), '--strict', '--config-file', '.yamllint', '--format', 'parsable',
+                        '.'], cwd=DEPLOY, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and not r.stdout.strip(), f'yamllint:\n{r.stdout}{r.stderr}'
+
+    r = subprocess.run([str(bin_dir / 'ansible-lint'), '--config-file', '.ansible-lint', '--offline', '--strict',
+                        '--nocolor', '--format', 'pep8'], cwd=DEPLOY, env=env, capture_output=True, text=True,
+                       timeout=600)
+    said = r.stdout + r.stderr
+    assert r.returncode == 0, f'ansible-lint:\n{said}'
+    # "Passed: 0 failure(s), 0 warning(s) in 27 files processed of 28 encountered. Profile 'production' was required,
+    # and it passed."
+    processed = re.search(r'Passed: 0 failure\(s\), 0 warning\(s\) in (\d+) files processed', said)
+    assert processed and int(processed.group(1)) >= len(yml), f'ansible-lint read too little:\n{said}'
+    assert "Profile 'production' was required, and it passed" in said, said
