@@ -1,6 +1,7 @@
 // `beacond status` and `beacond reload`: what every running beacond says in its state file, and a reload that
 // waits for the daemon's answer. Both read the files `run` writes (RuntimeStateFile); neither needs a privilege
 // to read them.
+import AESCipher
 import BeaconCore
 import DaemonCore
 import SystemCalls
@@ -110,7 +111,7 @@ struct DaemonView {
         default:
             out.append("\(name): not on the air (\(phase)): \(status)")
         }
-        if reloadResult == "refused" {
+        if reloadResult == "refused" && !refusalUndone {
             out.append("\(name): the last reload was refused and the previous configuration stays on the air: \(configPath) has "
                        + Self.refusal(state["reload"]) + "; fix it ('beacond check-config --config \(configPath)' lists them), then run '\(reloadCommand)'")
         }
@@ -118,6 +119,14 @@ struct DaemonView {
             out.append("\(name): the system clock is not synchronized, so receivers cannot resolve the Eddystone-EIDs: enable time synchronization (timedatectl set-ntp true)")
         }
         return out
+    }
+
+    /// The refused file is gone: the config file is the one on the air again (a hand edit undone without a reload).
+    /// Then the refusal is history (`last_refused`), not a problem that fails every deployment after it.
+    var refusalUndone: Bool {
+        guard let running = state["config"]?["sha256"]?.string,
+              let bytes = try? FileDescriptor.readFile(configPath, limit: 1 << 20) else { return false }
+        return SHA256.hex(bytes) == running.lowercased()
     }
 
     /// `status --expect-sha256`: the problem when the config it runs is not the file with that SHA-256 (a reload

@@ -128,6 +128,11 @@ def test_reload_of_a_refused_file_then_a_fixed_one_and_status_without_json_lists
         t = cli('status', '--config', str(conf), env=env)
         assert t.returncode == 1 and 'Problems:' in t.stdout and 'the last reload was refused' in t.stdout
         assert 'legacy advertising' in t.stdout
+        # The file on the air put back without a reload (a hand edit undone): the refusal is history, not a problem
+        # that fails every deployment after it.
+        conf.write_text(IB)
+        e = cli('status', '--json', '--config', str(conf), '--expect-sha256', hashlib.sha256(conf.read_bytes()).hexdigest(), env=env)
+        assert e.returncode == 0 and json.loads(e.stdout)['problems'] == [], e.stdout
         conf.write_text(IB.replace('minor = 2', 'minor = 9'))
         # What a deployment waits on: the file it wrote is not on the air until the reload takes it.
         wanted = hashlib.sha256(conf.read_bytes()).hexdigest()
