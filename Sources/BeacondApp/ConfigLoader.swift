@@ -93,32 +93,19 @@ extension ConfigLoader {
         return (dir.isEmpty ? (configPath.hasPrefix("/") ? "" : ".") : dir) + "/keys/\(name)"
     }
 
-    /// Reads every EID beacon's identity key and the self-report's bindkey; each problem is a diagnostic at its
-    /// `identity_key_file` or `bindkey_file`.
+    /// Reads every key file the config names (`BeaconConfiguration.keyFiles`: EID identity keys, the self-report's
+    /// bindkey, resolving keys); each problem is a diagnostic at the key that names the file.
     static func loadKeys(_ config: inout BeaconConfiguration, configPath: String, keys: String? = nil) throws(ConfigError) {
         var problems: [ConfigDiagnostic] = []
-        if config.beacons.contains(where: { $0.beacon.format == .eddystoneEID || $0.beacon.bthome?.encrypted == true }) { disableCoreDumps() }
-        for k in config.beacons.indices {
-            if case .bthome(var b) = config.beacons[k].beacon, let file = b.bindkeyFile {
-                let path = keyPath(file, configPath: configPath, keys: keys)
-                switch readKey(path, kind: "a BTHome bindkey") {
-                case .success(let key):
-                    b.bindkey = BindKey(key.bytes)
-                    config.beacons[k].beacon = .bthome(b)
-                case .failure(let why):
-                    problems.append(ConfigDiagnostic("'bindkey_file' in \(config.beacons[k].label): \(path) \(why.text)",
-                                                     at: b.bindkeyFileLocation, key: "beacon.bindkey_file"))
-                }
-            }
-            guard case .eddystoneEID(var e) = config.beacons[k].beacon else { continue }
-            let what = "'identity_key_file' in \(config.beacons[k].label)"
-            let path = keyPath(e.keyFile, configPath: configPath, keys: keys)
-            switch readKey(path) {
-            case .success(let key):
-                e.key = key
-                config.beacons[k].beacon = .eddystoneEID(e)
+        let files = config.keyFiles
+        if !files.isEmpty { disableCoreDumps() }
+        for ref in files {
+            let path = keyPath(ref.file, configPath: configPath, keys: keys)
+            switch readKey(path, kind: ref.kind) {
+            case .success(let key): config.setKey(key, for: ref)
             case .failure(let why):
-                problems.append(ConfigDiagnostic("\(what): \(path) \(why.text)", at: e.keyFileLocation, key: "beacon.identity_key_file"))
+                problems.append(ConfigDiagnostic("'\(ref.key)' in \(config.beacons[ref.beacon].label): \(path) \(why.text)", at: ref.location,
+                                                 key: "beacon.\(ref.key)"))
             }
         }
         if !problems.isEmpty { throw ConfigError(path: configPath, diagnostics: problems) }
