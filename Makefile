@@ -34,6 +34,8 @@ VENV ?= .venv
 HA_VENV ?= .venv-ha
 # The oldest ansible-core the Ansible role claims, for test_role.py (which runs its tests with it and with VENV's).
 ANSIBLE_OLDEST := Tests/Integration/requirements-ansible-oldest.txt
+# ansible-lint and yamllint, for test_role.py's lint of deploy/ansible (a venv of their own, as the oldest's).
+ANSIBLE_LINT := Tests/Integration/requirements-ansible-lint.txt
 PYTHON ?= python3
 FUZZ_SECONDS ?= 30
 TEST_JOBS ?= 6
@@ -102,11 +104,13 @@ $(DEMO_VENV)/.installed: Tests/Integration/harness/demo-requirements.txt
 
 venv-demo: $(DEMO_VENV)/.installed
 
-# A venv per extra ansible-core, made once and kept outside the checkout (/var/cache/beacond-venvs as root), keyed by
-# the hash of what it installs (scripts/test-venv.sh). test_role.py asks the same script and fails that version's
-# tests, saying why, when it cannot be made: a failure here is in the stage table and the integration tests still run.
+# A venv per extra ansible-core and one for the linters, made once and kept outside the checkout
+# (/var/cache/beacond-venvs as root), keyed by the hash of what it installs (scripts/test-venv.sh). test_role.py asks
+# the same script and fails that version's tests (or the lint test), saying why, when it cannot be made: a failure
+# here is in the stage table and the integration tests still run.
 venv-ansible:
 	$(STAGE) venv-ansible env PYTHON=$(PYTHON) sh scripts/test-venv.sh $(ANSIBLE_OLDEST) || true
+	$(STAGE) venv-ansible-lint env PYTHON=$(PYTHON) sh scripts/test-venv.sh $(ANSIBLE_LINT) || true
 
 unit-test: $(STAGE_DEPS)
 	$(STAGE) unit-test-swift63 $(SWIFT) test

@@ -109,8 +109,8 @@ public enum Beacon: Sendable, Hashable {
         case .altBeacon(let b): "AltBeacon \(b.uuid) major \(b.major) minor \(b.minor)"
         case .eddystoneUID(let b): "Eddystone-UID namespace \(hexString(b.namespace)) instance \(hexString(b.instance))"
         case .eddystoneTLM: "Eddystone-TLM telemetry"
-        case .eddystoneEID(let b): "Eddystone-EID (key \(b.keyFile), K = \(b.exponent))"
-        case .bthome(let b): "BTHome self-report" + (b.bindkeyFile.map { " (encrypted, bindkey \($0))" } ?? "")
+        case .eddystoneEID(let b): "Eddystone-EID (key \(Redaction.apply(b.keyFile)), K = \(b.exponent))"
+        case .bthome(let b): "BTHome self-report" + (b.bindkeyFile.map { " (encrypted, bindkey \(Redaction.apply($0)))" } ?? "")
         }
     }
 

@@ -1,4 +1,5 @@
-// Config diagnostics in compiler style: PATH:LINE:COL: error: MESSAGE.
+// Config diagnostics in compiler style: PATH:LINE:COL: error: MESSAGE. A message never carries a key (Redaction):
+// diagnostics reach stderr, the journal, STATUS and Ansible's output.
 
 /// A 1-based line and column (columns count Unicode scalars, as editors do).
 public struct SourceLocation: Sendable, Hashable, Comparable, CustomStringConvertible {
@@ -18,18 +19,23 @@ public struct ConfigDiagnostic: Sendable, Hashable, CustomStringConvertible {
     public var location: SourceLocation?
     /// The key concerned, as `table.key`, when there is one.
     public var key: String?
-    public var message: String
+    /// What is wrong, with every run of 16 or more hex digits taken out (Redaction) however it was made.
+    public var message: String {
+        get { text }
+        set { text = Redaction.apply(newValue) }
+    }
+    private var text: String
 
     public init(_ message: String, at location: SourceLocation?, key: String? = nil) {
-        self.message = message
+        text = Redaction.apply(message)
         self.location = location
         self.key = key
     }
 
     /// `PATH:LINE:COL: error: MESSAGE`, or `PATH: error: MESSAGE` for whole-file problems.
     public func formatted(path: String) -> String {
-        if let location { return "\(path):\(location.line):\(location.column): error: \(message)" }
-        return "\(path): error: \(message)"
+        if let location { return Redaction.apply("\(path):\(location.line):\(location.column): error: \(message)") }
+        return Redaction.apply("\(path): error: \(message)")
     }
 
     public var description: String { formatted(path: "<config>") }
@@ -45,11 +51,37 @@ public struct ConfigError: Error, Sendable, Hashable, CustomStringConvertible {
         self.diagnostics = diagnostics
     }
 
-    /// The first diagnostic, formatted: what a one-line STATUS can show.
+    /// How many line numbers `lines` and `summary` name at most: what a refused file leaves in STATUS and the state
+    /// file stays small whatever the file holds (5,000 errors made a 5.5 MB state file, review #43).
+    public static let linesKept = 20
+
+    /// The first `linesKept` lines with an error, in order, each once.
+    public var lines: [Int] {
+        var out: [Int] = []
+        for d in diagnostics {
+            guard let l = d.location?.line, !out.contains(l) else { continue }
+            out.append(l)
+            if out.count == Self.linesKept { break }
+        }
+        return out
+    }
+
+    /// What a one-line STATUS shows of a refused file: the path, how many errors and on which lines; never their text
+    /// (`/etc/beacond/beacond.conf has 2 errors, on lines 4 and 9`). The journal and `check-config` have the text.
     public var summary: String {
-        guard let first = diagnostics.first else { return "\(path): error" }
-        let more = diagnostics.count > 1 ? " (and \(diagnostics.count - 1) more)" : ""
-        return first.formatted(path: path) + more
+        let n = diagnostics.count
+        var places: [String] = []
+        let lines = self.lines
+        if !lines.isEmpty {
+            var distinct = Set<Int>()
+            for d in diagnostics { if let l = d.location?.line { distinct.insert(l) } }
+            let list = lines.map(String.init)
+            let named = distinct.count > lines.count ? list.joined(separator: ", ") + " and more"
+                : list.count == 1 ? list[0] : list.dropLast().joined(separator: ", ") + " and " + list.last!
+            places.append((lines.count == 1 && distinct.count == 1 ? "on line " : "on lines ") + named)
+        }
+        if diagnostics.contains(where: { $0.location == nil }) { places.append("in the file as a whole") }
+        return Redaction.apply("\(path) has \(n) error\(n == 1 ? "" : "s")" + (places.isEmpty ? "" : ", " + places.joined(separator: " and ")))
     }
 
     public var description: String { diagnostics.map { $0.formatted(path: path) }.joined(separator: "\n") }

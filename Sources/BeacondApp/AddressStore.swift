@@ -17,26 +17,57 @@ enum AddressStore {
     }
 
     static let fileName = "addresses"
+    /// Which identities each device's beacond has configured now (AddressesInUse): never evicted from `addresses`.
+    static let inUseFileName = "in-use"
     /// What versions before per-beacon addresses kept: one address for all beacons.
     static let legacyFileName = "static-address"
 
     struct Failure: Error, CustomStringConvertible {
         var description: String
-        /// The file is there but damaged: addresses were made and gateways may know them (not a missing directory).
-        var damaged = false
+        /// No state directory at all (none can be made: a user without one): a beacon without its own `address` may
+        /// fall back to the public address. Anything else (a damaged or unreadable file, a directory not beacond's, a
+        /// lock held by another) is refused, so that no beacon goes on the air from an address other than its kept one.
+        var fallsBack = false
+    }
+
+    private static func failure(_ p: StateProblem) -> Failure {
+        switch p.kind {
+        case .absent:
+            Failure(description: "Cannot keep a static address: \(p); or set address = \"public\" or \"rotating\"", fallsBack: true)
+        case .unusable, .busy:
+            Failure(description: "Cannot keep a static address: \(p)")
+        }
     }
 
     /// The kept address of each of `keys`, made and stored first for those that have none. Never replaces a file
     /// that cannot be read as one: a damaged one is an error that says what to do, not new identities on the air.
-    static func load(_ keys: [String], avoiding chosen: Set<BluetoothAddress>, in directory: String = directory) throws(Failure) -> [String: BluetoothAddress] {
+    /// `inUse`: every identity with a static address that `device`'s config has now (kept in `in-use`, so that no
+    /// beacond sharing the directory evicts them when the book is full).
+    static func load(_ keys: [String], avoiding chosen: Set<BluetoothAddress>, inUse: [String] = [], device: String? = nil,
+                     in directory: String = directory) throws(Failure) -> [String: BluetoothAddress] {
         // Read, add and write as one step: a beacond on another device may add its beacons to the same file.
-        try StateLock.whileWritingRecords(in: directory) { () throws(Failure) in try assign(keys, avoiding: chosen, in: directory) }
+        try StateLock.whileWritingRecords(in: directory, failure: failure) { (dir) throws(Failure) in
+            var inUseNow = readInUse(in: dir)
+            if let device, inUseNow.set(inUse, for: device) {
+                do {
+                    try createFileDurably(named: inUseFileName, in: dir, contents: Array(inUseNow.text.utf8), mode: 0o644, exactMode: true, replacing: true)
+                } catch {
+                    throw Failure(description: "Cannot keep \(directory)/\(inUseFileName): \(error)")
+                }
+            }
+            return try assign(keys, avoiding: chosen, keeping: inUseNow.all.union(inUse), in: dir, path: directory)
+        }
     }
 
-    private static func assign(_ keys: [String], avoiding chosen: Set<BluetoothAddress>, in directory: String) throws(Failure) -> [String: BluetoothAddress] {
-        var (book, legacy) = try read(in: directory)
+    private static func readInUse(in dir: FileDescriptor) -> AddressesInUse {
+        (try? dir.readFile(named: inUseFileName, limit: 1 << 20)).map { AddressesInUse(parsing: String(decoding: $0, as: UTF8.self)) } ?? AddressesInUse()
+    }
+
+    private static func assign(_ keys: [String], avoiding chosen: Set<BluetoothAddress>, keeping: Set<String>, in dir: FileDescriptor,
+                               path directory: String) throws(Failure) -> [String: BluetoothAddress] {
+        var (book, legacy) = try read(in: dir, path: directory)
         var randomFailure: (any Error)?
-        let changed = book.assign(keys, legacy: legacy, avoiding: chosen, random: {
+        let changed = book.assign(keys, legacy: legacy, avoiding: chosen, keeping: keeping, random: {
             do { return try RandomID.bytes(6) } catch { randomFailure = error; return nil }
         })
         guard let changed else {
@@ -44,9 +75,8 @@ enum AddressStore {
         }
         if changed {
             do {
-                try createFileDurably(named: fileName, in: directory, contents: Array(book.text.utf8), replacing: true)
-            } catch where error.call.hasPrefix("mkdir") {
-                throw Failure(description: "Cannot keep a static address: mkdir \(directory): \(error.errno); give beacond a state directory (the unit's StateDirectory=beacond) or set address = \"public\" or \"rotating\"")
+                // 0644 whatever the umask: the records are beacond's, and the tools of any user may show them.
+                try createFileDurably(named: fileName, in: dir, contents: Array(book.text.utf8), mode: 0o644, exactMode: true, replacing: true)
             } catch {
                 throw Failure(description: "Cannot keep a static address in \(directory): \(error); give beacond a state directory (the unit's StateDirectory=beacond) or set address = \"public\" or \"rotating\"")
             }
@@ -59,8 +89,12 @@ enum AddressStore {
     /// What the tools show without making anything: each key's address if one is kept (or would come from the
     /// earlier version's file). Failure: why the directory cannot be read here.
     static func peek(_ keys: [String], in directory: String = directory) -> Result<[String: BluetoothAddress], Failure> {
-        do {
-            let (book, legacy) = try read(in: directory)
+        let dir: FileDescriptor
+        do { dir = try StateLock.open(directory, create: false, writes: false) } catch {
+            return error.kind == .absent ? .success([:]) : .failure(Failure(description: "\(error)"))
+        }
+        do throws(Failure) {
+            let (book, legacy) = try read(in: dir, path: directory)
             var out: [String: BluetoothAddress] = [:]
             for k in keys { out[k] = book.address(for: k) }
             if book.entries.isEmpty, let legacy, let first = keys.first { out[first] = legacy }
@@ -71,36 +105,33 @@ enum AddressStore {
     }
 
     /// The book (empty when there is no file yet) and, when there is no book, the earlier version's address.
-    private static func read(in directory: String) throws(Failure) -> (AddressBook, legacy: BluetoothAddress?) {
+    private static func read(in dir: FileDescriptor, path directory: String) throws(Failure) -> (AddressBook, legacy: BluetoothAddress?) {
         let path = "\(directory)/\(fileName)"
         do {
-            let bytes = try FileDescriptor.readFile(path, limit: 1 << 20)
+            let bytes = try dir.readFile(named: fileName, limit: 1 << 20)
             do {
                 return (try AddressBook(parsing: String(decoding: bytes, as: UTF8.self)), nil)
             } catch {
-                throw Failure(description: "\(path):\(error.line): \(error.reason); fix or remove that line (a removed line gives its beacon a new address)",
-                              damaged: true)
+                throw Failure(description: "\(path):\(error.line): \(error.reason); fix or remove that line (a removed line gives its beacon a new address)")
             }
         } catch let e as Failure {
             throw e
         } catch let e as SystemError where e.errno == .noEntry {
-            return (AddressBook(), try readLegacy(in: directory))
+            return (AddressBook(), try readLegacy(in: dir, path: directory))
         } catch let e as SystemError where e.errno == .tooLarge {
-            throw Failure(description: "\(path) is larger than 1 MiB, far more than beacond writes: fix it, or remove it (every beacon then gets a new address)",
-                          damaged: true)
+            throw Failure(description: "\(path) is larger than 1 MiB, far more than beacond writes: fix it, or remove it (every beacon then gets a new address)")
         } catch {
             throw Failure(description: "Cannot read \(path): \(error)")
         }
     }
 
-    private static func readLegacy(in directory: String) throws(Failure) -> BluetoothAddress? {
+    private static func readLegacy(in dir: FileDescriptor, path directory: String) throws(Failure) -> BluetoothAddress? {
         let path = "\(directory)/\(legacyFileName)"
         do {
-            let bytes = try FileDescriptor.readFile(path, limit: 64)
+            let bytes = try dir.readFile(named: legacyFileName, limit: 64)
             let text = String(decoding: bytes, as: UTF8.self).split(whereSeparator: { $0 == "\n" || $0 == " " }).first.map(String.init) ?? ""
             guard let a = BluetoothAddress(parsing: text), a.isStatic else {
-                throw Failure(description: "\(path) does not hold a random static address (one line like C3:12:34:56:78:9A, the top two bits set); remove it to make a new one",
-                              damaged: true)
+                throw Failure(description: "\(path) does not hold a random static address (one line like C3:12:34:56:78:9A, the top two bits set); remove it to make a new one")
             }
             return a
         } catch let e as Failure {
@@ -121,9 +152,15 @@ struct AddressSource {
     mutating func choose(_ schedule: AdvertisingSchedule, device: DeviceSpec) -> Result<AddressChoice.Choice, BackendFailure> {
         var chosen = Set<BluetoothAddress>()
         for case .chosen(let a)? in schedule.addresses.map(\.setting) { chosen.insert(a) }
+        // Every identity of this config that keeps a static address, not only those loaded now (a reload that adds one
+        // beacon loads that one): none of them may be evicted.
+        var inUse: [String] = []
+        for w in schedule.addresses where w.setting == nil || w.setting == .policy(.static) { if !inUse.contains(w.key) { inUse.append(w.key) } }
         return choice.choose(schedule.addresses, generation: schedule.addressGeneration, loadStatic: { keys in
-            do throws(AddressStore.Failure) { return .success(try AddressStore.load(keys, avoiding: chosen)) } catch {
-                return .failure(error.damaged ? .damaged(error.description) : .unavailable(error.description))
+            do throws(AddressStore.Failure) {
+                return .success(try AddressStore.load(keys, avoiding: chosen, inUse: inUse, device: device.description))
+            } catch {
+                return .failure(error.fallsBack ? .unavailable(error.description) : .damaged(error.description))
             }
         }, randomBytes: { try? RandomID.bytes(6) }, cipher: { key, block in try AES128.encrypt(block, key: key) }).mapError { BackendFailure(message: $0.message, fields: ["HCI_DEVICE=\(device)"]) }
     }

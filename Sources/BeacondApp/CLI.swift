@@ -188,7 +188,8 @@ enum CLI {
             exitStatus: """
                 0 stopped by a signal, 1 internal failure (the event loop could not be set up or run; systemd restarts \
                 it), 64 usage error, 69 controller unusable, 75 another beacond runs on the device with this state \
-                directory (systemd restarts it), 77 missing privilege, 78 config error.
+                directory (systemd restarts it), 77 missing privilege or a state directory (or lock) that is not this \
+                user's own, 78 config error.
                 """,
             start: RunOptions(), finish: { o in .run(o) }),
         Command(
@@ -412,7 +413,7 @@ enum CLI {
             }),
         Command(
             "status", abstract: "Show what each beacond has on the air, and what is wrong.",
-            usage: "beacond status [--json] [--device SPEC] [--config PATH]\n       beacond status --check [--json] [--device SPEC] [--config PATH]",
+            usage: "beacond status [--json] [--device SPEC] [--config PATH] [--expect-sha256 SHA256]\n       beacond status --check [--json] [--device SPEC] [--config PATH]",
             description: """
                 Reads the state each running beacond keeps in its runtime directory (the units' /run/beacond and \
                 /run/beacond-hciN; readable by every user): per daemon its phase, controller and config, one line per \
@@ -434,6 +435,13 @@ enum CLI {
                     """) { o, _, _, _ in o.check = true },
                 selectDevice(\StatusOptions.device, "Only the beacond on this controller."),
                 selectConfig(\StatusOptions.configPath, "Only the beacond that runs this config file."),
+                Option(["--expect-sha256"], "SHA256", """
+                    Also a problem: a beacond shown whose running config is not the file with this SHA-256 (64 hex \
+                    digits, as sha256sum prints it): what a deployment waits on (the Ansible role does).
+                    """) { o, p, typed, v throws(UsageError) in
+                    guard v.count == 64, v.allSatisfy(\.isHexDigit) else { throw p.invalid(typed, v, expected: "64 hex digits, as sha256sum prints them") }
+                    o.expectSHA256 = v.lowercased()
+                },
             ],
             exitStatus: """
                 0 every beacon of every beacond shown is on the air (--check: run would put every beacon on the air), \
@@ -489,7 +497,7 @@ enum CLI {
 
     static func help(_ name: String?) -> String {
         guard let c = name.flatMap(command) else {
-            let commandLines = commands.map { "  " + $0.name.padding(to: 14) + $0.abstract }.joined(separator: "\n")
+            let commandLines = commands.map { "  " + pad($0.name, 14) + $0.abstract }.joined(separator: "\n")
             return [
                 wrap("OVERVIEW: beacond keeps Bluetooth LE beacons (\(BeaconFormat.names("and"))) on the air.", indent: 0),
                 "USAGE: \(usage(nil))",
@@ -511,7 +519,7 @@ enum CLI {
     static func optionLines(_ o: (flags: String, help: String)) -> String {
         let lead = "  " + o.flags
         let body = wrap(o.help, indent: helpColumn)
-        return lead.count < helpColumn - 1 ? lead.padding(to: helpColumn) + body.dropFirst(helpColumn) + "\n" : lead + "\n" + body + "\n"
+        return lead.count < helpColumn - 1 ? pad(lead, helpColumn) + body.dropFirst(helpColumn) + "\n" : lead + "\n" + body + "\n"
     }
 
     /// `text` (its lines joined) wrapped at word boundaries to `width` columns, every line indented by `indent`.
@@ -594,8 +602,4 @@ struct OptionParser {
             throw UsageError(message: "invalid value for '\(option)': \(error.message)", command: command)
         }
     }
-}
-
-extension String {
-    func padding(to width: Int) -> String { count >= width ? self + " " : self + String(repeating: " ", count: width - count) }
 }

@@ -84,13 +84,20 @@ extension ConfigLoader {
     /// (a config checked before it is put in place, from wherever it was written).
     static func keyPath(_ name: String, configPath: String, keys: String? = nil) -> String {
         if name.hasPrefix("/") { return name }
-        if let keys { return (keys.hasSuffix("/") ? keys : keys + "/") + name }
-        if let d = environment("CREDENTIALS_DIRECTORY"), !d.isEmpty {
+        let dir = keyDirectory(configPath: configPath, keys: keys)
+        if keys == nil, let d = environment("CREDENTIALS_DIRECTORY"), !d.isEmpty {
             let loaded = "\(d)/\(keyCredential)_\(name)"
-            return fileExists(loaded) ? loaded : "\(d)/\(name)"
+            if fileExists(loaded) { return loaded }
         }
+        return dir + "/" + name
+    }
+
+    /// The directory a relative `identity_key_file` is looked up in (keyPath).
+    static func keyDirectory(configPath: String, keys: String? = nil) -> String {
+        if let keys { return keys.hasSuffix("/") && keys.count > 1 ? String(keys.dropLast()) : keys }
+        if let d = environment("CREDENTIALS_DIRECTORY"), !d.isEmpty { return d }
         let dir = configPath.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
-        return (dir.isEmpty ? (configPath.hasPrefix("/") ? "" : ".") : dir) + "/keys/\(name)"
+        return (dir.isEmpty ? (configPath.hasPrefix("/") ? "" : ".") : dir) + "/keys"
     }
 
     /// Reads every key file the config names (`BeaconConfiguration.keyFiles`: EID identity keys, the self-report's
@@ -100,18 +107,68 @@ extension ConfigLoader {
         let files = config.keyFiles
         if !files.isEmpty { disableCoreDumps() }
         for ref in files {
-            let path = keyPath(ref.file, configPath: configPath, keys: keys)
-            switch readKey(path, kind: ref.kind) {
+            switch readKey(keyPath(ref.file, configPath: configPath, keys: keys)) {
             case .success(let key): config.setKey(key, for: ref)
             case .failure(let why):
-                problems.append(ConfigDiagnostic("'\(ref.key)' in \(config.beacons[ref.beacon].label): \(path) \(why.text)", at: ref.location,
+                let sentence = why.sentence(ref.file, in: keyDirectory(configPath: configPath, keys: keys), kind: ref.kind)
+                problems.append(ConfigDiagnostic("'\(ref.key)' in \(config.beacons[ref.beacon].label): \(sentence)", at: ref.location,
                                                  key: "beacon.\(ref.key)"))
             }
         }
         if !problems.isEmpty { throw ConfigError(path: configPath, diagnostics: problems) }
     }
 
-    struct KeyProblem: Error { var text: String }
+    /// What is wrong with a key file, said without its name: an `identity_key_file` value may be a key pasted where
+    /// the name belongs (review #43), so no message carries it or a path made from it; the PATH:LINE:COL before the
+    /// message points at the line that has it.
+    enum KeyProblem: Error, Equatable {
+        case missing
+        /// Missing from the unit's credentials: a copy made at its start.
+        case notACredential
+        case notRegularFile
+        case permissionDenied
+        case cannotOpen(Errno)
+        case ownedByOther(owner: UInt32, me: UInt32)
+        case credentialReadable(mode: UInt32)
+        case readable(mode: UInt32)
+        case cannotRead(Errno)
+        case hexDigits(Int)
+        case rawBytes
+        case notAKey(bytes: Int)
+
+        /// The rest of a sentence whose subject is the file `value` names, a relative one in `directory`.
+        /// `kind` names the key ("an Eddystone-EID identity key", "a BTHome bindkey").
+        func sentence(_ value: String, in directory: String, kind: String = "an Eddystone-EID identity key") -> String {
+            let relative = !value.hasPrefix("/")
+            return (relative ? "the file it names in \(directory)" : "the file it names") + " " + predicate(value, in: directory, kind: kind)
+        }
+
+        /// What the file is or lacks: the sentence without its subject (`beacond irk FILE` puts the FILE it was given
+        /// before it).
+        func predicate(_ value: String, in directory: String, kind: String = "an Eddystone-EID identity key") -> String {
+            let relative = !value.hasPrefix("/")
+            let file = relative ? "\(directory)/NAME" : "FILE"
+            let what: String
+            switch self {
+            case .missing:
+                what = "does not exist: make one with 'beacond gen-key \(file)', \(relative ? "NAME" : "FILE") as on that line (a name is never shown: it may be a key)"
+            case .notACredential:
+                what = "is not among the keys the unit was started with: make it with 'sudo beacond gen-key /etc/beacond/keys/NAME', NAME as on that line, if it is new, then restart the unit (systemctl restart; a reload does not read new keys)"
+            case .notRegularFile: what = "is not a regular file"
+            case .permissionDenied: what = "cannot be read by beacond (permission denied)"
+            case .cannotOpen(let e): what = "cannot be opened: \(e)"
+            case .ownedByOther(let owner, let me):
+                what = "is owned by user \(owner), neither root nor the user beacond runs as (\(me)): whoever owns a key can change it; chown root it"
+            case .credentialReadable(let mode): what = "can be read by others (mode \(String(mode, radix: 8))): a credential must be private to the unit"
+            case .readable(let mode): what = "can be read by its group or by others (mode \(String(mode, radix: 8))): a key must be private to its owner; chmod 600 it"
+            case .cannotRead(let e): what = "cannot be read: \(e)"
+            case .hexDigits(let n): what = "holds \(n) hex digits; \(kind) is 128 bits: 32 hex digits"
+            case .rawBytes: what = "holds 16 raw bytes; write the key as 32 hex digits (as 'beacond gen-key' does)"
+            case .notAKey(let n): what = "is not \(kind == "an Eddystone-EID identity key" ? "an identity key" : kind): expected 32 hex digits (as 'beacond gen-key' writes), found \(n) bytes of something else"
+            }
+            return what
+        }
+    }
 
     /// True for a file in $CREDENTIALS_DIRECTORY: systemd's copy, in a directory only the unit's user (and root) can
     /// enter. systemd 257 makes such files 0440, readable by the unit's own group (252 made them 0400).
@@ -121,52 +178,43 @@ extension ConfigLoader {
     }
 
     /// A private regular file holding 32 hex digits (a trailing newline allowed): readable by its owner alone, or for
-    /// a credential systemd passed, by no one else than the unit's user and group. The failure completes the sentence
-    /// "PATH …"; it never contains the file's contents.
-    /// `kind` names the key in the messages.
-    static func readKey(_ path: String, kind: String = "an Eddystone-EID identity key") -> Result<IdentityKey, KeyProblem> {
+    /// a credential systemd passed, by no one else than the unit's user and group. The failure never contains the
+    /// file's contents or its name.
+    static func readKey(_ path: String) -> Result<IdentityKey, KeyProblem> {
         let fd: FileDescriptor
         do { fd = try FileDescriptor.openRegularFile(path) } catch {
             switch error.errno {
-            case .noEntry where isCredential(path):
-                // The unit's credentials are a copy made at its start, read-only: a key added since is not in it.
-                let name = path.split(separator: "/").last.map { String($0.hasPrefix(keyCredential + "_") ? $0.dropFirst(keyCredential.count + 1) : $0) } ?? ""
-                return .failure(KeyProblem(text: "is not among the keys the unit was started with: make it with 'sudo beacond gen-key /etc/beacond/keys/\(name)' if it is new, then restart the unit (systemctl restart; a reload does not read new keys)"))
-            case .noEntry: return .failure(KeyProblem(text: "does not exist (make one with 'beacond gen-key \(path)')"))
-            case .isDirectory, .invalidArgument: return .failure(KeyProblem(text: "is not a regular file"))
-            case .accessDenied: return .failure(KeyProblem(text: "cannot be read by beacond (permission denied)"))
-            default: return .failure(KeyProblem(text: "cannot be opened: \(error.errno)"))
+            // The unit's credentials are a copy made at its start, read-only: a key added since is not in it.
+            case .noEntry where isCredential(path): return .failure(.notACredential)
+            case .noEntry: return .failure(.missing)
+            case .isDirectory, .invalidArgument: return .failure(.notRegularFile)
+            case .accessDenied: return .failure(.permissionDenied)
+            default: return .failure(.cannotOpen(error.errno))
             }
         }
         let bytes: [UInt8]
         do {
             let st = try fd.status()
-            let mode = st.st_mode & 0o777
+            let mode = UInt32(st.st_mode & 0o777)
             // Whoever owns a key file can change it (chmod, then write): only root and beacond's own user may.
             if st.st_uid != 0 && st.st_uid != processEffectiveUserID() {
-                return .failure(KeyProblem(text: "is owned by user \(st.st_uid), neither root nor the user beacond runs as (\(processEffectiveUserID())): whoever owns a key can change it; chown root it"))
+                return .failure(.ownedByOther(owner: st.st_uid, me: processEffectiveUserID()))
             }
             if isCredential(path) {
-                if mode & 0o007 != 0 {
-                    return .failure(KeyProblem(text: "can be read by others (mode \(String(mode, radix: 8))): a credential must be private to the unit"))
-                }
+                if mode & 0o007 != 0 { return .failure(.credentialReadable(mode: mode)) }
             } else if mode & 0o077 != 0 {
-                return .failure(KeyProblem(text: "can be read by its group or by others (mode \(String(mode, radix: 8))): a key must be private to its owner; chmod 600 it"))
+                return .failure(.readable(mode: mode))
             }
             bytes = try fd.readAll(limit: 4096)
         } catch {
-            return .failure(KeyProblem(text: "cannot be read: \(error.errno)"))
+            return .failure(.cannotRead(error.errno))
         }
         var text = bytes
         while let last = text.last, last == 0x0A || last == 0x0D || last == 0x20 || last == 0x09 { text.removeLast() }
         if let key = IdentityKey(hex: String(decoding: text, as: UTF8.self)) { return .success(key) }
         let isHex = { (b: UInt8) in (0x30...0x39).contains(b) || (0x41...0x46).contains(b) || (0x61...0x66).contains(b) }
-        if !text.isEmpty, text.allSatisfy(isHex) {
-            return .failure(KeyProblem(text: "holds \(text.count) hex digits; \(kind) is 128 bits: 32 hex digits"))
-        }
-        if bytes.count == 16 {
-            return .failure(KeyProblem(text: "holds 16 raw bytes; write the key as 32 hex digits (as 'beacond gen-key' does)"))
-        }
-        return .failure(KeyProblem(text: "is not \(kind == "an Eddystone-EID identity key" ? "an identity key" : kind): expected 32 hex digits (as 'beacond gen-key' writes), found \(bytes.count) bytes of something else"))
+        if !text.isEmpty, text.allSatisfy(isHex) { return .failure(.hexDigits(text.count)) }
+        if bytes.count == 16 { return .failure(.rawBytes) }
+        return .failure(.notAKey(bytes: bytes.count))
     }
 }

@@ -44,9 +44,10 @@ final class Daemon {
     private var handling = false
     /// SHA-256 of the config file the lifecycle has now.
     private var configDigest: String
-    /// Where the state for `beacond status` goes (nil: nowhere this user may write), and what was last written.
-    private let stateDirectory: String?
-    private var stateDescriptor: FileDescriptor?
+    /// Where the state for `beacond status` goes (nil: nowhere this user may write), this process's hold on it, and
+    /// what was last written.
+    private let stateDirectory: (path: String, handRunBase: String?)?
+    private var runtime: RuntimeStateFile.Claim?
     private var lastState: RuntimeState?
     private var stateFailureSaid = false
 
@@ -97,15 +98,19 @@ final class Daemon {
             return .failure
         }
         let daemon = Daemon(loop: loop, log: log, options: options, config: config, digest: digest)
-        if let busy = daemon.stateLock.acquire(daemon.lifecycle.device.description) {
-            log.error("Cannot run: \(busy)")
-            Notifier.send(["STATUS=Cannot run: \(busy)", "EXIT_STATUS=\(ExitCode.temporaryFailure.rawValue)"])
-            return .temporaryFailure
+        if let problem = daemon.stateLock.acquire(daemon.lifecycle.device.description) {
+            // Another beacond on the device: later (the unit retries). A state directory or lock that is not beacond's
+            // own: not by retrying.
+            let code: ExitCode = problem.kind == .busy ? .temporaryFailure : .noPermission
+            log.error("Cannot run: \(problem)")
+            Notifier.send(["STATUS=Cannot run: \(problem)", "EXIT_STATUS=\(code.rawValue)"])
+            return code
         }
+        daemon.claimRuntimeDirectory()
+        defer { daemon.runtime?.remove() }
         do {
             try daemon.start()
             let code = try loop.run()
-            if let d = daemon.stateDescriptor { RuntimeStateFile.remove(in: d) }
             return ExitCode(rawValue: code) ?? .failure
         } catch {
             log.error("Event loop failed: \(error)")
@@ -146,20 +151,29 @@ final class Daemon {
         publishState()
     }
 
+    /// The runtime directory and its lock, held from before the first state file until the exit: a state file whose
+    /// lock is free is a dead process's, whatever has its pid now.
+    private func claimRuntimeDirectory() {
+        guard let dir = stateDirectory else { return }
+        do { runtime = try RuntimeStateFile.claim(dir) } catch {
+            stateFailureSaid = true
+            log.warning("Cannot keep \(dir.path)/\(RuntimeStateFile.fileName) for 'beacond status' and 'beacond reload': \(error)")
+        }
+    }
+
     /// Writes the state file when what it says changed (`beacond status`, `beacond reload`).
     private func publishState() {
-        guard let dir = stateDirectory, RuntimeState.publishes(lifecycle) else { return }
+        guard let runtime, RuntimeState.publishes(lifecycle) else { return }
         let state = RuntimeState(lifecycle, pid: processID(), configDigest: configDigest, now: wallClock().seconds, previous: lastState)
         guard state != lastState else { return }
         do {
-            if stateDescriptor == nil { stateDescriptor = try RuntimeStateFile.open(dir) }
-            try RuntimeStateFile.write(state, in: stateDescriptor!)
+            try runtime.write(state)
             lastState = state
             stateFailureSaid = false
         } catch {
             guard !stateFailureSaid else { return }
             stateFailureSaid = true
-            log.warning("Cannot write \(dir)/\(RuntimeStateFile.fileName) for 'beacond status': \(error)")
+            log.warning("Cannot write \(runtime.path)/\(RuntimeStateFile.fileName) for 'beacond status': \(error)")
         }
     }
 

@@ -23,35 +23,53 @@ final class OwnershipStore {
     private func loaded() -> OwnershipRecord {
         if let record { return record }
         var r = OwnershipRecord()
+        do throws(StateProblem) {
+            r = read(try StateLock.open(directory, create: false))
+        } catch where error.kind != .absent {
+            log.warning("Cannot read \(path): \(error); what an earlier run left on the controller is not removed")
+        } catch {}
+        record = r
+        return r
+    }
+
+    /// The record in the directory `dir` is open on (none yet: an empty one).
+    private func read(_ dir: FileDescriptor) -> OwnershipRecord {
         do {
-            let bytes = try FileDescriptor.readFile(path, limit: 1 << 16)
-            r = OwnershipRecord(parsing: String(decoding: bytes, as: UTF8.self))
+            let r = OwnershipRecord(parsing: String(decoding: try dir.readFile(named: Self.fileName, limit: 1 << 16), as: UTF8.self))
             if r.skippedLines > 0 {
                 log.warning("\(path): \(r.skippedLines) line\(r.skippedLines == 1 ? "" : "s") not understood and skipped; what they named is not removed")
             }
+            return r
         } catch where error.errno == .noEntry {
         } catch {
             log.warning("Cannot read \(path): \(error); what an earlier run left on the controller is not removed")
         }
-        record = r
-        return r
+        return OwnershipRecord()
     }
 
     subscript(device: String, kind: OwnershipRecord.Kind) -> Set<UInt8> {
         get { loaded()[device, kind] }
         set {
             guard loaded()[device, kind] != newValue else { return }
-            do throws(SystemError) {
+            do throws(StateProblem) {
                 // This device's line in what the file holds now: a beacond on another device with the same state
                 // directory writes its own lines (each device's lock has one holder: StateLock).
-                try StateLock.whileWritingRecords(in: directory) { () throws(SystemError) in
-                    record = nil
-                    var r = loaded()
+                try StateLock.whileWritingRecords(in: directory, failure: { $0 }) { (dir) throws(StateProblem) in
+                    var r = read(dir)
                     r[device, kind] = newValue
                     record = r
-                    try createFileDurably(named: Self.fileName, in: directory, contents: Array(r.text.utf8), replacing: true)
+                    do {
+                        // 0644 whatever the umask, as the addresses.
+                        try createFileDurably(named: Self.fileName, in: dir, contents: Array(r.text.utf8), mode: 0o644, exactMode: true, replacing: true)
+                    } catch {
+                        throw StateProblem(kind: .unusable, description: "\(error)")
+                    }
                 }
             } catch {
+                // Kept in memory all the same: this run still removes what it added.
+                var r = loaded()
+                r[device, kind] = newValue
+                record = r
                 if !warned {
                     warned = true
                     log.warning("Cannot keep \(path): \(error); if beacond is killed, the next start cannot remove what it left on the controller")

@@ -17,6 +17,7 @@ struct ScanOptions: Equatable {
     var minor: UInt16?
     var json: Bool = false
     var all: Bool = false
+    var filter: ScanFilter { ScanFilter(uuid: uuid, major: major, minor: minor, all: all) }
     /// `--calibrate`: every reading is kept (as counts) for the median at the end; `duration` says how long.
     var calibrate = false
     /// `--eid-keys`: the keyring to resolve Eddystone-EID frames with, and the periods either side of now to accept.
@@ -154,11 +155,11 @@ final class Scanner {
         var problems: [ConfigDiagnostic] = []
         for i in keys.indices {
             guard let file = keys[i].keyFile else { continue }
-            let full = ConfigLoader.keyPath(file, configPath: path)
-            switch ConfigLoader.readKey(full) {
+            switch ConfigLoader.readKey(ConfigLoader.keyPath(file, configPath: path)) {
             case .success(let k): keys[i].key = k
             case .failure(let why):
-                problems.append(ConfigDiagnostic("'identity_key_file' of \"\(keys[i].name)\": \(full) \(why.text)", at: keys[i].keyFileLocation,
+                let sentence = why.sentence(file, in: ConfigLoader.keyDirectory(configPath: path))
+                problems.append(ConfigDiagnostic("'identity_key_file' of \"\(keys[i].name)\": \(sentence)", at: keys[i].keyFileLocation,
                                                  key: "beacon.identity_key_file"))
             }
         }
@@ -190,38 +191,18 @@ final class Scanner {
             if check!.record(frame, r, at: now.seconds * 1_000_000 + UInt64(now.milliseconds) * 1000, eidMatch: match), check!.complete { stop() }
             return
         }
-        let filtered = options.uuid != nil || options.major != nil || options.minor != nil
-        if case .eddystoneEID(let e) = frame, resolver != nil {
-            guard !filtered else { return }  // no uuid, major or minor to match
-            let match = resolver!.resolve(e.eid, at: eidTimeCounter(unixSeconds: wallClock().seconds))
-            let now = loop.nowMicroseconds
-            // A resolved beacon is one entry whatever its EID and address; an unresolved EID is one entry per EID.
-            seen.record(match.map { "eid-resolved/\($0.name)" } ?? ScanEntry.key(for: frame, r), make: {
-                ScanEntry(frame: frame, report: r, calibrating: options.calibrate)
-            }) { entry in
-                entry.frame = frame
-                entry.resolved = match
-                entry.heard(r, at: now)
-            }
-            return
-        }
-        func matches(_ uuid: BeaconUUID, _ major: UInt16, _ minor: UInt16) -> Bool {
-            options.uuid.map { $0 == uuid } != false && options.major.map { $0 == major } != false
-                && options.minor.map { $0 == minor } != false
-        }
-        switch frame {
-        case .iBeacon(let b): guard matches(b.uuid, b.major, b.minor) else { return }
-        case .altBeacon(let b): guard matches(b.uuid, b.major, b.minor) else { return }
-        case .eddystoneUID, .eddystoneTLM, .eddystoneEID: guard !filtered else { return }  // no uuid, major or minor to match
-        case .malformedIBeacon, .other: guard options.all else { return }
-        }
+        guard options.filter.admits(frame) else { return }
+        var match: EIDResolver.Match?
+        if case .eddystoneEID(let e) = frame { match = resolver?.resolve(e.eid, at: eidTimeCounter(unixSeconds: wallClock().seconds)) }
         let now = loop.nowMicroseconds
         let resolvedAddress = r.addressType == 1 ? addressResolver?.resolve(r.address) : nil
-        seen.record(ScanEntry.key(for: frame, r), make: {
+        // A resolved beacon is one entry whatever its EID and address; any other frame one entry per key.
+        seen.record(match.map { "eid-resolved/\($0.name)" } ?? ScanEntry.key(for: frame, r), make: {
             ScanEntry(frame: frame, report: r, calibrating: options.calibrate)
-        }) {
-            $0.heard(r, at: now)
-            $0.resolvedAddress = resolvedAddress
+        }) { entry in
+            if match != nil { (entry.frame, entry.resolved) = (frame, match) }
+            entry.heard(r, at: now)
+            entry.resolvedAddress = resolvedAddress
         }
     }
 
@@ -256,7 +237,7 @@ final class Scanner {
             return loop.exit(code: exitCode.rawValue)
         }
         if json { emitJSON(final: true) } else { render(final: true) }
-        if options.calibrate && !json { Output.out(calibrationTable()) }
+        if options.calibrate && !json { Output.out(ScanView.calibration(seen.entries, seconds: options.duration ?? 0)) }
         loop.exit(code: exitCode.rawValue)
     }
 
@@ -282,67 +263,8 @@ final class Scanner {
     }
 
     private func render(final: Bool = false) {
-        var out = final ? "" : "\u{1B}[H\u{1B}[2J"
-        out += "beacond scan on \(options.device) (\(plan.family) scanning, passive)"
-        out += options.duration.map { " for \(decimal($0, 1)) s" } ?? ", Ctrl-C to stop"
-        out += "\nrssi: last / \(RSSIFilter.description); distance: Android Beacon Library curve\n\n"
-        out += pad("KIND", 14) + pad("UUID / NAMESPACE:INSTANCE", 37) + pad("MAJOR", 6) + pad("MINOR", 6) + pad("RSSI", 11)
-            + pad("POWER", 6) + pad("DIST", 8) + pad("PROXIMITY", 10) + pad("PKTS", 6) + "ADDRESS\n"
-        for s in seen.entries {
-            let addr = "\(s.address) (\(s.addressType))"
-            func ranged(_ id: String, _ major: String, _ minor: String, _ power: Int8) -> String {
-                let smoothed = s.filter.value
-                let d = smoothed.flatMap { Ranging.distance(rssi: $0, measuredPower: power) }
-                return pad(s.frame.kind, 14) + pad(id, 37) + pad(major, 6) + pad(minor, 6)
-                    + pad("\(s.lastRSSI)/\(smoothed.map { decimal($0, 1) } ?? "-")", 11) + pad("\(power)", 6)
-                    + pad(d.map { decimal($0, 2) + "m" } ?? "-", 8) + pad(Ranging.proximity(distance: d).rawValue, 10)
-                    + pad("\(s.packets)", 6) + addr + "\n"
-            }
-            func note(_ text: String) -> String { pad(s.frame.kind, 14) + pad(text, 84) + pad("\(s.packets)", 6) + addr + "\n" }
-            switch s.frame {
-            case .iBeacon(let b): out += ranged(b.uuid.description, "\(b.major)", "\(b.minor)", b.measuredPower)
-            case .altBeacon(let b): out += ranged(b.uuid.description, "\(b.major)", "\(b.minor)", b.referenceRSSI)
-            case .eddystoneUID(let b):
-                out += ranged(hexString(b.namespace) + ":" + hexString(b.instance), "-", "-", b.measuredPowerAt1m)
-            case .eddystoneEID(let e):
-                let id = s.resolved.map { "\($0.name) (EID \(hexString(e.eid)))" } ?? "EID \(hexString(e.eid)) (unresolved)"
-                out += ranged(id, "-", "-", e.measuredPowerAt1m)
-            case .eddystoneTLM(let t):
-                out += note("battery \(t.batteryMillivolts) mV, \(t.celsius.map { decimal($0, 1) + " °C" } ?? "no temperature"), "
-                    + "\(t.advertisingCount) advertisements, up \(decimal(Double(t.uptimeTenths) / 10, 1)) s")
-            case .malformedIBeacon(let reason): out += note("(malformed iBeacon: \(reason))")
-            case .other: out += note("(other: \(hexString(s.data.prefix(20)))\(s.data.count > 20 ? "…" : ""))")
-            }
-        }
-        if seen.count == 0 { out += "(no beacons yet)\n" }
-        if seen.evicted > 0 { out += "(\(seen.evicted) least recently heard dropped: the table keeps \(seen.capacity))\n" }
-        Output.out(out)
-    }
-
-    private func pad(_ s: String, _ width: Int) -> String { s.padding(to: width) }
-
-    /// After `--calibrate`: per beacon the median RSSI, the sample count, and the line for the config.
-    private func calibrationTable() -> String {
-        var out = "\nCalibration (\(decimal(options.duration ?? 0, 1)) s; valid when the receiver was 1 m from the beacon):\n"
-        out += pad("KIND", 14) + pad("UUID / NAMESPACE:INSTANCE", 37) + pad("MAJOR", 6) + pad("MINOR", 6) + pad("SAMPLES", 8)
-            + pad("MEDIAN", 8) + "FOR THE CONFIG\n"
-        var any = false
-        for s in seen.entries {
-            guard let c = s.calibration else { continue }
-            any = true
-            let (id, major, minor): (String, String, String)
-            switch s.frame {
-            case .iBeacon(let b): (id, major, minor) = (b.uuid.description, "\(b.major)", "\(b.minor)")
-            case .altBeacon(let b): (id, major, minor) = (b.uuid.description, "\(b.major)", "\(b.minor)")
-            case .eddystoneUID(let b): (id, major, minor) = (hexString(b.namespace) + ":" + hexString(b.instance), "-", "-")
-            default: continue
-            }
-            let advice = c.measuredPower.map { "measured_power = \($0)" + (c.at0m ? " (at 0 m)" : "") }
-                ?? "too few samples (at least \(RSSIHistogram.enough)): listen longer"
-            out += pad(s.frame.kind, 14) + pad(id, 37) + pad(major, 6) + pad(minor, 6) + pad("\(c.samples)", 8)
-                + pad(c.medianRSSI.map { decimal($0, 1) } ?? "-", 8) + advice + "\n"
-        }
-        if !any { out += "(no beacon heard: nothing to calibrate)\n" }
-        return out
+        var heading = "beacond scan on \(options.device) (\(plan.family) scanning, passive)"
+        heading += options.duration.map { " for \(decimal($0, 1)) s" } ?? ", Ctrl-C to stop"
+        Output.out((final ? "" : "\u{1B}[H\u{1B}[2J") + ScanView.table(seen, heading: heading))
     }
 }

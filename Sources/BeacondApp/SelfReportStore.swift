@@ -44,10 +44,11 @@ enum SelfReportStore {
     static func reserve(_ address: BluetoothAddress, from: UInt32, count: UInt32 = CounterBook.block,
                         in directory: String) throws(Failure) -> CounterReservation {
         let path = "\(directory)/\(fileName)"
-        return try StateLock.whileWritingRecords(in: directory) { () throws(Failure) -> CounterReservation in
+        let failure = { (p: StateProblem) in Failure(description: "Cannot keep the BTHome counters: \(p)") }
+        return try StateLock.whileWritingRecords(in: directory, failure: failure) { (dir) throws(Failure) -> CounterReservation in
             var text = ""
             do throws(SystemError) {
-                text = String(decoding: try FileDescriptor.readFile(path, limit: 1 << 20), as: UTF8.self)
+                text = String(decoding: try dir.readFile(named: fileName, limit: 1 << 20), as: UTF8.self)
             } catch where error.errno == .noEntry {
             } catch {
                 throw Failure(description: "Cannot read \(path): \(error)")
@@ -59,7 +60,7 @@ enum SelfReportStore {
             }
             let r = book.reserve(address, from: from, count: count)
             do {
-                try createFileDurably(named: fileName, in: directory, contents: Array(book.text.utf8), replacing: true)
+                try createFileDurably(named: fileName, in: dir, contents: Array(book.text.utf8), mode: 0o644, exactMode: true, replacing: true)
             } catch {
                 throw Failure(description: "Cannot keep the BTHome counters in \(directory): \(error); give beacond a state directory (the unit's StateDirectory=beacond)")
             }

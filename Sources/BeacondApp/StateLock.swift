@@ -3,16 +3,78 @@
 // recipe beside the service) would otherwise read the service's ownership record as its own and take the
 // service's advertising off the controller. And one writer at a time for the records (`owned`, `addresses`), which
 // processes on other devices share.
+//
+// The directory is trusted only when it is this process's user's and no one else may write it: another user's
+// `addresses` would choose the address root's beacons advertise from, their `owned` what root removes, and their
+// lock files what root waits on (review #43). A lock that cannot be taken is an error, never no lock.
 import SystemCalls
 import SystemdSupport
 
+/// Why the state directory, or a lock in it, cannot be used.
+struct StateProblem: Error, CustomStringConvertible {
+    enum Kind {
+        /// There is no such directory and none can be made: nothing is kept, and nothing is shared through it.
+        case absent
+        /// Not this user's, writable by others, or a lock file that is no lock: not used at all.
+        case unusable
+        /// Another process holds a lock past the deadline.
+        case busy
+    }
+    var kind: Kind
+    var description: String
+}
+
+/// What a state directory must be: the pure part of opening one.
+enum StateDirectoryTrust {
+    /// What to do instead, said at the end of each refusal. With sudo, `$(mktemp -d)` runs as the caller and makes a
+    /// directory root's beacond refuses: the directory must be made by beacond's own user.
+    static let remedy = "give beacond a state directory of its own, made by the user it runs as (STATE_DIRECTORY=$(mktemp -d); "
+        + "with sudo: STATE_DIRECTORY=$(sudo mktemp -d)), or the unit's StateDirectory="
+
+    /// Nil when a directory reached through `steps` (FileDescriptor.walkToDirectory: every directory passed, the last
+    /// one the state directory itself, and every symlink followed) is one `me` may keep its records in. Whoever owns a
+    /// directory on the way, may write one that is not sticky, or owns a symlink followed chooses what the path names;
+    /// the state directory itself must be `me`'s, written by no one else. A reader (`writes` false: the tools that
+    /// show kept addresses) also takes root's.
+    static func problem(_ path: String, steps: [PathStep], me: UInt32, writes: Bool = true) -> String? {
+        guard let last = steps.last, !last.isSymlink else { return "the state directory \(path) was not reached; \(remedy)" }
+        for s in steps.dropLast() {
+            if s.owner != 0 && s.owner != me {
+                return "the state directory \(path) is reached through \(s.path), which belongs to user \(s.owner): they choose what it names; \(remedy)"
+            }
+            if !s.isSymlink && s.mode & 0o022 != 0 && s.mode & 0o1000 == 0 {
+                return "the state directory \(path) is reached through \(s.path), which others may write (mode \(String(s.mode, radix: 8))): they choose what it names; \(remedy)"
+            }
+        }
+        return problem(path, owner: last.owner, mode: last.mode, me: me, writes: writes)
+    }
+
+    /// The state directory itself: `me`'s (or, for a reader, root's), and written by no one else.
+    static func problem(_ path: String, owner: UInt32, mode: UInt32, me: UInt32, writes: Bool = true) -> String? {
+        if owner != me && (writes || owner != 0) {
+            return "the state directory \(path) belongs to user \(owner), not to the user this beacond runs as (\(me)): its records would "
+                + "decide what this one advertises and removes; \(remedy)"
+        }
+        if mode & 0o022 != 0 {
+            return "the state directory \(path) may be written by others (mode \(String(mode & 0o7777, radix: 8))): their files would "
+                + "decide what this beacond advertises and removes; \(remedy)"
+        }
+        return nil
+    }
+}
+
 final class StateLock {
     private let directory: String
-    private var held: (device: String, lock: FileLock)?
+    /// The device this process uses, and the lock of each of its names (DeviceIdentity).
+    private var device: String?
+    private var held: [String: FileLock] = [:]
 
     init(directory: String = AddressStore.directory) {
         self.directory = directory
     }
+
+    /// How long a writer waits for the records' lock: the holder only reads and writes a small file.
+    static let recordsWaitMilliseconds = 2000
 
     /// The lock file's name for a device: `lock.` and the device with anything but letters, digits, `.` and `-`
     /// written as %XX (so `unix:/run/a` and `unix:/run_a` are two devices).
@@ -28,31 +90,86 @@ final class StateLock {
         return out
     }
 
-    /// Takes `device`'s lock (letting go of another device's): nil when this process holds it now, else the
-    /// sentence that says who holds it and what to do. A directory that cannot be made or opened is no conflict
-    /// (nothing is shared through it either).
-    func acquire(_ device: String) -> String? {
-        if held?.device == device { return nil }
-        let attempt: FileLock.Attempt
-        do { attempt = try FileLock.exclusive(Self.fileName(for: device), in: directory, wait: false) } catch { return nil }
-        switch attempt {
-        case .taken(let lock):
-            held?.lock.release()
-            lock.record("\(processID())\n")
-            held = (device, lock)
-            return nil
-        case .held(let holder):
-            let who = Int32(holder).map { "another beacond (pid \($0))" } ?? "another beacond"
-            return "\(who) is running on \(device) with the state directory \(directory): stop it first, "
-                + "or give this one a state directory of its own (STATE_DIRECTORY=/tmp/beacond-\(device.filter { $0.isLetter || $0.isNumber }))"
+    /// Opens the state directory at `path` (made, mode 0755, when missing and `create`) if it is one this process may
+    /// trust (StateDirectoryTrust).
+    static func open(_ path: String, create: Bool, writes: Bool = true) throws(StateProblem) -> FileDescriptor {
+        let absolute = path.hasPrefix("/") ? path : currentDirectory() + "/" + path
+        let dir: FileDescriptor, steps: [PathStep]
+        do { (dir, steps) = try FileDescriptor.walkToDirectory(absolute, creating: create) } catch {
+            let missing = error.errno == .noEntry || (error.call.hasPrefix("mkdir") && (error.errno.isPermission || error.errno == .readOnlyFileSystem))
+            throw StateProblem(kind: missing ? .absent : .unusable, description: "the state directory \(path) cannot be opened: \(error); \(StateDirectoryTrust.remedy)")
+        }
+        if let why = StateDirectoryTrust.problem(path, steps: steps, me: processEffectiveUserID(), writes: writes) {
+            throw StateProblem(kind: .unusable, description: why)
+        }
+        return dir
+    }
+
+    /// Why `name` in `path` is no lock this process can take.
+    private static func problem(_ failure: FileLock.Failure, _ name: String, in path: String, device: String? = nil) -> StateProblem {
+        let file = "\(path)/\(name)"
+        switch failure {
+        case .held(let pid):
+            let who = pid.map { "another beacond (pid \($0))" } ?? "another beacond"
+            if let device {
+                return StateProblem(kind: .busy, description: "\(who) is running on \(device) with the state directory \(path): stop it first, "
+                                    + "or give this one a state directory of its own (STATE_DIRECTORY=$(mktemp -d))")
+            }
+            return StateProblem(kind: .busy, description: "\(file) is held by \(pid.map { "pid \($0)" } ?? "another process") for more than \(recordsWaitMilliseconds / 1000) s")
+        case .notRegularFile:
+            return StateProblem(kind: .unusable, description: "\(file) is not a regular file, so it is no lock: remove it")
+        case .links(let n):
+            return StateProblem(kind: .unusable, description: "\(file) has \(n) links (a hard link to another file), so it is no lock: remove it")
+        case .owner(let uid):
+            return StateProblem(kind: .unusable, description: "\(file) belongs to user \(uid), not to the user this beacond runs as (\(processEffectiveUserID())): "
+                                + "remove it (a beacond run by hand in another user's state directory leaves such files); \(StateDirectoryTrust.remedy)")
+        case .system(let e):
+            return StateProblem(kind: .unusable, description: "\(file) cannot be locked: \(e)")
         }
     }
 
-    /// Runs `body` while holding the records' lock of `directory` (blocking: the other holder only reads and
-    /// writes a small file). Without one (no directory), `body` runs all the same.
-    static func whileWritingRecords<T, E: Error>(in directory: String, _ body: () throws(E) -> T) throws(E) -> T {
-        let lock = try? FileLock.exclusive("lock.records", in: directory, wait: true)
-        defer { if case .taken(let l)? = lock { l.release() } }
-        return try body()
+    /// Takes `device`'s locks, one per name it has (DeviceIdentity: two spellings of one controller are one device),
+    /// letting go of another device's: nil when this process holds them now, else why not. No state directory at all
+    /// (none can be made: a user without one) is no conflict: nothing is shared through it.
+    func acquire(_ device: String, identity: DeviceIdentity? = nil) -> StateProblem? {
+        let names = (identity ?? DeviceIdentity(device)).names
+        if self.device == device, Set(held.keys) == Set(names) { return nil }
+        let dir: FileDescriptor
+        do { dir = try Self.open(directory, create: true) } catch {
+            return error.kind == .absent ? nil : error
+        }
+        var taken: [String: FileLock] = [:]
+        for n in names {
+            // Already held through this process's own descriptor: a second one would conflict with it.
+            if let mine = held[n] {
+                taken[n] = mine
+                continue
+            }
+            let file = Self.fileName(for: n)
+            do {
+                taken[n] = try FileLock.exclusive(file, in: dir)
+            } catch {
+                for (k, l) in taken where held[k] == nil { l.release() }
+                return Self.problem(error, file, in: directory, device: device)
+            }
+        }
+        for (k, l) in held where taken[k] == nil { l.release() }
+        held = taken
+        self.device = device
+        return nil
+    }
+
+    /// Runs `body` with the state directory while holding its records' lock (waiting for it at most
+    /// `recordsWaitMilliseconds`). Every problem with the directory or the lock goes through `failure`.
+    static func whileWritingRecords<T, E: Error>(in directory: String, failure: (StateProblem) -> E,
+                                                 _ body: (FileDescriptor) throws(E) -> T) throws(E) -> T {
+        let dir: FileDescriptor
+        do { dir = try open(directory, create: true) } catch { throw failure(error) }
+        let lock: FileLock
+        do { lock = try FileLock.exclusive("lock.records", in: dir, waitMilliseconds: recordsWaitMilliseconds) } catch {
+            throw failure(problem(error, "lock.records", in: directory))
+        }
+        defer { lock.release() }
+        return try body(dir)
     }
 }

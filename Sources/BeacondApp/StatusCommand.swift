@@ -1,6 +1,7 @@
 // `beacond status` and `beacond reload`: what every running beacond says in its state file, and a reload that
 // waits for the daemon's answer. Both read the files `run` writes (RuntimeStateFile); neither needs a privilege
 // to read them.
+import AESCipher
 import BeaconCore
 import DaemonCore
 import SystemCalls
@@ -10,6 +11,8 @@ struct StatusOptions: Equatable {
     var device: String?
     var configPath: String?
     var check = false
+    /// `--expect-sha256`: the config each daemon shown must run.
+    var expectSHA256: String?
 }
 
 struct ReloadOptions: Equatable {
@@ -21,13 +24,20 @@ struct ReloadOptions: Equatable {
 
 /// One running beacond as its state file says.
 struct DaemonView {
+    /// The state file's path.
     var path: String
     var unit: String?
+    /// `.null` when the file cannot be read (`unreadable` says why).
     var state: JSONValue
-    /// The owner of the very file that was read (fstat of its descriptor).
+    /// The owner of the directory the file was read from (fstat of its descriptor).
     var owner: UInt32
+    /// The process holding the directory's lock, when the kernel names it.
+    var holder: Int32?
+    /// Why the state file of a running beacond cannot be read (too large, not JSON …).
+    var unreadable: String?
 
-    var pid: Int32 { Int32(clamping: state["pid"]?.int ?? 0) }
+    var pid: Int32 { state["pid"]?.int.map { Int32(clamping: $0) } ?? holder ?? RuntimeStateFile.handRunPID(ofDirectory: directory) ?? 0 }
+    var directory: String { String(path.dropLast(RuntimeStateFile.fileName.count + 1)) }
     var phase: String { state["phase"]?.string ?? "unknown" }
     var device: String { state["controller"]?["device"]?.string ?? "?" }
     var configPath: String { state["config"]?["path"]?.string ?? "?" }
@@ -35,23 +45,60 @@ struct DaemonView {
     var reloadCount: Int { state["reload"]?["count"]?.int ?? 0 }
     var reloadResult: String? { state["reload"]?["result"]?.string }
 
-    /// The state file at `path`: a regular file, not a symlink to one.
-    static func read(_ path: String) -> DaemonView? {
-        guard let fd = try? FileDescriptor.openRegularFile(path, followingSymlinks: false), let st = try? fd.status(),
-              let bytes = try? fd.readAll(limit: RuntimeStateFile.maximumSize),
-              let v = JSONValue(parsing: bytes), v["pid"]?.int != nil else { return nil }
-        return DaemonView(path: path, unit: RuntimeStateFile.unit(ofStateFile: path), state: v, owner: st.st_uid)
+    /// The beacond whose runtime directory is `directory`, if one runs: its lock is held (a state file whose lock is
+    /// free is a dead process's, whatever has its pid now, and a hand run's is removed), the directory is root's, this
+    /// user's or the units' user's, and its state file a regular file, not a symlink to one. A running beacond whose
+    /// file cannot be read is said so; one that has written none yet is not listed.
+    static func read(directory: String) -> DaemonView? {
+        guard let dir = try? FileDescriptor.openDirectory(directory, creating: false, followingSymlinks: false), let st = try? dir.status() else { return nil }
+        let owner = st.ownerAndMode.uid
+        let unit = RuntimeStateFile.unit(ofDirectory: directory, owner: owner)
+        guard owner == 0 || owner == processEffectiveUserID() || unit != nil else { return nil }
+        var view = DaemonView(path: "\(directory)/\(RuntimeStateFile.fileName)", unit: unit, state: .null, owner: owner)
+        let alive: Bool?
+        switch FileLock.probe(RuntimeStateFile.lockName, in: dir) {
+        case .held(let pid):
+            alive = true
+            view.holder = pid
+        case .free, .missing:
+            RuntimeStateFile.removeStale(directory, directory: dir, owner: owner)
+            return nil
+        case .unknown:
+            alive = nil  // this user can tell only from the pid, as before the lock
+        }
+        do {
+            let bytes = try dir.readFile(named: RuntimeStateFile.fileName, limit: RuntimeStateFile.maximumSize)
+            guard let v = JSONValue(parsing: bytes), v["pid"]?.int != nil else {
+                view.unreadable = "\(view.path) is not a state file beacond writes"
+                return alive == true ? view : nil
+            }
+            view.state = v
+        } catch where error.errno == .noEntry {
+            return nil  // not written yet
+        } catch {
+            view.unreadable = error.errno == .tooLarge ? "\(view.path) is larger than \(RuntimeStateFile.maximumSize / (1 << 20)) MiB" : "\(view.path): \(error)"
+            return alive == true ? view : nil
+        }
+        // The lock's holder wrote it, or a process that had the directory before it (a unit restarted: the new one
+        // has not written yet).
+        if let h = view.holder, h != Int32(clamping: view.state["pid"]?.int ?? 0) { return nil }
+        if alive == nil && !processExists(view.pid) { return nil }
+        return view
     }
 
-    /// Every beacond running now (a state file whose process is gone is left out), narrowed by device and config.
+    /// Every beacond running now, narrowed by device and config (one whose state cannot be read matches any).
     static func running(device: String?, configPath: String?) -> [DaemonView] {
-        RuntimeStateFile.candidates().compactMap(read).filter { d in
-            processExists(d.pid) && (device == nil || d.device == device) && (configPath == nil || d.configPath == configPath)
+        RuntimeStateFile.candidates().compactMap { read(directory: $0) }.filter { d in
+            d.unreadable != nil || ((device == nil || DeviceIdentity(d.device).overlaps(DeviceIdentity(device!)))
+                                    && (configPath == nil || d.configPath == configPath))
         }
     }
 
     /// What is wrong with it, each with what to do.
     var problems: [String] {
+        if let why = unreadable {
+            return ["\(name): running (pid \(pid)), but its state cannot be read: \(why); 'beacond reload --pid \(pid)' still reloads it"]
+        }
         var out: [String] = []
         let status = state["status"]?.string ?? ""
         switch phase {
@@ -64,10 +111,9 @@ struct DaemonView {
         default:
             out.append("\(name): not on the air (\(phase)): \(status)")
         }
-        if reloadResult == "refused" {
-            let errors = state["reload"]?["errors"]?.array?.compactMap(\.string) ?? []
-            out.append("\(name): the last reload was refused and the previous configuration stays on the air; fix \(configPath), then run '\(reloadCommand)': "
-                       + errors.joined(separator: "; "))
+        if reloadResult == "refused" && !refusalUndone {
+            out.append("\(name): the last reload was refused and the previous configuration stays on the air: \(configPath) has "
+                       + Self.refusal(state["reload"]) + "; fix it ('beacond check-config --config \(configPath)' lists them), then run '\(reloadCommand)'")
         }
         if state["clock"]?["synchronized"]?.bool == false {
             out.append("\(name): the system clock is not synchronized, so receivers cannot resolve the Eddystone-EIDs: enable time synchronization (timedatectl set-ntp true)")
@@ -75,10 +121,42 @@ struct DaemonView {
         return out
     }
 
+    /// The refused file is gone: the config file is the one on the air again (a hand edit undone without a reload).
+    /// Then the refusal is history (`last_refused`), not a problem that fails every deployment after it.
+    var refusalUndone: Bool {
+        guard let running = state["config"]?["sha256"]?.string,
+              let bytes = try? FileDescriptor.readFile(configPath, limit: 1 << 20) else { return false }
+        return SHA256.hex(bytes) == running.lowercased()
+    }
+
+    /// `status --expect-sha256`: the problem when the config it runs is not the file with that SHA-256 (a reload
+    /// still to come, refused, or another file).
+    func runsOtherConfig(than sha256: String) -> String? {
+        guard unreadable == nil else { return nil }
+        let running = state["config"]?["sha256"]?.string ?? ""
+        guard running.lowercased() != sha256 else { return nil }
+        return "\(name) runs another config (SHA-256 \(running.prefix(12))…) than expected (\(sha256.prefix(12))…): "
+            + "if \(configPath) is the expected file, run '\(reloadCommand)'"
+    }
+
     var reloadCommand: String { unit.map { "systemctl reload \($0)" } ?? "kill -HUP \(pid)" }
+
+    /// A refusal as the state keeps it (`error_count`, `error_lines`): "2 errors, on lines 4 and 9". The state has no
+    /// text of the errors: the journal and check-config do.
+    static func refusal(_ r: JSONValue?) -> String {
+        let n = r?["error_count"]?.int ?? 0
+        let lines = (r?["error_lines"]?.array ?? []).compactMap(\.int).map(String.init)
+        var s = "\(n) error\(n == 1 ? "" : "s")"
+        if let last = lines.last {
+            s += lines.count == 1 ? ", on line \(last)" : ", on lines " + lines.dropLast().joined(separator: ", ") + " and " + last
+            if lines.count >= ConfigError.linesKept { s += " (the first \(ConfigError.linesKept) lines)" }
+        }
+        return s
+    }
 
     /// The short view: the daemon, its controller, one line per beacon, its warnings.
     var text: String {
+        if let why = unreadable { return "\(name): running (pid \(pid)), state unreadable: \(why)\n" }
         let s = state
         var t = "\(name): \(phase) on \(device) (beacond \(s["version"]?.string ?? "?"), pid \(pid))\n"
         t += "  status: \(s["status"]?.string ?? "")\n"
@@ -114,8 +192,11 @@ struct DaemonView {
             t += line + "\n"
             for w in b["warnings"]?.array?.compactMap(\.string) ?? [] { t += "     warning: \(w)\n" }
         }
+        if s["clock"]?["synchronized"]?.string == "unknown" {
+            t += "  clock: whether it is synchronized is unknown (adjtimex refused, no systemd-timesyncd): the EIDs resolve only if it is\n"
+        }
         if let r = s["last_refused"], let at = r["at"]?.int, reloadResult != "refused" {
-            t += "  an earlier reload was refused (\(formatDuration(.seconds(Int64(max(0, Int(now) - at))))) ago); the file has been taken since\n"
+            t += "  an earlier reload was refused (\(formatDuration(.seconds(Int64(max(0, Int(now) - at))))) ago, \(Self.refusal(r))); the file has been taken since\n"
         }
         return t
     }
@@ -124,7 +205,7 @@ struct DaemonView {
 enum StatusCommand {
     static func status(_ o: StatusOptions) -> ExitCode {
         let daemons = DaemonView.running(device: o.device, configPath: o.configPath)
-        let problems = daemons.flatMap(\.problems)
+        let problems = daemons.flatMap { d in d.problems + (o.expectSHA256.flatMap { d.runsOtherConfig(than: $0) }.map { [$0] } ?? []) }
         var narrowed = ""
         if let d = o.device { narrowed += " on \(d)" }
         if let c = o.configPath { narrowed += " with \(c)" }
@@ -133,8 +214,11 @@ enum StatusCommand {
         let ok = !daemons.isEmpty && problems.isEmpty
         if o.json {
             let each = daemons.map { d -> String in
-                guard case .object(let m, let order) = d.state else { return "{}" }
                 var members = ["\"unit\":\(d.unit.map(jsonString) ?? "null")", "\"state_file\":\(jsonString(d.path))"]
+                guard case .object(let m, let order) = d.state else {
+                    members += ["\"pid\":\(d.pid)", "\"unreadable\":\(jsonString(d.unreadable ?? "no state"))"]
+                    return "{" + members.joined(separator: ",") + "}"
+                }
                 members += order.map { "\(jsonString($0)):\(m[$0]!.text)" }
                 return "{" + members.joined(separator: ",") + "}"
             }
@@ -153,8 +237,8 @@ enum StatusCommand {
         let unitDirectory = environment("RUNTIME_DIRECTORY").flatMap { $0.isEmpty ? nil : $0 }
         let deadline = monotonicMicroseconds() + UInt64(o.timeout * 1_000_000)
         func find() -> [DaemonView] {
-            if unitDirectory != nil, let f = RuntimeStateFile.candidates().first, let d = DaemonView.read(f) { return [d] }
-            return DaemonView.running(device: o.device, configPath: o.configPath).filter { o.pid == nil || $0.pid == o.pid }
+            if unitDirectory != nil, let dir = RuntimeStateFile.candidates().first, let d = DaemonView.read(directory: dir) { return [d] }
+            return DaemonView.running(device: o.device, configPath: o.configPath).filter { o.pid == nil || $0.pid == o.pid || ($0.unreadable != nil && $0.holder == nil) }
         }
         var found = find()
         // A reload right after the start may come before the first state file.
@@ -162,7 +246,7 @@ enum StatusCommand {
             sleepMilliseconds(50)
             found = find()
         }
-        guard found.count == 1, let d = found.first else {
+        guard found.count == 1, var d = found.first else {
             if found.isEmpty {
                 Output.err("beacond reload: no running beacond\(o.pid.map { " with pid \($0)" } ?? "") has a state file to wait on\n")
                 return .notRunning
@@ -170,7 +254,14 @@ enum StatusCommand {
             Output.err("beacond reload: \(found.count) beacond processes run (\(found.map { "\($0.name) on \($0.device)" }.joined(separator: ", "))); name one with --device or --config\n")
             return .usage
         }
-        if let p = o.pid, p != d.pid {
+        if d.unreadable != nil {
+            // Its state cannot be read, but its lock says it runs: the pid is the lock's holder's, or --pid's.
+            guard let p = d.holder ?? o.pid, o.pid == nil || o.pid == p else {
+                Output.err("beacond reload: \(d.name) runs, but its state cannot be read (\(d.unreadable!)) and its pid is not known here: give --pid\n")
+                return .failure
+            }
+            d.holder = p
+        } else if let p = o.pid, p != d.pid {
             Output.err("beacond reload: the state file \(d.path) is pid \(d.pid)'s, not \(p)'s\n")
             return .failure
         }
@@ -182,6 +273,7 @@ enum StatusCommand {
             return .noPermission
         }
         let before = d.reloadCount
+        let unreadableBefore = d.unreadable != nil
         do { try sendHangup(to: d.pid) } catch {
             Output.err("beacond reload: cannot signal \(d.name): \(error)\n")
             return error.errno == .notPermitted ? .noPermission : .failure
@@ -192,13 +284,12 @@ enum StatusCommand {
                 Output.err("beacond reload: \(d.name) stopped during the reload\n")
                 return .failure
             }
-            guard let now = DaemonView.read(d.path), now.pid == d.pid else { continue }
-            guard now.reloadCount > before, let result = now.reloadResult, result != "in-progress" else { continue }
+            guard let now = DaemonView.read(directory: d.directory), now.unreadable == nil, now.pid == d.pid else { continue }
+            guard unreadableBefore || now.reloadCount > before, let result = now.reloadResult, result != "in-progress" else { continue }
             let status = now.state["status"]?.string ?? ""
             if result == "refused" {
-                let errors = now.state["reload"]?["errors"]?.array?.compactMap(\.string) ?? []
-                Output.err(errors.map { $0 + "\n" }.joined()
-                           + "beacond reload: \(now.configPath) was refused; the previous configuration stays on the air: \(status)\n")
+                Output.err("beacond reload: \(now.configPath) was refused (\(DaemonView.refusal(now.state["reload"])); "
+                           + "'beacond check-config --config \(now.configPath)' lists them); the previous configuration stays on the air: \(status)\n")
                 return .config
             }
             switch now.phase {
@@ -209,6 +300,10 @@ enum StatusCommand {
                 Output.err("beacond reload: \(now.name) took \(now.configPath), but it is not on the air (\(now.phase)): \(status)\n")
                 return .failure
             }
+        }
+        if unreadableBefore {
+            Output.err("beacond reload: signalled \(d.name), but its state file cannot be read (\(d.unreadable!)): see its journal for the result\n")
+            return .failure
         }
         Output.err("beacond reload: \(d.name) did not finish the reload within \(decimal(o.timeout, 0)) s; see 'beacond status'\n")
         return .failure

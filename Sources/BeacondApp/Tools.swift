@@ -41,7 +41,7 @@ enum Tools {
             if let name = config.beacons[0].name { lines.append(("name", "\"\(name)\" (in a scan response: scannable)")) }
             lines.append(("address", addresses[0].text))
             lines += keyLine(config.beacons[0])
-            beacons = "\(path): OK\n" + lines.map { "  " + $0.name.padding(to: 16) + $0.value + "\n" }.joined()
+            beacons = "\(path): OK\n" + lines.map { "  " + pad($0.name, 16) + $0.value + "\n" }.joined()
         } else {
             beacons = "\(path): OK, \(config.beacons.count) beacons\n" + config.beacons.enumerated().map { k, cb in
                 var lines = [("format", cb.beacon.format.rawValue)] + beaconLines(cb.beacon).filter { $0.name != "format" }
@@ -49,7 +49,7 @@ enum Tools {
                 if let name = cb.name { lines.append(("name", "\"\(name)\" (in a scan response: scannable)")) }
                 lines.append(("address", addresses[k].text))
                 lines += keyLine(cb)
-                return "  beacon \(k + 1) (line \(cb.location.line))\n" + lines.map { "    " + $0.name.padding(to: 14) + $0.value + "\n" }.joined()
+                return "  beacon \(k + 1) (line \(cb.location.line))\n" + lines.map { "    " + pad($0.name, 14) + $0.value + "\n" }.joined()
             }.joined()
         }
         // Beacons still without a uuid: the others go on the air, these once they have one.
@@ -319,7 +319,7 @@ enum Tools {
         switch ConfigLoader.readKey(path) {
         case .success(let k): key = k
         case .failure(let why):
-            Output.err("Error: \(path) \(why.text)\n")
+            Output.err("Error: \(Redaction.apply(path)) \(why.predicate(path, in: ".", kind: "a resolving key"))\n")
             return .config
         }
         let f: ResolvingKeyForms

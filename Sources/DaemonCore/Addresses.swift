@@ -8,7 +8,8 @@ import HCIHost
 /// The state directory's `addresses` file: one random static address per beacon identity, made at that beacon's
 /// first start and kept, so a beacon keeps its address across restarts, reboots, a new adapter, a reordered file and
 /// other beacons coming and going. Entries of beacons no longer configured stay: put back, a beacon gets its address
-/// back; at most `limit` entries are kept, the oldest of the beacons no longer configured going first.
+/// back; at most `limit` entries are kept, the oldest of the beacons no longer configured going first. A beacon that is
+/// configured now, on this device or another sharing the file (`keeping`), never goes.
 public struct AddressBook: Sendable, Hashable {
     public private(set) var entries: [(key: String, address: BluetoothAddress)]
 
@@ -50,16 +51,18 @@ public struct AddressBook: Sendable, Hashable {
 
     /// Gives every key of `keys` without an address one: `legacy` (the single static address earlier versions kept)
     /// goes to the first key when the book is new, so an upgrade changes nothing for the first beacon; the others
-    /// get fresh ones from `random`, never one another beacon has or `avoiding` names (chosen addresses). Returns
-    /// whether the book changed; nil when the random bytes ran out.
-    public mutating func assign(_ keys: [String], legacy: BluetoothAddress?, avoiding: Set<BluetoothAddress> = [], limit: Int = limit,
-                                random: () -> [UInt8]?) -> Bool? {
+    /// get fresh ones from `random`, never one another beacon has or `avoiding` names (chosen addresses). Past the
+    /// limit, the oldest entries go that are neither among `keys` nor `keeping` (every identity configured now, here
+    /// and on the other devices sharing the file: a reload that adds one beacon passes only the new one as `keys`).
+    /// Returns whether the book changed; nil when the random bytes ran out.
+    public mutating func assign(_ keys: [String], legacy: BluetoothAddress?, avoiding: Set<BluetoothAddress> = [], keeping: Set<String> = [],
+                                limit: Int = limit, random: () -> [UInt8]?) -> Bool? {
         var changed = false
         defer {
             // Over the limit: the oldest entries of beacons not configured now go (their beacons get new addresses
             // if they ever come back).
             if changed, entries.count > limit {
-                let current = Set(keys)
+                let current = Set(keys).union(keeping)
                 var excess = entries.count - limit
                 entries.removeAll { e in
                     guard excess > 0, !current.contains(e.key) else { return false }
@@ -95,6 +98,72 @@ public struct AddressBook: Sendable, Hashable {
         "# beacond's static addresses, one per beacon (by its identity), each made at that beacon's first start.\n"
             + "# Keep this file to keep the addresses gateways know; remove a line to give that beacon a new one.\n"
             + entries.map { "\($0.address) \($0.key)\n" }.joined()
+    }
+}
+
+/// The state directory's `in-use` file: the identities with a kept static address that each device's beacond has
+/// configured now, so that the address book's cap never takes the address of a beacon that is on the air on any device
+/// sharing the directory. Each beacond replaces its device's lines; a device's lines stay after its beacond stopped
+/// (they only keep addresses a while longer) until its next run writes them anew. Lines it does not understand are
+/// skipped: the file only ever protects.
+public struct AddressesInUse: Sendable, Hashable {
+    public private(set) var byDevice: [String: [String]] = [:]
+
+    public init() {}
+
+    /// `DEVICE IDENTITY` lines, the device with anything but letters, digits, `.`, `-`, `:` and `/` as %XX.
+    public init(parsing text: String) {
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            let parts = line.split(separator: " ", maxSplits: 1)
+            guard parts.count == 2, let device = Self.decode(parts[0]) else { continue }
+            byDevice[device, default: []].append(String(parts[1]))
+        }
+    }
+
+    /// Every identity in use on any device.
+    public var all: Set<String> { Set(byDevice.values.joined()) }
+
+    /// Sets `device`'s identities; whether that changed the file.
+    public mutating func set(_ keys: [String], for device: String) -> Bool {
+        let old = byDevice[device] ?? []
+        byDevice[device] = keys.isEmpty ? nil : keys
+        return old != keys
+    }
+
+    public var text: String {
+        "# The beacons each beacond has configured now (by device): their static addresses are always kept.\n"
+            + byDevice.keys.sorted().flatMap { d in byDevice[d]!.map { "\(Self.encode(d)) \($0)\n" } }.joined()
+    }
+
+    private static func encode(_ s: String) -> String {
+        var out = ""
+        for b in s.utf8 {
+            if (0x30...0x3A).contains(b) || (0x41...0x5A).contains(b) || (0x61...0x7A).contains(b) || b == 0x2E || b == 0x2D || b == 0x2F {
+                out.unicodeScalars.append(Unicode.Scalar(b))
+            } else {
+                out += "%" + String(b >> 4, radix: 16, uppercase: true) + String(b & 0xF, radix: 16, uppercase: true)
+            }
+        }
+        return out
+    }
+
+    private static func decode(_ s: Substring) -> String? {
+        var bytes: [UInt8] = []
+        var i = s.utf8.startIndex
+        let u = s.utf8
+        while i < u.endIndex {
+            if u[i] == 0x25 {
+                let a = u.index(after: i)
+                guard a < u.endIndex, u.index(after: a) < u.endIndex,
+                      let v = UInt8(String(decoding: u[a...u.index(after: a)], as: UTF8.self), radix: 16) else { return nil }
+                bytes.append(v)
+                i = u.index(a, offsetBy: 2)
+            } else {
+                bytes.append(u[i])
+                i = u.index(after: i)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }
 

@@ -210,7 +210,7 @@ public enum ExitCode: Int32, Sendable, Hashable {
     /// EX_TEMPFAIL: not now, later. `run`: another beacond uses the device with the same state directory (the unit
     /// tries again).
     case temporaryFailure = 75
-    /// Missing privilege (a capability).
+    /// Missing privilege (a capability), or `run`'s state directory or lock is not its user's own.
     case noPermission = 77
     /// Config file errors.
     case config = 78

@@ -230,6 +230,9 @@ public struct Lifecycle: Sendable {
     private let cipher: BlockCipher?
     /// It was said that the clock's synchronization cannot be told.
     private var clockUnknownSaid = false
+    /// Whether the last clock told said if it is synchronized (false: adjtimex refused, no timesyncd flag; `clock`
+    /// then counts it as synchronized, and the state file and STATUS say "unknown").
+    public private(set) var clockSynchronizationKnown = true
     /// The unsynchronized clock was said (once until it is synchronized again).
     private var clockWarned = false
 
@@ -391,6 +394,7 @@ public struct Lifecycle: Sendable {
                 out.append(.log(.notice, "Cannot tell whether the system clock is synchronized (adjtimex refused, no systemd-timesyncd flag): the Eddystone-EID beacons assume it is", []))
             }
             let synchronized = told ?? true
+            clockSynchronizationKnown = told != nil
             clock = (eidTimeCounter(unixSeconds: seconds), synchronized)
             if hasEID && !synchronized && !clockWarned {
                 clockWarned = true
@@ -614,7 +618,9 @@ public struct Lifecycle: Sendable {
 
     private var advertisingStatus: String {
         // EIDs from an unsynchronized clock do not resolve: say so where `systemctl status` shows it.
-        let clockNote = hasEID && clock?.synchronized == false ? "; the system clock is not synchronized: the EIDs will not resolve" : ""
+        let clockNote = !hasEID ? ""
+            : clock?.synchronized == false ? "; the system clock is not synchronized: the EIDs will not resolve"
+            : !clockSynchronizationKnown ? "; whether the system clock is synchronized is unknown (adjtimex refused): the EIDs resolve only if it is" : ""
         // Beacons still without a uuid are not on the air: say what to do, as for an unprovisioned file.
         let uuidNote = config.uuidNeeded(path: configPath).map { "; not on the air: \($0), then reload" } ?? ""
         return advertisingSummary + clockNote + uuidNote

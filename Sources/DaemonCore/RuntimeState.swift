@@ -1,7 +1,8 @@
 // What `beacond status` and `beacond reload` read: the daemon's state as a value, made from the lifecycle, and its
 // JSON. The executor writes it to $RUNTIME_DIRECTORY/state.json whenever it differs from the last one written: on
 // changes of phase, config, controller, addresses or reloads, never per time slice or telemetry refresh. No secrets:
-// an Eddystone-EID beacon shows its key's name only.
+// an Eddystone-EID beacon shows its key's name only, and no text field carries a run of 16 hex digits (Redaction); a
+// refused file is its count of errors and their first lines, never their text (any user reads the file).
 import BeaconCore
 import BluetoothHCI
 
@@ -48,11 +49,12 @@ public struct RuntimeState: Sendable, Hashable {
     public let beacons: [BeaconState]
     public let reloadCount: Int
     public let reloadResult: String?
-    /// The refused file's errors (PATH:LINE:COL: error: …), when the last reload was refused.
-    public let reloadErrors: [String]
-    public let lastRefused: (at: UInt64, errors: [String])?
-    /// Set when an Eddystone-EID beacon is configured: whether the kernel calls the clock synchronized.
-    public let clockSynchronized: Bool?
+    /// The refused file's errors, when the last reload was refused: how many, and the first lines with one.
+    public let reloadErrors: Refusal?
+    public let lastRefused: (at: UInt64, errors: Refusal)?
+    /// Set when an Eddystone-EID beacon is configured: whether the kernel calls the clock synchronized, nil when it
+    /// cannot be told (adjtimex refused under ProtectClock= with chrony or ntpsec, and no timesyncd flag).
+    public let clockSynchronized: Bool??
 
     /// The state file's text: one JSON object (field names in the README's output vocabulary), rendered once.
     public private(set) var json = ""
@@ -104,15 +106,15 @@ public struct RuntimeState: Sendable, Hashable {
         }
         reloadCount = l.reloadCount
         reloadResult = l.reloadResult?.rawValue
-        reloadErrors = l.reloadResult == .refused ? Self.lines(l.lastRefusal) : []
+        reloadErrors = l.reloadResult == .refused ? l.lastRefusal.map(Refusal.init) : nil
         if let r = l.lastRefusal {
             let same = previous?.lastRefused != nil && previous?.refusals == l.refusalCount
-            lastRefused = (same ? previous!.lastRefused!.at : now, Self.lines(r))
+            lastRefused = (same ? previous!.lastRefused!.at : now, Refusal(r))
         } else {
             lastRefused = nil
         }
         refusals = l.refusalCount
-        clockSynchronized = l.hasEID ? (l.clock?.synchronized ?? true) : nil
+        clockSynchronized = l.hasEID ? (l.clockSynchronizationKnown ? .some(l.clock?.synchronized ?? true) : .some(nil)) : nil
         json = rendered
     }
 
@@ -127,7 +129,16 @@ public struct RuntimeState: Sendable, Hashable {
     /// How many refusals `lastRefused` is the last of (to keep its time).
     private let refusals: Int
 
-    private static func lines(_ e: ConfigError?) -> [String] { e.map { e in e.diagnostics.map { $0.formatted(path: e.path) } } ?? [] }
+    /// A refused file as the state keeps it: how many errors, and the first lines with one (ConfigError.lines).
+    public struct Refusal: Sendable, Hashable {
+        public var count: Int
+        public var lines: [Int]
+        public init(_ e: ConfigError) {
+            count = e.diagnostics.count
+            lines = e.lines
+        }
+        var json: String { "\"error_count\":\(count),\"error_lines\":[\(lines.map(String.init).joined(separator: ","))]" }
+    }
 
     public static func name(_ p: Lifecycle.Phase) -> String {
         switch p {
@@ -151,15 +162,17 @@ public struct RuntimeState: Sendable, Hashable {
         case .iBeacon(let x): return [Field(name: "uuid", value: s("\(x.uuid)")), Field(name: "major", value: "\(x.major)"), Field(name: "minor", value: "\(x.minor)")]
         case .altBeacon(let x): return [Field(name: "uuid", value: s("\(x.uuid)")), Field(name: "major", value: "\(x.major)"), Field(name: "minor", value: "\(x.minor)")]
         case .eddystoneUID(let x): return [Field(name: "namespace", value: s(hexString(x.namespace))), Field(name: "instance", value: s(hexString(x.instance)))]
-        case .eddystoneEID(let x): return [Field(name: "key", value: s(x.keyFile)), Field(name: "rotation_exponent", value: "\(x.exponent)")]
+        case .eddystoneEID(let x): return [Field(name: "key", value: s(Redaction.apply(x.keyFile))), Field(name: "rotation_exponent", value: "\(x.exponent)")]
         case .eddystoneTLM: return []
         case .bthome(let x): return x.bindkeyFile.map { [Field(name: "bindkey_file", value: s($0))] } ?? []
         }
     }
 
     private var rendered: String {
-        func opt(_ v: String?) -> String { v.map(jsonString) ?? "null" }
-        func list(_ v: [String]) -> String { "[" + v.map(jsonString).joined(separator: ",") + "]" }
+        // Every text field goes through Redaction: what any user reads never holds a key.
+        func text(_ v: String) -> String { jsonString(Redaction.apply(v)) }
+        func opt(_ v: String?) -> String { v.map(text) ?? "null" }
+        func list(_ v: [String]) -> String { "[" + v.map(text).joined(separator: ",") + "]" }
         var c = "null"
         if let x = controller {
             c = "{\"device\":\(jsonString(device)),\"backend\":\(jsonString(x.backend.rawValue)),\"family\":\(jsonString(x.family))"
@@ -177,12 +190,12 @@ public struct RuntimeState: Sendable, Hashable {
                 + ",\"on_air_since\":\(b.onAirSince.map { "\($0)" } ?? "null"),\"warnings\":\(list(b.warnings))}"
         }
         var reload = "{\"count\":\(reloadCount),\"result\":\(opt(reloadResult))"
-        if !reloadErrors.isEmpty { reload += ",\"errors\":\(list(reloadErrors))" }
+        if let r = reloadErrors { reload += "," + r.json }
         reload += "}"
-        let refused = lastRefused.map { "{\"at\":\($0.at),\"errors\":\(list($0.errors))}" } ?? "null"
-        let clock = clockSynchronized.map { "{\"synchronized\":\($0)}" } ?? "null"
+        let refused = lastRefused.map { "{\"at\":\($0.at),\($0.errors.json)}" } ?? "null"
+        let clock = clockSynchronized.map { "{\"synchronized\":\($0.map { "\($0)" } ?? "\"unknown\"")}" } ?? "null"
         return "{\"version\":\(jsonString(version)),\"pid\":\(pid),\"config\":{\"path\":\(jsonString(configPath)),\"sha256\":\(jsonString(configDigest))}"
-            + ",\"phase\":\(jsonString(phase)),\"status\":\(jsonString(status)),\"controller\":\(c),\"beacons\":[\(bs.joined(separator: ","))]"
+            + ",\"phase\":\(jsonString(phase)),\"status\":\(text(status)),\"controller\":\(c),\"beacons\":[\(bs.joined(separator: ","))]"
             + ",\"reload\":\(reload),\"last_refused\":\(refused),\"clock\":\(clock)}\n"
     }
 }

@@ -185,3 +185,73 @@ extension FileDescriptor {
         return dir
     }
 }
+
+/// One step of `FileDescriptor.walkToDirectory`: a directory it passed through, or a symlink it followed.
+public struct PathStep: Sendable, Hashable {
+    public var path: String
+    public var owner: UInt32
+    /// Permission bits with setuid, setgid and sticky.
+    public var mode: UInt32
+    public var isSymlink: Bool
+    public init(path: String, owner: UInt32, mode: UInt32, isSymlink: Bool) {
+        (self.path, self.owner, self.mode, self.isSymlink) = (path, owner, mode, isSymlink)
+    }
+}
+
+extension FileDescriptor {
+    /// The directory at the absolute `path`, opened one component at a time from "/" (made with `mode` when the last
+    /// one is missing and `creating`), and every directory and symlink passed on the way, so that a caller can decide
+    /// whom it trusts: whoever may write a directory on the way, or owns a symlink followed, chooses what the path
+    /// names. Symlinks are followed by reading them (at most 40), never by the kernel behind the caller's back.
+    public static func walkToDirectory(_ path: String, creating: Bool, mode: mode_t = 0o755) throws(SystemError) -> (FileDescriptor, [PathStep]) {
+        guard path.hasPrefix("/") else { throw SystemError("open(\(path)): not an absolute path", errno: .invalidArgument) }
+        var steps: [PathStep] = []
+        var dir = try open("/", O_RDONLY | O_DIRECTORY)
+        var here = ""
+        func note(_ fd: FileDescriptor, _ at: String) throws(SystemError) {
+            let st = try fd.status()
+            steps.append(PathStep(path: at.isEmpty ? "/" : at, owner: st.st_uid, mode: UInt32(st.st_mode & 0o7777), isSymlink: false))
+        }
+        try note(dir, "")
+        var rest = path.split(separator: "/").map(String.init)
+        var hops = 0
+        while !rest.isEmpty {
+            let part = rest.removeFirst()
+            if part == "." { continue }
+            if part == ".." {
+                let up = here.split(separator: "/").dropLast().joined(separator: "/")
+                here = up.isEmpty ? "" : "/" + up
+                dir = try open(here.isEmpty ? "/" : here, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
+                continue
+            }
+            let at = here + "/" + part
+            var st = stat()
+            if fstatat(dir.rawValue, part, &st, AT_SYMLINK_NOFOLLOW) != 0 {
+                guard Glibc.errno == ENOENT, creating, rest.isEmpty else { throw SystemError("stat(\(at))", errno: .current) }
+                if mkdirat(dir.rawValue, part, mode) != 0 && Glibc.errno != EEXIST { throw SystemError("mkdir(\(at))", errno: .current) }
+                rest.insert(part, at: 0)  // made: opened on the next turn
+                continue
+            }
+            if st.st_mode & S_IFMT == S_IFLNK {
+                hops += 1
+                guard hops <= 40 else { throw SystemError("open(\(path)): too many symbolic links", errno: Errno(rawValue: ELOOP)) }
+                steps.append(PathStep(path: at, owner: st.st_uid, mode: UInt32(st.st_mode & 0o7777), isSymlink: true))
+                var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+                let n = readlinkat(dir.rawValue, part, &buffer, buffer.count - 1)
+                if n < 0 { throw SystemError("readlink(\(at))", errno: .current) }
+                let target = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                rest = target.split(separator: "/").map(String.init) + rest
+                if target.hasPrefix("/") {
+                    here = ""
+                    dir = try open("/", O_RDONLY | O_DIRECTORY)
+                }
+                continue
+            }
+            dir = try dir.openAt(part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
+            here = at
+            try note(dir, here)
+        }
+        return (dir, steps)
+    }
+}
+

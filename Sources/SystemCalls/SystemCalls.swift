@@ -35,6 +35,7 @@ public struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConvertib
     public static let isDirectory = Errno(rawValue: EISDIR)
     public static let stale = Errno(rawValue: ESTALE)
     public static let invalidArgument = Errno(rawValue: EINVAL)
+    public static let readOnlyFileSystem = Errno(rawValue: EROFS)
 
     /// The errno of a call that returns -errno (0 or more: success, no errno).
     public init(negated result: Int32) { self.rawValue = result < 0 ? -result : 0 }
@@ -150,6 +151,56 @@ public final class FileDescriptor {
         return bytes
     }
 
+    /// The directory at `path`, following symlinks (a unit's StateDirectory= with DynamicUser= is one), made with
+    /// `mode` first when it is missing and `creating` (its parent is not made).
+    /// Without `followingSymlinks`, a symlink as the last component is refused (ELOOP or ENOTDIR).
+    public static func openDirectory(_ path: String, creating: Bool, mode: mode_t = 0o755, followingSymlinks: Bool = true) throws(SystemError) -> FileDescriptor {
+        let flags = O_RDONLY | O_DIRECTORY | (followingSymlinks ? 0 : O_NOFOLLOW)
+        do {
+            return try open(path, flags)
+        } catch where error.errno == .noEntry && creating {
+            if mkdir(path, mode) != 0 && Glibc.errno != EEXIST { throw SystemError("mkdir(\(path))", errno: .current) }
+            return try open(path, flags)
+        }
+    }
+
+    /// A whole small regular file of the directory this descriptor is open on: no symlink followed, an open that does
+    /// not block (EINVAL for a FIFO, device or socket), and more than `limit` bytes an error (EFBIG).
+    public func readFile(named name: String, limit: Int) throws(SystemError) -> [UInt8] {
+        let fd = try openAt(name, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW)
+        guard try fd.status().st_mode & S_IFMT == S_IFREG else { throw SystemError("openat(\(name)): not a regular file", errno: .invalidArgument) }
+        let flags = fcntl(fd.rawValue, F_GETFL)
+        guard flags >= 0, fcntl(fd.rawValue, F_SETFL, flags & ~O_NONBLOCK) == 0 else { throw SystemError("fcntl(\(name))", errno: .current) }
+        let bytes = try fd.readAll(limit: limit)
+        guard bytes.count <= limit else { throw SystemError("read(\(name)): over \(limit) bytes", errno: .tooLarge) }
+        return bytes
+    }
+
+    /// A directory in the directory this descriptor is open on, opened without following a symlink.
+    public func openSubdirectory(_ name: String) throws(SystemError) -> FileDescriptor {
+        try openAt(name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
+    }
+
+    /// mkdirat(2): a new directory `name` here with `mode` (less the umask); EEXIST when the name is taken.
+    public func makeSubdirectory(_ name: String, mode: mode_t) throws(SystemError) {
+        if mkdirat(rawValue, name, mode) != 0 { throw SystemError("mkdirat(\(name))", errno: .current) }
+    }
+
+    /// unlinkat(2) with AT_REMOVEDIR of an empty directory `name` here; false when it stays (not empty, gone, refused).
+    @discardableResult
+    public func removeSubdirectory(_ name: String) -> Bool { unlinkat(rawValue, name, AT_REMOVEDIR) == 0 }
+
+    /// fchmod(2): exactly `mode`, whatever the umask took away when it was made.
+    public func setMode(_ mode: mode_t) throws(SystemError) {
+        if fchmod(rawValue, mode) != 0 { throw SystemError("fchmod", errno: .current) }
+    }
+
+    /// fstatat(2) of `name` here without following a symlink; nil when it cannot be stat'ed.
+    public func status(ofEntry name: String) -> stat? {
+        var st = stat()
+        return fstatat(rawValue, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? st : nil
+    }
+
     /// One write(2) of `bytes[offset...]`: how many bytes went, EINTR retried.
     public func write(_ bytes: [UInt8], from offset: Int = 0) throws(SystemError) -> Int {
         let fd = rawValue
@@ -195,6 +246,11 @@ public final class FileDescriptor {
         _ = try retryingInterrupts("fsync") { fsync(fd) }
     }
 
+}
+
+extension stat {
+    /// The owner and the permission bits (with setuid, setgid and sticky), for callers that do not import libc.
+    public var ownerAndMode: (uid: UInt32, mode: UInt32) { (st_uid, UInt32(st_mode & 0o7777)) }
 }
 
 /// Writes all of `bytes` to a descriptor this process does not own (stdout, stderr); gives up silently on error
@@ -331,6 +387,21 @@ public func processEffectiveUserID() -> UInt32 { geteuid() }
 /// unlink(2), ignoring a name that is gone already.
 public func removeFile(_ path: String) { _ = unlink(path) }
 
+/// The name of the user with this uid (getpwuid_r: /etc/passwd, or systemd's dynamic users through nss-systemd).
+public func userName(of uid: UInt32) -> String? {
+    var pw = passwd()
+    var result: UnsafeMutablePointer<passwd>?
+    var buffer = [CChar](repeating: 0, count: 4096)
+    guard getpwuid_r(uid, &pw, &buffer, buffer.count, &result) == 0, result != nil, let name = pw.pw_name else { return nil }
+    return String(cString: name)
+}
+
+/// The command name of a process (/proc/PID/comm), nil when it cannot be read.
+public func processName(_ pid: Int32) -> String? {
+    guard pid > 0, let bytes = try? FileDescriptor.readFile("/proc/\(pid)/comm", limit: 64) else { return nil }
+    return String(decoding: bytes, as: UTF8.self).split(separator: "\n").first.map(String.init)
+}
+
 /// Whether a process with this pid exists (kill(pid, 0): EPERM means it does, another user's).
 public func processExists(_ pid: Int32) -> Bool {
     guard pid > 0 else { return false }
@@ -369,6 +440,12 @@ public struct FileIdentity: Sendable, Hashable {
     public var device: UInt64
     public var inode: UInt64
     public var isDirectory: Bool
+    /// For a character device (a serial line): the device it stands for (st_rdev), the same for every node of it.
+    public var characterDevice: UInt64?
+
+    public init(device: UInt64, inode: UInt64, isDirectory: Bool = false, characterDevice: UInt64? = nil) {
+        (self.device, self.inode, self.isDirectory, self.characterDevice) = (device, inode, isDirectory, characterDevice)
+    }
 
     public init?(path: String) {
         var st = stat()
@@ -376,5 +453,34 @@ public struct FileIdentity: Sendable, Hashable {
         device = UInt64(st.st_dev)
         inode = UInt64(st.st_ino)
         isDirectory = st.st_mode & S_IFMT == S_IFDIR
+        characterDevice = st.st_mode & S_IFMT == S_IFCHR ? UInt64(st.st_rdev) : nil
     }
+}
+
+/// realpath(3): `path` with every symlink, `.` and `..` resolved; nil when it (or a directory on the way) is missing.
+public func realPath(_ path: String) -> String? {
+    guard let p = realpath(path, nil) else { return nil }
+    defer { free(p) }
+    return String(cString: p)
+}
+
+/// The numeric addresses getaddrinfo(3) gives for `host` (what a TCP connection to it may reach), in its order;
+/// empty when it does not resolve.
+public func numericAddresses(of host: String) -> [String] {
+    var hints = addrinfo()
+    hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+    hints.ai_family = AF_UNSPEC
+    var list: UnsafeMutablePointer<addrinfo>?
+    guard getaddrinfo(host, nil, &hints, &list) == 0 else { return [] }
+    defer { freeaddrinfo(list) }
+    var out: [String] = []
+    var ai = list
+    while let a = ai {
+        ai = a.pointee.ai_next
+        var name = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+        guard getnameinfo(a.pointee.ai_addr, a.pointee.ai_addrlen, &name, socklen_t(name.count), nil, 0, NI_NUMERICHOST) == 0 else { continue }
+        let text = String(cString: name)
+        if !out.contains(text) { out.append(text) }
+    }
+    return out
 }

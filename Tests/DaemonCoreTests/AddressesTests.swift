@@ -44,6 +44,34 @@ struct AddressBookTests {
         #expect(AddressBook.limit == 4096)
     }
 
+    /// A reload that adds a beacon loads only the new identity: the cap then evicted the oldest entries, those of the
+    /// beacons on the air here and on the other devices sharing the file (review #43).
+    @Test("past the limit, an identity configured now (here or on another device: `keeping`) is never evicted")
+    func keepsWhatIsConfigured() {
+        var book = AddressBook()
+        var n: UInt8 = 0
+        let random = { () -> [UInt8]? in n += 1; return [n, 0, 0, 0, 0, 0xC0] }
+        #expect(book.assign(["on air here", "on air there", "old"], legacy: nil, limit: 3, random: random) == true)
+        #expect(book.assign(["new"], legacy: nil, keeping: ["on air here", "on air there"], limit: 3, random: random) == true)
+        #expect(book.entries.map { $0.key } == ["on air here", "on air there", "new"])
+    }
+
+    @Test("the in-use file: each device's identities, any device name, its lines replaced by that device alone")
+    func inUse() {
+        var u = AddressesInUse()
+        let changes = [u.set(["ibeacon E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 1 2"], for: "unix:/run/a b/m.sock"),
+                       u.set(["eddystone-uid 00112233445566778899 aabbccddeeff"], for: "hci0"),
+                       u.set(["eddystone-uid 00112233445566778899 aabbccddeeff"], for: "hci0")]
+        #expect(changes == [true, true, false])
+        let again = AddressesInUse(parsing: u.text + "garbage\n%zz x\n")
+        #expect(again == u)
+        #expect(again.all == ["ibeacon E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 1 2", "eddystone-uid 00112233445566778899 aabbccddeeff"])
+        var v = again
+        let removed = v.set([], for: "hci0")
+        #expect(removed)
+        #expect(v.all == ["ibeacon E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 1 2"])
+    }
+
     @Test("chosen addresses are avoided; no random bytes is nil")
     func avoiding() {
         var book = AddressBook()

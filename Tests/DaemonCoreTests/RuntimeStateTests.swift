@@ -84,7 +84,8 @@ struct RuntimeStateTests {
         let s2 = RuntimeState(lc, pid: 1, configDigest: "a", now: 12, previous: s1)
         let j = json(s2)
         #expect(j["reload"]?["result"]?.string == "refused")
-        #expect(j["reload"]?["errors"]?.array?.first?.string == "/c:4:9: error: 'major' must be an integer")
+        #expect(j["reload"]?["error_count"]?.int == 1 && j["reload"]?["error_lines"]?.array?.compactMap(\.int) == [4])
+        #expect(j["last_refused"]?["error_lines"]?.array?.compactMap(\.int) == [4])
         #expect(j["last_refused"]?["at"]?.int == 12)
         #expect(j["beacons"]?.array?.allSatisfy { $0["on_air"]?.bool == true } == true)
         #expect(j["beacons"]?.array?.first?["on_air_since"]?.int == 10)
@@ -97,11 +98,38 @@ struct RuntimeStateTests {
         let k = json(s3)
         #expect(k["reload"]?["count"]?.int == 2)
         #expect(k["reload"]?["result"]?.string == "applied")
-        #expect(k["reload"]?["errors"] == nil)
+        #expect(k["reload"]?["error_count"] == nil && k["reload"]?["errors"] == nil)
         #expect(k["last_refused"]?["at"]?.int == 12)
         // The new identity went on the air now; the unchanged beacon keeps its time.
         #expect(k["beacons"]?.array?[0]["on_air_since"]?.int == 20)
         #expect(k["beacons"]?.array?[1]["on_air_since"]?.int == 10)
+    }
+
+    /// A refused reload put every error's text into the state file (0644): a key pasted into the config reached every
+    /// user, and a file with thousands of errors made a 5.5 MB state file that no reader took (review #43).
+    @Test("bug: a refused file's errors were kept as text, every one; now their count and first 20 lines only")
+    func refusalsKeepCountAndLines() throws {
+        let key = "9f11c1b2d3e4f5a6b7c8d9e0f1a2b3c4"
+        var lc = Lifecycle(config: parse(two), configPath: "/c", seed: 1)
+        _ = lc.handle(.start)
+        _ = lc.handle(.opened())
+        _ = lc.handle(.applied(onAir(["C6:12:34:56:78:9A", "D1:00:00:00:00:01"])))
+        _ = lc.handle(.hangup)
+        let errors = (1...5000).map { ConfigDiagnostic("'identity_key_file' in [beacon]: /etc/beacond/keys/\(key) does not exist", at: SourceLocation(line: $0, column: 21)) }
+        let actions = lc.handle(.configRefused(ConfigError(path: "/c", diagnostics: errors)))
+        let s = RuntimeState(lc, pid: 1, configDigest: "a", now: 12, previous: nil)
+        #expect(s.json.utf8.count < 4096, "\(s.json.utf8.count) bytes")
+        #expect(!s.json.contains(String(key.prefix(16))))
+        let j = json(s)
+        #expect(j["reload"]?["error_count"]?.int == 5000)
+        #expect(j["reload"]?["error_lines"]?.array?.compactMap(\.int) == Array(1...20))
+        #expect(j["last_refused"]?["error_count"]?.int == 5000)
+        // STATUS: how many, and on which lines.
+        let status = actions.compactMap { a -> String? in
+            if case .notify(let n) = a { return n.first { $0.hasPrefix("STATUS=") } } else { return nil }
+        }.first ?? ""
+        #expect(status.hasSuffix("; kept previous configuration: /c has 5000 errors, on lines " + (1...20).map(String.init).joined(separator: ", ") + " and more"), "\(status)")
+        #expect(!status.contains(String(key.prefix(16))))
     }
 
     @Test("a lost controller: every beacon off the air, no controller, the phase says why")
@@ -132,6 +160,27 @@ struct RuntimeStateTests {
         #expect(j["beacons"]?.array?.first?["identity"] == JSONValue(parsing: Array(#"{"key":"shelf.key","rotation_exponent":10}"#.utf8)))
         #expect(j["beacons"]?.array?.first?["address_kind"]?.string == "eid")
         #expect(j["clock"]?["synchronized"]?.bool == false)
+    }
+
+    /// With chrony or ntpsec instead of systemd-timesyncd, the units' ProtectClock=yes refuses adjtimex and leaves no
+    /// flag file: the clock's state cannot be told, and the state file and STATUS called it synchronized (review #43).
+    @Test("bug: a clock whose synchronization cannot be told was called synchronized; the state file and STATUS say unknown")
+    func unknownClock() {
+        var config = parse("[beacon]\nformat = \"eddystone-eid\"\nidentity_key_file = \"shelf.key\"\nrotation_exponent = 10\n")
+        if case .eddystoneEID(var e) = config.beacons[0].beacon {
+            e.key = IdentityKey(hex: "00112233445566778899aabbccddeeff")
+            config.beacons[0].beacon = .eddystoneEID(e)
+        }
+        var lc = Lifecycle(config: config, configPath: "/c", seed: 1, cipher: { _, b in b })
+        _ = lc.handle(.clock(unixSeconds: 1_700_000_000, synchronized: nil))
+        _ = lc.handle(.start)
+        _ = lc.handle(.opened())
+        let ready = lc.handle(.applied(OnAir(interval: AdvertisingInterval(units: 160)!, details: [], beacons: [BeaconOnAir(every: .milliseconds(100), details: [])],
+                                             controller: controller, addresses: ["C0:00:00:00:00:01"])))
+        let status = ready.compactMap { a -> String? in if case .notify(let n) = a { n.first { $0.hasPrefix("STATUS=") } } else { nil } }.first ?? ""
+        #expect(status.contains("whether the system clock is synchronized is unknown"), "\(status)")
+        let j = json(RuntimeState(lc, pid: 1, configDigest: "a", now: 5, previous: nil))
+        #expect(j["clock"]?["synchronized"]?.string == "unknown", "\(j["clock"].map { $0.text } ?? "no clock")")
     }
 }
 

@@ -162,6 +162,26 @@ def processes():
             b.proc.wait()
 
 
+NOBODY = ['setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups']
+
+
+def as_nobody(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    """beacond run as user nobody (no group of root's): what another local user can read, or do to root's beacond."""
+    return subprocess.run([*NOBODY, str(beacond_path()), *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.fixture
+def open_tmp():
+    """A directory of root's that every user may enter and read (pytest's own are 0700): for what nobody reads."""
+    import shutil
+    import tempfile
+    d = Path(tempfile.mkdtemp(prefix='beacond-test-'))
+    d.chmod(0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
 @pytest.fixture
 def tcp_lab():
     """A Bumble lab reached over TCP: (lab, device spec)."""

@@ -248,3 +248,36 @@ def test_gateway_parsers_decode_each_beacon_exactly_and_as_its_own_device(tmp_pa
     # Three beacons, three devices: every gateway that keys on the MAC sees three.
     macs = {v for k, v in devices.items() if k.startswith('mac:')}
     assert len(macs) == 3
+
+
+def test_a_full_address_book_never_takes_the_address_of_a_beacon_on_the_air_here_or_on_another_device(tmp_path, processes, state_directory):
+    """bug (review #43): at the address book's cap (4096 identities), a reload that added a beacon evicted the oldest
+    entries not among the identities loaded then (the new one): those of beacons on the air. After a restart such a
+    beacon came back from a new address, and gateways keyed on the old one lost it. Every identity configured now,
+    on this device and on another beacond's sharing the state directory, is kept."""
+    from test_beacons import enabled_sets
+    ib_key = f'ibeacon {APPLE_UUID} 1 2'
+    alt_key = f'altbeacon {APPLE_UUID} 513 1027'
+    # The oldest two entries are the two beacons that will be on the air; then fillers up to the cap.
+    lines = [f'C6:00:00:00:00:01 {ib_key}', f'C6:00:00:00:00:02 {alt_key}']
+    lines += [f'D0:00:00:00:{i >> 8:02X}:{i & 0xFF:02X} ibeacon {APPLE_UUID} 7 {i}' for i in range(4096 - 2)]
+    (state_directory / 'addresses').write_text('\n'.join(lines) + '\n')
+    here, there = tmp_path / 'here.sock', tmp_path / 'there.sock'
+    conf, other = tmp_path / 'beacond.conf', tmp_path / 'other.conf'
+    conf.write_text(IB)
+    other.write_text(ALT)
+    with Lab(f'unix-server:{here}') as lab, Lab(f'unix-server:{there}') as lab2:
+        processes('run', '-c', str(other), '-d', f'unix:{there}')
+        wait_for(lambda: [s['random_address'] for s in enabled_sets(lab2).values()] == ['C6:00:00:00:00:02'], 10,
+                 what="the other device's beacon from its kept address")
+        processes('run', '-c', str(conf), '-d', f'unix:{here}', env={'RUNTIME_DIRECTORY': str(tmp_path / 'run')})
+        wait_for(lambda: [s['random_address'] for s in enabled_sets(lab).values()] == ['C6:00:00:00:00:01'], 10,
+                 what='the beacon from its kept address')
+        # A reload that adds a beacon: the book is full, and one entry goes.
+        conf.write_text(IB + EDDY)
+        r = run_cli('reload', '--config', str(conf), env={**__import__('os').environ, 'RUNTIME_DIRECTORY': str(tmp_path / 'run')})
+        assert r.returncode == 0, r.stderr
+        kept = kept_addresses(state_directory)
+        assert len(kept) == 4096
+        assert kept[ib_key] == 'C6:00:00:00:00:01' and kept[alt_key] == 'C6:00:00:00:00:02', {k: kept.get(k) for k in (ib_key, alt_key)}
+        assert f'eddystone-uid {NAMESPACE} {INSTANCE}' in kept

@@ -420,13 +420,16 @@ def test_a_new_static_address_survives_a_power_cut_its_directory_is_synced(tmp_p
     # Its own temporary file (.addresses.<random>) is put into place.
     renamed = next((i for i, l in enumerate(lines) if re.search(r'(?:rename|link)\w*\(.*"\.addresses\.\w+".*"addresses"', l)), None)
     assert renamed is not None, 'the temporary file was not put into place (rename or link):\n' + '\n'.join(lines[-40:])
-    # Which descriptor names the state directory at each point: opened on its path, until closed.
+    # Which descriptor names the state directory at each point: opened on its path, or a component at a time from
+    # "/" (openat on the descriptor of the directory above), until closed.
     fds = {}
     synced = False
     for i, l in enumerate(lines):
         l = re.sub(r'^\d+\s+', '', l)
         if m := re.match(r'open(?:at)?\((?:AT_FDCWD, )?"([^"]+)".*\) = (\d+)$', l):
             fds[m.group(2)] = m.group(1).rstrip('/')
+        elif (m := re.match(r'openat\((\d+), "([^"/]+)".*\) = (\d+)$', l)) and m.group(1) in fds:
+            fds[m.group(3)] = fds[m.group(1)] + '/' + m.group(2)
         elif m := re.match(r'close\((\d+)\)', l):
             fds.pop(m.group(1), None)
         elif (m := re.match(r'f(?:data)?sync\((\d+)\)', l)) and i > renamed and fds.get(m.group(1)) == str(state_directory):

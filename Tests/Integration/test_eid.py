@@ -92,13 +92,15 @@ def test_a_bad_key_file_is_a_config_error_at_its_key(tmp_path, processes, text, 
     for command in ('check-config', 'payload'):
         r = run_cli(command, '-c', str(conf))
         assert r.returncode == 78, r.stderr
-        assert f"{conf}:3:21: error: 'identity_key_file' in [beacon]: {tmp_path}/keys/shop.key {error}" in r.stderr, r.stderr
+        assert f"{conf}:3:21: error: 'identity_key_file' in [beacon]: the file it names in {tmp_path}/keys {error}" in r.stderr, r.stderr
         assert KEY not in r.stderr and KEY[:30] not in r.stderr
     b = processes('run', '-c', str(conf), '-d', 'unix:/nonexistent')
     assert b.wait(10) == 78
     (tmp_path / 'keys' / 'shop.key').unlink()
     r = run_cli('check-config', '-c', str(conf))
-    assert r.returncode == 78 and f"keys/shop.key does not exist (make one with 'beacond gen-key {tmp_path}/keys/shop.key')" in r.stderr
+    assert r.returncode == 78 and (f"the file it names in {tmp_path}/keys does not exist: make one with 'beacond gen-key {tmp_path}/keys/NAME', "
+                                   "NAME as on that line (a name is never shown: it may be a key)") in r.stderr, r.stderr
+    assert 'shop.key' not in r.stderr
 
 
 def test_a_key_owned_by_another_user_is_refused(tmp_path):
@@ -113,7 +115,7 @@ def test_a_key_owned_by_another_user_is_refused(tmp_path):
     os.chown(key, 65534, 65534)
     r = run_cli('check-config', '-c', str(conf))
     assert r.returncode == 78, r.stderr
-    assert (f"{conf}:3:21: error: 'identity_key_file' in [beacon]: {key} is owned by user 65534, neither root nor the user "
+    assert (f"{conf}:3:21: error: 'identity_key_file' in [beacon]: the file it names in {key.parent} is owned by user 65534, neither root nor the user "
             f"beacond runs as (0): whoever owns a key can change it; chown root it") in r.stderr, r.stderr
 
 
@@ -137,7 +139,7 @@ def test_a_fifo_where_a_config_key_or_keyring_belongs_is_refused_at_once(tmp_pat
     os.mkfifo(tmp_path / 'keys' / 'shop.key')
     conf = eid_config(tmp_path)
     r = run('check-config', '-c', conf)
-    assert r.returncode == 78 and f"{tmp_path}/keys/shop.key is not a regular file" in r.stderr, r.stderr
+    assert r.returncode == 78 and f"the file it names in {tmp_path}/keys is not a regular file" in r.stderr, r.stderr
 
 
 def test_a_process_holding_keys_cannot_be_dumped(tcp_lab):
@@ -210,8 +212,8 @@ def test_a_relative_key_is_looked_up_in_the_credentials_directory(tmp_path):
     # A key the unit was not started with: the credentials are a read-only copy made at start, so the way out is
     # gen-key into /etc/beacond/keys and a restart, never gen-key into the credentials directory.
     r = run_cli('check-config', '-c', str(eid_config(tmp_path, key_name='new.key')), env=env)
-    assert r.returncode == 78 and (f"{creds}/new.key is not among the keys the unit was started with: make it with 'sudo beacond "
-                                   "gen-key /etc/beacond/keys/new.key' if it is new, then restart the unit (systemctl restart; "
+    assert r.returncode == 78 and (f"the file it names in {creds} is not among the keys the unit was started with: make it with 'sudo beacond "
+                                   "gen-key /etc/beacond/keys/NAME', NAME as on that line, if it is new, then restart the unit (systemctl restart; "
                                    "a reload does not read new keys)") in r.stderr, r.stderr
     assert f'gen-key {creds}' not in r.stderr
 
@@ -313,7 +315,7 @@ def test_check_config_keys_names_where_relative_keys_are_for_a_file_checked_else
     elsewhere.mkdir()
     conf = eid_config(elsewhere)
     r = run_cli('check-config', '--config', str(conf))
-    assert r.returncode == 78 and f"{conf}:3:21: error: 'identity_key_file' in [beacon]: {elsewhere}/keys/shop.key does not exist" in r.stderr, r.stderr
+    assert r.returncode == 78 and f"{conf}:3:21: error: 'identity_key_file' in [beacon]: the file it names in {elsewhere}/keys does not exist" in r.stderr, r.stderr
     r = run_cli('check-config', '--config', str(conf), '--keys', str(tmp_path / 'etc' / 'keys'))
     assert r.returncode == 0, r.stderr
     assert 'a 128-bit key, read; never printed' in r.stdout and KEY not in r.stdout
@@ -365,3 +367,85 @@ def test_a_resolver_table_past_its_bound_is_refused_with_what_to_do(tmp_path):
             'window') in r.stderr, r.stderr
     r = run_cli('scan', '--device', 'unix:/nonexistent', '--eid-keys', str(keyring), '--eid-window', '2')
     assert r.returncode == 69, r.stderr  # read and computed; then no such device
+
+
+def longest_hex_run(text: str) -> int:
+    """Of `text` without the config's SHA-256 (a digest of the file, which tells nothing of a key in it)."""
+    import re
+    text = re.sub(r'"sha256":"[0-9a-f]{64}"', '"sha256":"…"', text)
+    return max((len(m) for m in re.findall(r'[0-9A-Fa-f]+', text)), default=0)
+
+
+def test_a_pasted_key_reaches_no_log_status_or_state_file(tmp_path, processes, notify, open_tmp):
+    """bug (review #43): redaction covered the values of identity_key* keys only. The key pasted as the file's name
+    (`.../keys/<key> does not exist (make one with 'beacond gen-key .../<key>')`), the key on the line after
+    `identity_key_file =`, or under a misspelled name came back whole: in the journal, in STATUS, and in the state
+    file (0644) as reload.errors and last_refused.errors, which any user read with `beacond status --json`, also after
+    a later good reload. Now no diagnostic, STATUS or state field has a run of 16 hex digits or a path made from an
+    identity_key_file value; the state keeps how many errors and on which lines."""
+    from conftest import as_nobody, config_text
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(config_text())
+    run_dir = open_tmp / 'run'
+    env = {'RUNTIME_DIRECTORY': str(run_dir), 'NOTIFY_SOCKET': notify.path}
+    sock = tmp_path / 'hci.sock'
+    secret = KEY.lower()
+    pasted = [
+        # The key as the file's name: does not exist.
+        (f'[beacon]\nformat = "eddystone-eid"\nidentity_key_file = "{secret}"\n', [3]),
+        # The key on the line after `identity_key_file =`, and under a misspelled name.
+        (f'[[beacon]]\nformat = "eddystone-eid"\nidentity_key_file =\n{secret}\n\n'
+         f'[[beacon]]\nformat = "eddystone-eid"\nidentity-key-file = {secret}\n', [3, 4, 6, 8]),
+        # The key with a dash in it, as a name: no run of 16, but still the value of identity_key_file.
+        (f'[beacon]\nformat = "eddystone-eid"\nidentity_key_file = "{secret[:12]}-{secret[12:]}"\n', [3]),
+    ]
+    with Lab(f'unix-server:{sock}') as lab:
+        b = processes('run', '-c', str(conf), '-d', f'unix:{sock}', env=env)
+        wait_for(lab.advertising, 10, what='on the air')
+        for text, lines in pasted:
+            conf.write_text(text)
+            n = len(notify.assignments())
+            r = run_cli('reload', '--config', str(conf), env={**os.environ, **env})
+            assert r.returncode == 78, r.stderr
+            status = notify.wait_for('STATUS=', after=n + 2)
+            state = (run_dir / 'state.json').read_text()
+            seen = as_nobody('status', '--json', '--config', str(conf), env={'RUNTIME_DIRECTORY': str(run_dir)})
+            for what, out in (('reload', r.stdout + r.stderr), ('STATUS', status), ('state.json', state),
+                              ("nobody's status --json", seen.stdout + seen.stderr), ('the log', b.log())):
+                assert longest_hex_run(out) < 16, f'{what}: {out}'
+                assert secret[12:28] not in out.lower() and secret[:12] not in out.lower(), f'{what}: {out}'
+            d = json.loads(seen.stdout)['daemons'][0]
+            assert d['reload']['result'] == 'refused' and d['reload']['error_lines'] == lines, d['reload']
+            assert f'kept previous configuration: {conf} has ' in status and f'line{"s" if len(lines) > 1 else ""} {lines[0]}' in status, status
+        # A good reload after them: the refusal is kept (its count and lines), its text never was.
+        conf.write_text(config_text(minor=2))
+        assert run_cli('reload', '--config', str(conf), env={**os.environ, **env}).returncode == 0
+        seen = as_nobody('status', '--json', '--config', str(conf), env={'RUNTIME_DIRECTORY': str(run_dir)})
+        d = json.loads(seen.stdout)['daemons'][0]
+        assert d['last_refused']['error_lines'] == [3] and longest_hex_run(seen.stdout) < 16, seen.stdout
+
+
+def test_a_keyring_past_its_stated_limit_is_refused_at_once_and_one_within_it_stays_small(tmp_path):
+    """bug (review #43): a keyring took about 0.9 KB of memory per line while it was read (143 MB for 160,000 lines),
+    and the only bound was the 16 MiB file size. Now at most 200,000 lines with content (50,000 keys of four lines)
+    are read: past that, a clear error before anything is parsed; at the limit, well under 100 MB."""
+    import subprocess
+    def write(path, keys):
+        with open(path, 'w') as f:
+            for i in range(keys):
+                f.write(f'[[beacon]]\nname = "b{i}"\nidentity_key = "{i:032x}"\nrotation_exponent = 10\n\n')
+    def scan(path):
+        r = subprocess.run(['/usr/bin/time', '-f', 'maxrss %M', str(beacond_path()), 'scan', '--device', 'unix:/nonexistent',
+                            '--eid-keys', str(path), '--eid-window', '0'], capture_output=True, text=True, timeout=120)
+        return r.returncode, r.stderr, int(r.stderr.rsplit('maxrss ', 1)[1].split()[0])
+    big = tmp_path / 'big.toml'
+    write(big, 60_000)  # 240,000 lines with content, 5.6 MiB: under the file's size limit
+    code, err, kib = scan(big)
+    assert code == 78, err
+    assert f'{big}: error: the key file has more than 200000 lines (blank lines and comments aside)' in err and 'at most 50000 keys' in err, err
+    assert kib < 40 * 1024, f'{kib} KiB to refuse it'
+    limit = tmp_path / 'limit.toml'
+    write(limit, 50_000)
+    code, err, kib = scan(limit)
+    assert code == 69, err  # read, then no such controller
+    assert kib < 100 * 1024, f'{kib} KiB for 50,000 keys'

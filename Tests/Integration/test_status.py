@@ -1,6 +1,6 @@
 """`beacond status` and `beacond reload` against Bumble's controller: three beacons, where every fact `status --json`
 gives (data, addresses, family, sets, intervals) is checked against the controller's own state; then a good reload
-(the new data is on the controller when `reload` returns), a broken one (errors shown with file:line:col, the old
+(the new data is on the controller when `reload` returns), a broken one (how many errors, on which lines, the old
 beacons still on the air and listed), and a controller loss.
 
 The state file comes from `run` ($RUNTIME_DIRECTORY here, as the units' RuntimeDirectory= gives it).
@@ -12,6 +12,7 @@ import json
 import os
 import stat
 import subprocess
+import time
 
 from conftest import APPLE_UUID, beacond_path, ibeacon_bytes
 from harness.lab import Lab, wait_for
@@ -78,23 +79,24 @@ def test_status_matches_the_controller_through_reloads_and_a_loss(tmp_path, proc
         assert d['config']['sha256'] == hashlib.sha256(conf.read_bytes()).hexdigest()
         assert d['beacons'][0]['identity']['minor'] == 3
 
-        # A broken reload: refused with file:line:col, the old beacons still on the air and listed.
+        # A broken reload: refused with how many errors and on which lines (their text is in the journal and
+        # check-config: the state file is every user's), the old beacons still on the air and listed.
         good = conf.read_bytes()
         conf.write_text(IB.replace('minor = 2', 'minor = 3') + ALT + EDDY.replace('measured_power = -20', 'measured_power = "loud"'))
         bad_line = conf.read_text().splitlines().index('measured_power = "loud"') + 1
         r = cli('reload', '--config', str(conf), env=env)
         assert r.returncode == 78
-        assert f'{conf}:{bad_line}:18: error:' in r.stderr and 'measured_power' in r.stderr
+        assert f'{conf} was refused (1 error, on line {bad_line}; \'beacond check-config --config {conf}\' lists them)' in r.stderr, r.stderr
         assert 'previous configuration stays on the air' in r.stderr
         assert sorted(s['data'] for s in enabled_sets(lab).values()) == sorted([new_ib, ALT_BYTES, EDDY_BYTES])
         code, st = status(conf, env)
         (d,) = st['daemons']
         assert code == 1 and st['ok'] is False
-        assert d['reload']['result'] == 'refused' and any(f'{conf}:{bad_line}:18' in e for e in d['reload']['errors'])
-        assert d['last_refused']['errors'] == d['reload']['errors']
+        assert d['reload'] == {'count': 2, 'result': 'refused', 'error_count': 1, 'error_lines': [bad_line]}
+        assert d['last_refused']['error_count'] == 1 and d['last_refused']['error_lines'] == [bad_line]
         assert d['config']['sha256'] == hashlib.sha256(good).hexdigest()  # the file on the air, not the refused one
         assert all(x['on_air'] for x in d['beacons']) and d['beacons'][0]['identity']['minor'] == 3
-        assert any('refused' in p and f'{conf}:{bad_line}:18' in p for p in st['problems'])
+        assert any('refused' in p and f'{conf} has 1 error, on line {bad_line}' in p for p in st['problems']), st['problems']
 
         # The controller goes away: nothing on the air, and status says so (exit 1).
         lab.disconnect(reopen_after=None)
@@ -122,14 +124,28 @@ def test_reload_of_a_refused_file_then_a_fixed_one_and_status_without_json_lists
         wait_for(lambda: status(conf, env)[0] == 0, 5, what='status ok')
         conf.write_text(IB.replace(APPLE_UUID, 'nope'))
         r = cli('reload', '--config', str(conf), env=env)
-        assert r.returncode == 78 and f'{conf}:2:9: error:' in r.stderr
+        assert r.returncode == 78 and f'{conf} was refused (1 error, on line 2;' in r.stderr, r.stderr
         t = cli('status', '--config', str(conf), env=env)
         assert t.returncode == 1 and 'Problems:' in t.stdout and 'the last reload was refused' in t.stdout
         assert 'legacy advertising' in t.stdout
+        # The file on the air put back without a reload (a hand edit undone): the refusal is history, not a problem
+        # that fails every deployment after it.
+        conf.write_text(IB)
+        e = cli('status', '--json', '--config', str(conf), '--expect-sha256', hashlib.sha256(conf.read_bytes()).hexdigest(), env=env)
+        assert e.returncode == 0 and json.loads(e.stdout)['problems'] == [], e.stdout
         conf.write_text(IB.replace('minor = 2', 'minor = 9'))
+        # What a deployment waits on: the file it wrote is not on the air until the reload takes it.
+        wanted = hashlib.sha256(conf.read_bytes()).hexdigest()
+        e = cli('status', '--json', '--config', str(conf), '--expect-sha256', wanted.upper(), env=env)
+        st = json.loads(e.stdout)
+        assert e.returncode == 1 and st['ok'] is False, e.stdout
+        assert any(f'runs another config (SHA-256 ' in p and f'than expected ({wanted[:12]}…)' in p for p in st['problems']), st['problems']
+        assert cli('status', '--expect-sha256', 'beef', env=env).returncode == 64
         r = cli('reload', '--config', str(conf), env=env)
         assert r.returncode == 0, r.stderr
         assert lab.advertising()[1]['data'] == ibeacon_bytes(major=1, minor=9)
+        e = cli('status', '--json', '--config', str(conf), '--expect-sha256', wanted, env=env)
+        assert e.returncode == 0 and json.loads(e.stdout)['ok'] is True and json.loads(e.stdout)['problems'] == [], e.stdout
         code, st = status(conf, env)
         (d,) = st['daemons']
         assert code == 0 and d['reload'] == {'count': 2, 'result': 'applied'} and d['last_refused'] is not None
@@ -189,3 +205,131 @@ def test_check_leaves_an_h4_controller_a_running_beacond_owns_alone(tmp_path, pr
         assert any('runs on unix:' in n for n in c['run']['notes']), c
         assert len(lab.state()['commands']) == commands  # not one command more: no reset, no probe
         assert [s['data'] for s in enabled_sets(lab).values()] == [IB_BYTES]
+
+
+def test_check_leaves_alone_a_controller_a_running_beacond_owns_under_another_spelling(tmp_path, processes):
+    """bug (review #43): status --check on `unix:…/./hci.sock` reset the controller a beacond on `unix:…/hci.sock`
+    drives: the hands-off rule compared the strings."""
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(IB)
+    env = {'RUNTIME_DIRECTORY': str(tmp_path / 'run')}
+    sock = tmp_path / 'hci.sock'
+    with Lab(f'unix-server:{sock}') as lab:
+        processes('run', '-c', str(conf), '-d', f'unix:{sock}', env=env)
+        wait_for(lambda: status(conf, env)[0] == 0, 10, what='status ok')
+        commands = len(lab.state()['commands'])
+        r = cli('status', '--check', '--json', '--config', str(conf), '--device', f'unix:{tmp_path}/./hci.sock', env=env)
+        c = json.loads(r.stdout)
+        assert c['hci'] is None and 'owns the controller' in c['hci_error'], c
+        assert len(lab.state()['commands']) == commands  # no reset, no probe
+        assert [s['data'] for s in enabled_sets(lab).values()] == [IB_BYTES]
+
+
+def test_a_state_file_a_killed_run_left_is_stale_whatever_has_its_pid_now(tmp_path, processes, open_tmp):
+    """bug (review #43): a SIGKILLed hand run left /run/beacond.PID/state.json; `status` then called whatever process
+    had that pid later "advertising" (exit 0), and root's `reload` sent SIGHUP to it. Now the daemon holds its
+    directory's lock for its lifetime: a free lock is a dead daemon, whatever has its pid, and such a directory is
+    removed when found."""
+    import shutil
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(IB)
+    xdg = open_tmp / 'xdg'
+    xdg.mkdir(mode=0o700)
+    env = {'XDG_RUNTIME_DIR': str(xdg)}
+    sock = tmp_path / 'hci.sock'
+    with Lab(f'unix-server:{sock}') as lab:
+        b = processes('run', '-c', str(conf), '-d', f'unix:{sock}', env=env)
+        wait_for(lambda: status(conf, env)[0] == 0, 10, what='status ok')
+        b.proc.kill()
+        b.wait()
+    left = xdg / f'beacond.{b.proc.pid}'
+    assert (left / 'state.json').exists()
+    # Another process gets that pid: here, one whose pid the leftover is made to name.
+    other = subprocess.Popen(['sleep', '60'])
+    try:
+        reused = xdg / f'beacond.{other.pid}'
+        state = json.loads((left / 'state.json').read_text())
+        state['pid'] = other.pid
+        (left / 'state.json').write_text(json.dumps(state))
+        left.rename(reused)
+        shutil.copytree(reused, tmp_path / 'leftover', symlinks=True)
+        r = cli('status', '--config', str(conf), env=env)
+        assert r.returncode == 3 and 'No beacond is running' in r.stdout, r.stdout + r.stderr
+        assert not reused.exists()  # stale: removed
+        shutil.copytree(tmp_path / 'leftover', reused, symlinks=True)
+        r = cli('reload', '--pid', str(other.pid), '--timeout', '2', env=env)
+        assert r.returncode == 3, r.stdout + r.stderr
+        time.sleep(0.2)
+        assert other.poll() is None, 'reload signalled the process that has the pid now'
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_hand_run_leaves_no_runtime_directory_behind(tmp_path, processes, open_tmp):
+    """bug (review #43): every hand run left an empty beacond.PID directory in /run (or $XDG_RUNTIME_DIR) behind; they
+    piled up. A run removes its own at exit."""
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(IB)
+    xdg = open_tmp / 'xdg'
+    xdg.mkdir(mode=0o700)
+    env = {'XDG_RUNTIME_DIR': str(xdg)}
+    sock = tmp_path / 'hci.sock'
+    with Lab(f'unix-server:{sock}') as lab:
+        for _ in range(2):
+            b = processes('run', '-c', str(conf), '-d', f'unix:{sock}', env=env)
+            wait_for(lambda: status(conf, env)[0] == 0, 10, what='status ok')
+            assert (xdg / f'beacond.{b.proc.pid}' / 'state.json').exists()
+            assert b.stop() == 0
+    assert list(xdg.iterdir()) == []
+
+
+def test_a_state_file_that_cannot_be_read_is_a_running_beacond_and_reload_pid_still_signals_it(tmp_path, processes):
+    """bug (review #43): a refused reload with thousands of errors made state.json 5.5 MB (readers take 1 MiB);
+    `status` then said no beacond runs, and `reload` never signalled again (exit 3). The state is capped now
+    (RuntimeStateTests); a file that cannot be read all the same is a running beacond whose state is unreadable, and
+    `reload --pid` signals it and waits for a state it can read."""
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(IB)
+    run_dir = tmp_path / 'run'
+    env = {'RUNTIME_DIRECTORY': str(run_dir)}
+    sock = tmp_path / 'hci.sock'
+    with Lab(f'unix-server:{sock}') as lab:
+        b = processes('run', '-c', str(conf), '-d', f'unix:{sock}', env=env)
+        wait_for(lambda: status(conf, env)[0] == 0, 10, what='status ok')
+        (run_dir / 'state.json').write_text('{"pid": %d, "x": "%s"}' % (b.proc.pid, 'x' * (2 << 20)))
+        r = cli('status', '--config', str(conf), env=env)
+        assert r.returncode == 1, r.stdout + r.stderr
+        assert f'beacond (pid {b.proc.pid}, by hand): running (pid {b.proc.pid}), state unreadable: {run_dir}/state.json is larger than 1 MiB' in r.stdout, r.stdout
+        conf.write_text(IB.replace('minor = 2', 'minor = 5'))
+        r = cli('reload', '--pid', str(b.proc.pid), env=env)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert [s['data'] for s in enabled_sets(lab).values()] == [ibeacon_bytes(major=1, minor=5)]
+        assert status(conf, env)[0] == 0
+
+
+def test_status_calls_only_the_units_own_directories_units_and_reads_no_other_users(tmp_path, open_tmp):
+    """bug (review #43): root's `status` called any $XDG_RUNTIME_DIR/beacond/ "beacond.service", whoever owned it.
+    Only /run/beacond and /run/beacond-* owned by root or the units' user are units; a directory of another user's is
+    not read at all."""
+    from conftest import NOBODY
+    theirs = open_tmp / 'xdg'
+    theirs.mkdir()
+    fake = theirs / 'beacond'
+    fake.mkdir()
+    for p in (theirs, fake):
+        os.chown(p, 65534, 65534)
+    holder = subprocess.Popen([*NOBODY, 'flock', '-o', str(fake / 'lock'), 'sleep', '60'])
+    try:
+        wait_for(lambda: (fake / 'lock').exists(), 5, what="nobody's lock")
+        (fake / 'state.json').write_text(json.dumps({
+            'version': '0.3.0', 'pid': holder.pid, 'config': {'path': '/etc/beacond/fake.conf', 'sha256': '0' * 64},
+            'phase': 'advertising', 'status': 'Advertising whatever nobody says', 'controller': {'device': 'hci0'},
+            'beacons': [], 'reload': {'count': 0, 'result': None}, 'last_refused': None, 'clock': None}))
+        os.chown(fake / 'state.json', 65534, 65534)
+        r = cli('status', '--json', '--config', '/etc/beacond/fake.conf', env={'XDG_RUNTIME_DIR': str(theirs)})
+        out = json.loads(r.stdout)
+        assert out['daemons'] == [] and r.returncode == 3, out
+    finally:
+        holder.kill()
+        holder.wait()

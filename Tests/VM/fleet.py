@@ -427,7 +427,7 @@ def run_fleet():
         message = "error: 'major' in [[beacon]] #1 must be from 0 to 65535, found 70000"
         assert message in out, out[-1500:]
         # Refused at the role's check on the host, before anything was replaced (not at the template's validate:).
-        assert 'TASK [beacond : beacond check-config on them]' in out, out[-1500:]
+        assert 'TASK [beacond : Run beacond check-config on them]' in out, out[-1500:]
         def check(a):
             assert conf_sha(a) == state[a]['sha'], 'the config changed'
             eids = eid_frames(key, since[a] // 1_000_000)
