@@ -6,8 +6,9 @@ none under another key, and a new one comes every address_rotation_s. `scan --ex
 MISMATCH (exit 3) for its frame replayed from another address; `scan --json --eid-keys` names the key."""
 from __future__ import annotations
 
+import json
 import re
-import time
+import subprocess
 
 import pytest
 
@@ -16,6 +17,7 @@ from harness.lab import Lab, wait_for
 from test_beacons import IB, IB_BYTES
 from test_eid import write_key
 from test_expect import expect, expect_injected, two_radios  # noqa: F401 (a fixture)
+from test_home_assistant import HA_PYTHON, HERE
 
 IRK = '8f2a5c0e19b34d7ea6c1f0d2b3e4a596'
 WRONG = 'ec0234a357c8ad05341010a60a397d9b'
@@ -27,10 +29,10 @@ def resolves(key_hex: str, address: str) -> bool:
     return resolve_private_address(get_cipher_for_irk(bytes.fromhex(key_hex)), address)
 
 
-def home_assistant_form(key_file) -> str:
-    """The key as `beacond irk` prints it for Home Assistant's Private BLE Device."""
+def home_assistant_form(key_file, form: str = 'Home Assistant') -> str:
+    """The key as `beacond irk` prints it for Home Assistant's Private BLE Device (or in base64)."""
     out = run_cli('irk', str(key_file), check=True).stdout
-    return re.search(r'Home Assistant[^\n]*?([0-9a-f]{32})', out).group(1)
+    return re.search(form + r'[^\n]*?  ([0-9a-f]{32}|[A-Za-z0-9+/]{22}==)$', out, re.M).group(1)
 
 
 def addresses_heard(lab: Lab, frame: bytes) -> list[tuple[float, str]]:
@@ -86,7 +88,7 @@ def test_scan_expect_hears_the_beacon_and_names_a_copy_from_another_address(tmp_
                        '[[beacon]]\nname = "other"\nidentity_key = "' + WRONG + '"\n')
     r = run_cli('scan', '--device', verifier, '--duration', '3', '--json', '--eid-keys', str(keyring))
     assert r.returncode == 0, r.stderr
-    ibeacons = [l for l in map(__import__('json').loads, r.stdout.splitlines()) if l.get('kind') == 'ibeacon']
+    ibeacons = [l for l in map(json.loads, r.stdout.splitlines()) if l.get('kind') == 'ibeacon']
     assert ibeacons and all(l['resolved'] == 'shop7-door' for l in ibeacons), ibeacons
 
     # The same frame replayed from an address of another key, and from a static one: a copy, named, exit 3.
@@ -104,3 +106,34 @@ def ibeacon_report(data: bytes, address: str) -> bytes:
     report = bytes([1, 3, 1]) + bytes.fromhex(address.replace(':', ''))[::-1] + bytes([len(data)]) + data + bytes([(-55) & 0xFF])
     params = bytes([0x02]) + report
     return bytes([4, 0x3E, len(params)]) + params
+
+
+def test_home_assistants_private_ble_device_tracks_two_rotations_as_one_device(tmp_path, processes):
+    """Home Assistant's own integration (in its venv, ha/private_ble_device.py), given the key as `beacond irk`
+    prints it (hex, and base64), follows the beacon across a rotation; another key finds nothing."""
+    if not HA_PYTHON.exists():
+        pytest.fail(f"Home Assistant's venv is missing ({HA_PYTHON}): run `make venv-ha` (or set BEACOND_HA_PYTHON)", pytrace=False)
+    key = write_key(tmp_path / 'keys' / 'shop.irk', IRK + '\n')
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(RESOLVABLE + '[advertising]\naddress_rotation_s = 2\n')
+    sock = tmp_path / 'hci.sock'
+    with Lab(f'unix-server:{sock}') as lab:
+        processes('run', '-c', str(conf), '-d', f'unix:{sock}')
+        wait_for(lambda: len(addresses_heard(lab, IB_BYTES)) >= 3, 20, what='three addresses of the beacon')
+        received = list(lab.received)
+    # The second and third addresses: each heard from its start.
+    (_, a), (_, b) = addresses_heard(lab, IB_BYTES)[1:3]
+    rotations = [[{'address': x, 'address_type': 1, 'rssi': r.rssi, 'data': r.data.hex()}
+                  for r in received if r.data == IB_BYTES and r.address.split('/')[0] == x][:3] for x in (a, b)]
+
+    def home_assistant(irk: str) -> dict:
+        r = subprocess.run([str(HA_PYTHON), str(HERE / 'ha' / 'private_ble_device.py')], capture_output=True, text=True,
+                           timeout=120, input=json.dumps({'irk': irk, 'rotations': rotations}))
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+    for form in ('Home Assistant', 'base64'):
+        out = home_assistant(home_assistant_form(key, form))
+        assert out['flow'] == [['user', {}], [None, None, None]], out
+        assert out['entry']['unique_id'] == IRK and out['devices'] == 1, out
+        assert out['tracked'] == [{'state': 'home', 'current_address': a}, {'state': 'home', 'current_address': b}], out
+    assert home_assistant(WRONG)['flow'][1][:2] == ['user', {'irk': 'irk_not_found'}]
