@@ -15,6 +15,10 @@ public struct AddressPlan: Sendable, Hashable {
     public let connectable: Bool
     public let device: DeviceSpec
     public let backend: ControllerBackend
+    /// How often rotating and resolvable addresses change (`address_rotation_s`).
+    public let rotation: Duration
+    /// Each beacon's `resolving_key_file` (the one its address is made with: a TLM's is its UID beacon's).
+    public let resolvingKeyFiles: [String?]
 
     /// The rule of the kernel's management interface, said once.
     public static let kernelRule = "the kernel advertises a non-connectable beacon from a non-resolvable address it picks and rotates itself"
@@ -25,7 +29,7 @@ public struct AddressPlan: Sendable, Hashable {
         switch setting {
         case nil, .policy(.rotating)?: true
         case .policy(.public)?: connectable
-        case .policy(.static)?, .chosen?: false
+        case .policy(.static)?, .policy(.resolvable)?, .chosen?: false
         }
     }
 
@@ -45,8 +49,10 @@ public struct AddressPlan: Sendable, Hashable {
             let setting: BeaconAddressSetting? = b.beacon.format == .eddystoneEID ? .policy(.rotating)
                 : b.beacon.format == .bthome ? b.address ?? .policy(.static)
                 : b.address ?? config.advertising.address.map { .policy($0) }
-            wanted.append(BeaconAddressWanted(setting, key: n == 1 ? base : "\(base) #\(n)"))
+            wanted.append(BeaconAddressWanted(setting, key: n == 1 ? base : "\(base) #\(n)",
+                                              resolvingKey: setting == .policy(.resolvable) ? b.resolvingKey : nil))
         }
+        var keyFiles = config.beacons.map(\.resolvingKeyFile)
         var shares = [Int?](repeating: nil, count: config.beacons.count)
         if let firstUID = config.beacons.firstIndex(where: { $0.beacon.format == .eddystoneUID }) {
             var uid = firstUID
@@ -55,6 +61,7 @@ public struct AddressPlan: Sendable, Hashable {
                 if b.beacon.isTelemetry, b.address == nil {
                     shares[k] = k > firstUID ? uid : firstUID
                     wanted[k] = wanted[shares[k]!]
+                    keyFiles[k] = keyFiles[shares[k]!]
                 }
             }
         }
@@ -64,7 +71,12 @@ public struct AddressPlan: Sendable, Hashable {
         connectable = config.advertising.connectable
         device = config.controller.device
         backend = config.controller.backend
+        rotation = config.advertising.addressRotation
+        resolvingKeyFiles = keyFiles
     }
+
+    /// Some beacon's address changes every `rotation` (rotating or resolvable) where beacond drives the controller.
+    public var rotates: Bool { wanted.contains { $0.setting == .policy(.rotating) || $0.setting == .policy(.resolvable) } }
 
     /// Why beacond's own commands are needed for these addresses (backend auto then uses raw HCI); nil when the
     /// kernel's management interface can give every one.
@@ -123,7 +135,9 @@ public struct AddressPlan: Sendable, Hashable {
         switch wanted[k].setting {
         case .chosen(let a)?: return "\(a) (chosen)"
         case .policy(.public)?: return "public (the controller's own address)"
-        case .policy(.rotating)?: return "rotating (a new private address every \(formatDuration(AddressPolicy.rotationPeriod)))"
+        case .policy(.rotating)?: return "rotating (a new private address every \(formatDuration(rotation)))"
+        case .policy(.resolvable)?:
+            return "resolvable (a new resolvable private address every \(formatDuration(rotation)), made with the key in \(resolvingKeyFiles[k] ?? "?"))"
         case nil where throughKernel:
             return "the kernel's own (through mgmt a non-connectable beacon gets a private address the kernel rotates; address = \"static\" gives it a fixed one)"
         case nil, .policy(.static)?:

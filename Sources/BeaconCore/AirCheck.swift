@@ -13,6 +13,10 @@ public struct ExpectedBeacon: Sendable, Hashable {
     public var beacon: Beacon
     /// The random static address the config chooses for it (as `C6:…`), which the frame must come from.
     public var chosenAddress: String?
+    /// `address = "resolvable"`: the key every address it comes from must resolve under (any other sender of its
+    /// frame is a copy), and the file it is in (for messages).
+    public var resolvingKey: IdentityKey?
+    public var resolvingKeyFile: String?
     /// An Eddystone-TLM beacon: the expectation (an index into the check's list) of the Eddystone-UID beacon whose
     /// address it goes out from; nil when it has its own.
     public var follows: Int?
@@ -37,6 +41,9 @@ extension ExpectedBeacon {
             let b = config.beacons[k]
             var e = ExpectedBeacon(configPath: path, index: k + 1, count: config.beacons.count, location: b.location, beacon: b.beacon)
             if case .chosen(let a)? = plan.wanted[k].setting { e.chosenAddress = a.description }
+            if plan.wanted[k].setting == .policy(.resolvable) {
+                (e.resolvingKey, e.resolvingKeyFile) = (plan.wanted[k].resolvingKey, plan.resolvingKeyFiles[k])
+            }
             if b.beacon.isTelemetry, e.chosenAddress == nil {
                 // Through mgmt the kernel gives each instance an address of its own: telemetry cannot be paired.
                 if plan.beacondChooses, let uid = plan.sharesWith[k], let p = position[uid] { e.follows = base + p } else { e.anyTelemetry = true }
@@ -145,13 +152,17 @@ public struct AirCheck: Sendable {
     /// The keys the EID resolver should hold, in the order its matches name them.
     public private(set) var eidKeys: [EIDKeyUse] = []
 
+    /// AES-128, for the resolvable addresses (nil: none expected).
+    private let cipher: BlockCipher?
+
     public static let mismatchLimit = 4
     public static let unexpectedLimit = 256
     public static let telemetryLimit = 256
     static let addressLimit = 16
 
-    public init(_ expected: [ExpectedBeacon]) {
+    public init(_ expected: [ExpectedBeacon], cipher: BlockCipher? = nil) {
         entries = expected.map { Entry(expected: $0) }
+        self.cipher = cipher
         for (i, e) in expected.enumerated() {
             guard let id = Self.identity(of: e.beacon) else { continue }
             if let first = byIdentity[id]?.first { entries[i].sameIdentityAs = first }
@@ -249,6 +260,9 @@ public struct AirCheck: Sendable {
         var d = Self.differences(expected: e.beacon, heard: frame) + also
         if let chosen = e.chosenAddress, r.addressString != chosen || r.addressType != 1 {
             d.append("from \(r.addressString) (\(r.addressTypeName)); the config chooses \(chosen)")
+        }
+        if let irk = e.resolvingKey, r.addressType != 1 || !(cipher.map { ResolvableAddress.resolves(r.address, irk: irk.bytes, cipher: $0) } ?? false) {
+            d.append("from \(r.addressString) (\(r.addressTypeName)), which does not resolve under the beacon's resolving key \(e.resolvingKeyFile ?? ""): a copy of its frame from another sender")
         }
         if d.isEmpty {
             var first = false
@@ -360,6 +374,7 @@ extension AirCheck {
                  "\"line\":\(x.location.line)", "\"beacon\":\(x.index)", "\"format\":\"\(x.beacon.format.rawValue)\""]
         f += configFields(x.beacon)
         if let a = x.chosenAddress { f.append("\"chosen_address\":\"\(a)\"") }
+        if let k = x.resolvingKeyFile { f.append("\"resolving_key_file\":\(jsonString(k))") }
         if let h = e.heard { f += sightingFields(h) }
         if !e.mismatches.isEmpty {
             f.append("\"mismatches\":[" + e.mismatches.map(jsonObject).joined(separator: ",") + "]")
@@ -392,6 +407,7 @@ extension AirCheck {
         let x = e.expected
         var s = e.verdict.rawValue.uppercased().padding(8) + " " + x.beacon.summary
         if let a = x.chosenAddress { s += " from \(a)" }
+        if let k = x.resolvingKeyFile { s += " from addresses of \(k)" }
         s += "  (\(x.label))"
         if let h = e.heard {
             s += "\n         heard from \(h.address) (\(h.addressType)), rssi \(h.rssi == 127 ? "n/a" : "\(h.rssi) dBm"), \(h.packets) packet\(h.packets == 1 ? "" : "s")"

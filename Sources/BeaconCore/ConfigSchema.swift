@@ -125,6 +125,9 @@ public enum ConfigSchema {
     private static let all = BeaconFormat.allCases
     private static let iBeaconLike: [BeaconFormat] = [.ibeacon, .altbeacon]
     private static let eddystoneIdentity: [BeaconFormat] = [.eddystoneUID, .eddystoneEID]
+    /// The formats whose address may be a resolvable one: not an EID beacon (its address follows its EID) nor the
+    /// self-report (Home Assistant keys it on a fixed address).
+    private static let resolvableFormats = all.filter { $0 != .eddystoneEID && $0 != .bthome }
 
     /// Every key, in documentation order.
     public static let keys: [ConfigKey] = [
@@ -148,12 +151,14 @@ public enum ConfigSchema {
                   "K: a new EID every 2^K seconds of the wall clock (10: about 17 minutes)"),
         ConfigKey(.beacon, "bindkey_file", [.bthome], .keyFile, .unset("none: the self-report goes out unencrypted"),
                   "the 128-bit bindkey (`beacond gen-key FILE`) the self-report is encrypted with (AES-CCM), which Home Assistant's BTHome integration asks for; found as `identity_key_file` is. Never printed"),
+        ConfigKey(.beacon, "resolving_key_file", resolvableFormats, .keyFile, .unset("none"),
+                  "the 128-bit identity resolving key (`beacond gen-key FILE`) of `address = \"resolvable\"`, which the beacon's gateways resolve its addresses with (`beacond irk FILE` prints it for them); found as `identity_key_file` is. Never printed"),
         ConfigKey(.beacon, "interval_ms", all, .interval, .inherited("[advertising] interval_ms"),
                   "this beacon's own interval (its own advertising set or mgmt instance; time-sliced beacons share the shortest)"),
         ConfigKey(.beacon, "name", all, .text(maxBytes: ConfiguredBeacon.maxNameBytes), .unset("none"),
                   "a local name in a scan response, for gateways that list beacons by name; it makes the advertising scannable (ADV_SCAN_IND)"),
         ConfigKey(.beacon, "address", all, .beaconAddress, .inherited("[advertising] address"),
-                  "this beacon's own address: a policy, or one you choose (the top two bits 11; each beacon its own); not for eddystone-eid"),
+                  "this beacon's own address: a policy, or one you choose (the top two bits 11; each beacon its own); not for eddystone-eid, and only static ones for bthome"),
         ConfigKey(.advertising, "interval_ms", [], .interval, .value("100"), "rounded to 0.625 ms units; Apple asks for 100 ms"),
         ConfigKey(.advertising, "connectable", [], .boolean, .value("false"), "false: ADV_NONCONN_IND (Apple's spec); true: ADV_IND"),
         ConfigKey(.advertising, "tx_power", [], .integer(-127...20, unit: "dBm"), .unset("controller's choice"),
@@ -161,6 +166,8 @@ public enum ConfigSchema {
         ConfigKey(.advertising, "address", [], .addressPolicy,
                   .unset("`\"static\"` (hci, H4): each beacon its own; the kernel's own (mgmt)"),
                   "whose address the beacons without their own `address` come from"),
+        ConfigKey(.advertising, "address_rotation_s", [], .integer(1...3600, unit: "s"), .value("900"),
+                  "how often a `rotating` or `resolvable` address changes (the Core's recommended 15 minutes)"),
         ConfigKey(.controller, "device", [], .device, .value("\"hci0\""), "which controller"),
         ConfigKey(.controller, "backend", [], .choice(ControllerBackend.allCases.map(\.rawValue)), .value("\"auto\""),
                   "how to talk to a kernel `hciN`: mgmt beside bluetoothd, or raw HCI commands; auto picks"),

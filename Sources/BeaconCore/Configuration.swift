@@ -47,10 +47,14 @@ public enum AddressPolicy: String, Sendable, Hashable, CaseIterable {
     case `public`
     /// A random static address of each beacon's own, made at its first start and kept in the state directory.
     case `static`
-    /// A new non-resolvable private address every `rotationPeriod`.
+    /// A new non-resolvable private address every `address_rotation_s`.
     case rotating
+    /// A new resolvable private address every `address_rotation_s`, made from the beacon's `resolving_key_file`:
+    /// a stranger sees a new device each time, a gateway holding the key the same beacon.
+    case resolvable
 
-    /// How often a rotating address changes: the Core's recommended private address timeout, T_GAP(private_addr_int).
+    /// How often a rotating address changes by default: the Core's recommended private address timeout,
+    /// T_GAP(private_addr_int).
     public static let rotationPeriod = Duration.seconds(15 * 60)
 }
 
@@ -76,11 +80,14 @@ public struct BeaconAddressWanted: Sendable, Hashable {
     public var key: String
     /// A rotating address's own period (an EID beacon's: its EID's), instead of the common rotation's.
     public var period: UInt64?
+    /// A resolvable address's key (`resolving_key_file`, once the loader has read it).
+    public var resolvingKey: IdentityKey?
 
-    public init(_ setting: BeaconAddressSetting?, key: String, period: UInt64? = nil) {
+    public init(_ setting: BeaconAddressSetting?, key: String, period: UInt64? = nil, resolvingKey: IdentityKey? = nil) {
         self.setting = setting
         self.key = key
         self.period = period
+        self.resolvingKey = resolvingKey
     }
 }
 
@@ -94,6 +101,8 @@ public struct AdvertisingSettings: Sendable, Hashable {
     public var address: AddressPolicy?
     /// Where `address` was set (for messages).
     public var addressLocation: SourceLocation?
+    /// How often a rotating or resolvable address changes (`address_rotation_s`).
+    public var addressRotation = AddressPolicy.rotationPeriod
 
     public init() {}
 
@@ -127,6 +136,11 @@ public struct ConfiguredBeacon: Sendable, Hashable {
     public var addressLocation: SourceLocation?
     /// How messages name it: "[beacon]", "[[beacon]] #2".
     public var label = "[beacon]"
+    /// `resolving_key_file`: the key its resolvable addresses are made from, where it was set, and the key once the
+    /// loader has read it.
+    public var resolvingKeyFile: String?
+    public var resolvingKeyFileLocation: SourceLocation?
+    public var resolvingKey: IdentityKey?
 
     public init(_ beacon: Beacon, interval: AdvertisingInterval? = nil, name: String? = nil, address: BeaconAddressSetting? = nil,
                 location: SourceLocation = SourceLocation(line: 1, column: 1), addressLocation: SourceLocation? = nil) {
@@ -258,6 +272,7 @@ private struct Validator {
         var keyFile: (String, SourceLocation)?
         var exponent = EIDBeacon.defaultExponent
         var bindkeyFile: (String, SourceLocation)?
+        var resolvingKeyFile: (String, SourceLocation)?
         var address: BeaconAddressSetting?
         var addressLocation: SourceLocation?
         // The format decides which keys belong; nil when `format` itself is wrong.
@@ -279,7 +294,7 @@ private struct Validator {
             }
             guard let row = format.map({ f in rows.first { $0.formats.contains(f) } }) ?? rows.first else {
                 let owners = BeaconFormat.allCases.filter { f in rows.contains { $0.formats.contains(f) } }.map { "\"\($0.rawValue)\"" }
-                fail("\(what) belongs to format\(owners.count == 1 ? "" : "s") \(owners.joined(separator: " and ")), not to this beacon's format \"\(format!.rawValue)\"",
+                fail("\(what) belongs to format\(owners.count == 1 ? "" : "s") \(proseList(owners)), not to this beacon's format \"\(format!.rawValue)\"",
                      at: e.keyLocation, key: key)
                 continue
             }
@@ -308,6 +323,7 @@ private struct Validator {
             case ("identity_key_file", .string(let v)): keyFile = (v, e.item.location)
             case ("rotation_exponent", .integer(let v)): exponent = UInt8(v)
             case ("bindkey_file", .string(let v)): bindkeyFile = (v, e.item.location)
+            case ("resolving_key_file", .string(let v)): resolvingKeyFile = (v, e.item.location)
             case ("interval_ms", .integer(let v)): interval = AdvertisingInterval(milliseconds: Int(v))
             case ("name", .string(let v)): name = v
             case ("address", .address(let v)):
@@ -358,8 +374,11 @@ private struct Validator {
         case .bthome:
             beacon = .bthome(BTHomeBeacon(bindkeyFile: bindkeyFile?.0, bindkeyFileLocation: bindkeyFile?.1))
         }
-        return .beacon(ConfiguredBeacon(beacon, interval: interval, name: name, address: address, location: table.location,
-                                        addressLocation: addressLocation))
+        var configured = ConfiguredBeacon(beacon, interval: interval, name: name, address: address, location: table.location,
+                                          addressLocation: addressLocation)
+        configured.resolvingKeyFile = resolvingKeyFile?.0
+        configured.resolvingKeyFileLocation = resolvingKeyFile?.1
+        return .beacon(configured)
     }
 
     /// "[beacon], [advertising], [controller] and [daemon]".
@@ -514,6 +533,7 @@ private struct Validator {
                 case ("advertising.interval_ms", .integer(let v)): advertising.interval = AdvertisingInterval(milliseconds: Int(v)) ?? advertising.interval
                 case ("advertising.connectable", .boolean(let v)): advertising.connectable = v
                 case ("advertising.tx_power", .integer(let v)): advertising.txPower = Int8(v)
+                case ("advertising.address_rotation_s", .integer(let v)): advertising.addressRotation = .seconds(v)
                 case ("advertising.address", .address(.policy(let p))):
                     advertising.address = p
                     advertising.addressLocation = e.item.location
@@ -547,6 +567,7 @@ private struct Validator {
             fail("\(labelOf(k)) is a second BTHome self-report, beside \(labelOf(selfReports[0])) (line \(beacons[selfReports[0]].location.line)): beacond reports its health once",
                  at: beacons[k].location, key: "beacon.format")
         }
+        checkResolvingKeys(beacons, advertising)
         var chosenBy: [BluetoothAddress: Int] = [:]
         for (k, b) in beacons.enumerated() {
             guard let a = b.address, let at = b.addressLocation else { continue }
@@ -566,11 +587,36 @@ private struct Validator {
                                    daemon: daemon)
     }
 
+    /// A resolvable address needs its key, and a key is for a resolvable address: `address = "resolvable"` (the
+    /// beacon's own or [advertising]'s) without `resolving_key_file` and the other way round are mistakes. The
+    /// formats that cannot take it (an EID beacon's address follows its EID, the self-report's is fixed) are refused
+    /// by the schema rows and the address checks before this.
+    mutating func checkResolvingKeys(_ beacons: [ConfiguredBeacon], _ advertising: AdvertisingSettings) {
+        for b in beacons {
+            let takesOwn = b.beacon.format != .eddystoneEID && b.beacon.format != .bthome
+            let own = b.address == .policy(.resolvable)
+            let inherited = b.address == nil && advertising.address == .resolvable && takesOwn
+                && !(b.beacon.isTelemetry && beacons.contains { $0.beacon.format == .eddystoneUID })
+            if (own || inherited) && b.resolvingKeyFile == nil {
+                let from = own ? "'address' in \(b.label) is \"resolvable\""
+                    : "\(b.label) takes address = \"resolvable\" from [advertising] (line \(advertising.addressLocation!.line))"
+                fail("\(from), which needs its key: add resolving_key_file = \"NAME\" (32 hex digits in /etc/beacond/keys, made with 'beacond gen-key'), or choose another address",
+                     at: own ? b.addressLocation! : b.location, key: "beacon.resolving_key_file")
+            } else if !(own || inherited), let file = b.resolvingKeyFile, let at = b.resolvingKeyFileLocation {
+                let address = b.address.map { "address = \"\($0)\"" } ?? advertising.address.map { "[advertising]'s address = \"\($0.rawValue)\"" }
+                    ?? "its default address"
+                let why = b.beacon.isTelemetry && b.address == nil ? "this Eddystone-TLM beacon goes out from its Eddystone-UID beacon's address" : "the beacon has \(address)"
+                fail("'resolving_key_file' in \(b.label) names \"\(file)\", but \(why): a resolving key is for address = \"resolvable\"; set that too, or remove the key",
+                     at: at, key: "beacon.resolving_key_file")
+            }
+        }
+    }
+
     /// A random static address written as people write addresses ("C6:12:34:56:78:9A"); nil after saying what is
     /// wrong with it.
     mutating func chosenAddress(_ s: String, _ what: String, at location: SourceLocation, key: String) -> BluetoothAddress? {
         guard let a = BluetoothAddress(parsing: s) else {
-            var message = "\(what) must be \"public\", \"static\", \"rotating\" or a random static address like \"C6:12:34:56:78:9A\", found \"\(s)\""
+            var message = "\(what) must be \(AddressPolicy.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")) or a random static address like \"C6:12:34:56:78:9A\", found \"\(s)\""
             if let guess = closest(s, among: AddressPolicy.allCases.map(\.rawValue)) { message += "; did you mean \"\(guess)\"?" }
             fail(message, at: location, key: key)
             return nil

@@ -35,6 +35,33 @@ public enum ResolvableAddress {
     }
 }
 
+/// Which key of a keyring a resolvable private address was made with (`scan --eid-keys`: the same keys, by name).
+/// Each address is tried once against every key and remembered: a beacon keeps its address for minutes, and a
+/// stranger's rotating ones are remembered as no one's.
+public struct AddressResolver: Sendable {
+    private let keys: [(name: String, key: IdentityKey)]
+    private let cipher: BlockCipher
+    private var known: [BluetoothAddress: String?] = [:]
+    /// How many addresses are remembered before the memory starts over.
+    public static let limit = 4096
+
+    public init(keys: [(name: String, key: IdentityKey)], cipher: @escaping BlockCipher) {
+        self.keys = keys
+        self.cipher = cipher
+    }
+
+    /// The name of the key `address` resolves under; nil for another address (a public one, a static one, an
+    /// address no key of the keyring made).
+    public mutating func resolve(_ address: BluetoothAddress) -> String? {
+        guard address.kind == .resolvable, !keys.isEmpty else { return nil }
+        if let k = known[address] { return k }
+        if known.count >= Self.limit { known.removeAll() }
+        let name = keys.first { ResolvableAddress.resolves(address, irk: $0.key.bytes, cipher: cipher) }?.name
+        known[address] = name
+        return name
+    }
+}
+
 /// A resolving key in the forms the gateways that resolve the addresses take (`beacond irk FILE`).
 public struct ResolvingKeyForms: Sendable, Hashable {
     /// The 32 hex digits as stored: the AES key as it stands (Home Assistant's Private BLE Device,

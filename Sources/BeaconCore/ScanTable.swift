@@ -90,6 +90,8 @@ public struct ScanEntry: Sendable {
     public var histogram: RSSIHistogram?
     /// `scan --eid-keys`: the key and period an EID frame belongs to.
     public var resolved: EIDResolver.Match?
+    /// `scan --eid-keys`: the name of the key the sender's resolvable private address resolves under.
+    public var resolvedAddress: String?
 
     public init(frame: BeaconFrame, report r: AdvertisingReport, calibrating: Bool = false) {
         histogram = calibrating ? RSSIHistogram() : nil
@@ -142,6 +144,7 @@ public struct ScanEntry: Sendable {
             fields += ["\"rssi\":\(lastRSSI)", "\"data\":\"\(hexString(data))\""]
         }
         fields += ["\"packets\":\(packets)", "\"address\":\"\(address)\"", "\"address_type\":\"\(addressType)\""]
+        if let name = resolvedAddress, resolved == nil { fields.append("\"resolved\":\(jsonString(name))") }
         if final, let c = calibration { fields.append("\"calibration\":" + c.json) }
         if final { fields.append("\"final\":true") }
         return "{" + fields.joined(separator: ",") + "}"

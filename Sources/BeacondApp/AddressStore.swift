@@ -2,6 +2,8 @@
 // and kept in the state directory's `addresses` file (DaemonCore's AddressBook), so each beacon has the same address
 // after restarts and reboots, and every machine's are its own. The single `static-address` earlier versions kept
 // goes to the first beacon when the file is first made, and is left in place.
+import AESCipher
+import BeaconCore
 import BluetoothHCI
 import DaemonCore
 import SystemCalls
@@ -160,6 +162,6 @@ struct AddressSource {
             } catch {
                 return .failure(error.fallsBack ? .unavailable(error.description) : .damaged(error.description))
             }
-        }, randomBytes: { try? RandomID.bytes(6) }).mapError { BackendFailure(message: $0.message, fields: ["HCI_DEVICE=\(device)"]) }
+        }, randomBytes: { try? RandomID.bytes(6) }, cipher: { key, block in try AES128.encrypt(block, key: key) }).mapError { BackendFailure(message: $0.message, fields: ["HCI_DEVICE=\(device)"]) }
     }
 }

@@ -100,32 +100,19 @@ extension ConfigLoader {
         return (dir.isEmpty ? (configPath.hasPrefix("/") ? "" : ".") : dir) + "/keys"
     }
 
-    /// Reads every EID beacon's identity key and the self-report's bindkey; each problem is a diagnostic at its
-    /// `identity_key_file` or `bindkey_file`.
+    /// Reads every key file the config names (`BeaconConfiguration.keyFiles`: EID identity keys, the self-report's
+    /// bindkey, resolving keys); each problem is a diagnostic at the key that names the file.
     static func loadKeys(_ config: inout BeaconConfiguration, configPath: String, keys: String? = nil) throws(ConfigError) {
         var problems: [ConfigDiagnostic] = []
-        if config.beacons.contains(where: { $0.beacon.format == .eddystoneEID || $0.beacon.bthome?.encrypted == true }) { disableCoreDumps() }
-        for k in config.beacons.indices {
-            if case .bthome(var b) = config.beacons[k].beacon, let file = b.bindkeyFile {
-                switch readKey(keyPath(file, configPath: configPath, keys: keys)) {
-                case .success(let key):
-                    b.bindkey = BindKey(key.bytes)
-                    config.beacons[k].beacon = .bthome(b)
-                case .failure(let why):
-                    let sentence = why.sentence(file, in: keyDirectory(configPath: configPath, keys: keys), kind: "a BTHome bindkey")
-                    problems.append(ConfigDiagnostic("'bindkey_file' in \(config.beacons[k].label): \(sentence)",
-                                                     at: b.bindkeyFileLocation, key: "beacon.bindkey_file"))
-                }
-            }
-            guard case .eddystoneEID(var e) = config.beacons[k].beacon else { continue }
-            switch readKey(keyPath(e.keyFile, configPath: configPath, keys: keys)) {
-            case .success(let key):
-                e.key = key
-                config.beacons[k].beacon = .eddystoneEID(e)
+        let files = config.keyFiles
+        if !files.isEmpty { disableCoreDumps() }
+        for ref in files {
+            switch readKey(keyPath(ref.file, configPath: configPath, keys: keys)) {
+            case .success(let key): config.setKey(key, for: ref)
             case .failure(let why):
-                let sentence = why.sentence(e.keyFile, in: keyDirectory(configPath: configPath, keys: keys))
-                problems.append(ConfigDiagnostic("'identity_key_file' in \(config.beacons[k].label): \(sentence)", at: e.keyFileLocation,
-                                                 key: "beacon.identity_key_file"))
+                let sentence = why.sentence(ref.file, in: keyDirectory(configPath: configPath, keys: keys), kind: ref.kind)
+                problems.append(ConfigDiagnostic("'\(ref.key)' in \(config.beacons[ref.beacon].label): \(sentence)", at: ref.location,
+                                                 key: "beacon.\(ref.key)"))
             }
         }
         if !problems.isEmpty { throw ConfigError(path: configPath, diagnostics: problems) }

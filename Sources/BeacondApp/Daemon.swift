@@ -27,7 +27,7 @@ final class Daemon {
     /// Eddystone-TLM: new values every Lifecycle.telemetryPeriod, while the config has such a beacon.
     private var telemetryTimer: EventSource?
     private var telemetryClock: TelemetryClock
-    /// `address = "rotating"`: a new private address every AddressPolicy.rotationPeriod.
+    /// `address = "rotating"` or `"resolvable"`: a new private address every `address_rotation_s`.
     private var addressTimer: EventSource?
     /// Eddystone-EID: at every period boundary of the wall clock, the clock goes to the lifecycle.
     private var eidTimer: EventSource?

@@ -43,6 +43,8 @@ final class Scanner {
     private var stopping = false
     /// `--eid-keys`: every key's EIDs around now, precomputed.
     private var resolver: EIDResolver?
+    /// `--eid-keys`: the same keys, for the senders' resolvable private addresses.
+    private var addressResolver: AddressResolver?
     /// `--expect` with EID beacons on a receiver whose clock the kernel calls unsynchronized.
     private var clockUnsynchronized = false
     /// `--expect`: the beacons the configs put on the air, what was heard of them, and since when.
@@ -65,10 +67,14 @@ final class Scanner {
         let s = Scanner(options: options, loop: loop)
         if let path = options.eidKeys {
             do { s.resolver = try loadResolver(path, window: options.eidWindow) } catch { return Tools.report(error) }
+            s.addressResolver = AddressResolver(keys: s.resolver!.keys.compactMap { k in k.key.map { (k.name, $0) } },
+                                                cipher: { key, block in try AES128.encrypt(block, key: key) })
         }
         if !options.expect.isEmpty {
             let check: AirCheck
-            do { check = AirCheck(try ScanExpect.load(options.expect)) } catch { return Tools.report(error) }
+            do { check = AirCheck(try ScanExpect.load(options.expect), cipher: { key, block in try AES128.encrypt(block, key: key) }) } catch {
+                return Tools.report(error)
+            }
             // An EID is judged by this receiver's clock: unsynchronized (at boot, before NTP), an EID beacon may be
             // reported missing or as a recording. Said, and in the metrics (the unit orders itself after
             // time-sync.target, which waits for the sync where systemd-time-wait-sync is enabled).
@@ -189,12 +195,14 @@ final class Scanner {
         var match: EIDResolver.Match?
         if case .eddystoneEID(let e) = frame { match = resolver?.resolve(e.eid, at: eidTimeCounter(unixSeconds: wallClock().seconds)) }
         let now = loop.nowMicroseconds
+        let resolvedAddress = r.addressType == 1 ? addressResolver?.resolve(r.address) : nil
         // A resolved beacon is one entry whatever its EID and address; any other frame one entry per key.
         seen.record(match.map { "eid-resolved/\($0.name)" } ?? ScanEntry.key(for: frame, r), make: {
             ScanEntry(frame: frame, report: r, calibrating: options.calibrate)
         }) { entry in
             if match != nil { (entry.frame, entry.resolved) = (frame, match) }
             entry.heard(r, at: now)
+            entry.resolvedAddress = resolvedAddress
         }
     }
 

@@ -40,6 +40,7 @@ enum Tools {
             if let own = config.beacons[0].interval { lines.append(("interval_ms", "\(own) (this beacon's own)")) }
             if let name = config.beacons[0].name { lines.append(("name", "\"\(name)\" (in a scan response: scannable)")) }
             lines.append(("address", addresses[0].text))
+            lines += keyLine(config.beacons[0])
             beacons = "\(path): OK\n" + lines.map { "  " + pad($0.name, 16) + $0.value + "\n" }.joined()
         } else {
             beacons = "\(path): OK, \(config.beacons.count) beacons\n" + config.beacons.enumerated().map { k, cb in
@@ -47,13 +48,15 @@ enum Tools {
                 lines.append(("interval_ms", cb.interval.map { "\($0) (this beacon's own)" } ?? "\(a.interval) (from [advertising])"))
                 if let name = cb.name { lines.append(("name", "\"\(name)\" (in a scan response: scannable)")) }
                 lines.append(("address", addresses[k].text))
+                lines += keyLine(cb)
                 return "  beacon \(k + 1) (line \(cb.location.line))\n" + lines.map { "    " + pad($0.name, 14) + $0.value + "\n" }.joined()
             }.joined()
         }
         // Beacons still without a uuid: the others go on the air, these once they have one.
         let waiting = config.unprovisioned.isEmpty ? "" : "  not on the air yet: " + config.unprovisioned.map { "\($0.label) (line \($0.location.line))" }.joined(separator: ", ")
             + " without a uuid ('beacond gen-uuid --set \(path)' gives \(config.unprovisioned.count == 1 ? "it" : "them") the UUID the others share)\n"
-        let address = a.address.map { "\($0.rawValue) (for beacons without their own)" }
+        let rotation = config.addressPlan.rotates ? ", a new rotating or resolvable address every \(formatDuration(a.addressRotation))" : ""
+        let address = a.address.map { "\($0.rawValue) (for beacons without their own\(rotation))" }
             ?? "static where beacond drives the controller (hci, H4), each beacon its own; the kernel's own through mgmt (default)"
         Output.out(beacons + waiting + """
               interval        \(a.interval) (\(a.interval.units) × 0.625 ms)
@@ -99,7 +102,7 @@ enum Tools {
                 switch (w.setting, kept) {
                 case (.chosen(let a)?, _): own = .random(a)
                 case (.policy(.public)?, _): own = .public
-                case (nil, _) where throughKernel, (.policy(.rotating)?, _): break
+                case (nil, _) where throughKernel, (.policy(.rotating)?, _), (.policy(.resolvable)?, _): break
                 case (_, .success(let found)):
                     if let a = found[w.key] { (known, own) = (.known(a, file: file), .random(a)) } else { known = .notYet(file: file) }
                 case (_, .failure(let f)): known = .unreadable("\(f)", file: file)
@@ -114,6 +117,11 @@ enum Tools {
             return AddressView(text: text, own: l.own, setting: plan.settingName(k, throughKernel: legacy == .mgmt),
                                settingWithSets: plan.settingName(k, throughKernel: sets == .mgmt))
         }
+    }
+
+    /// check-config's line for a beacon's resolving key (none without one).
+    static func keyLine(_ b: ConfiguredBeacon) -> [(name: String, value: String)] {
+        b.resolvingKeyFile.map { [("resolving_key_file", "\($0) (\(b.resolvingKey == nil ? "not loaded" : "a 128-bit key, read; never printed: 'beacond irk' prints it for the gateways"))")] } ?? []
     }
 
     /// check-config's lines for the beacon: an iBeacon's exactly as before formats existed.

@@ -173,7 +173,9 @@ public struct AddressChoice: Sendable {
     private var kept: [String: BluetoothAddress] = [:]
     /// A beacon without an `address` and no static address could be kept: the public address from then on, said once.
     private var fellBack = false
-    private var rotating: [String: (generation: UInt64, address: BluetoothAddress)] = [:]
+    /// The rotating and resolvable addresses of this period, with the key a resolvable one was made with (a reload
+    /// that changes the key or the kind gets a new address at once).
+    private var rotating: [String: (generation: UInt64, address: BluetoothAddress, irk: IdentityKey?)] = [:]
 
     public init() {}
 
@@ -197,12 +199,13 @@ public struct AddressChoice: Sendable {
         public var warning: String?
     }
 
-    /// `generation`: the rotating addresses' period. `loadStatic` gets the identities that need a kept static
+    /// `generation`: the rotating and resolvable addresses' period. `cipher` (AES-128) makes the resolvable ones.
+    /// `loadStatic` gets the identities that need a kept static
     /// address and returns the address of each (making the missing ones); it is called only for identities not
     /// loaded before on this connection.
     public mutating func choose(_ wanted: [BeaconAddressWanted], generation: UInt64,
                                 loadStatic: ([String]) -> Result<[String: BluetoothAddress], StaticFailure>,
-                                randomBytes: () -> [UInt8]?) -> Result<Choice, Refusal> {
+                                randomBytes: () -> [UInt8]?, cipher: BlockCipher? = nil) -> Result<Choice, Refusal> {
         var warning: String?
         let needStatic = wanted.filter { w in
             switch w.setting {
@@ -233,27 +236,37 @@ public struct AddressChoice: Sendable {
             case nil, .policy(.static)?:
                 guard let a = kept[w.key] else { return .failure(Refusal(message: "No static address was kept for \(w.key)")) }
                 out.append(.random(a))
-            case .policy(.rotating)?:
+            case .policy(.rotating)?, .policy(.resolvable)?:
                 let generation = w.period ?? generation
-                if let r = rotating[w.key], r.generation == generation {
+                if let r = rotating[w.key], r.generation == generation, r.irk == w.resolvingKey {
                     out.append(.random(r.address))
                     continue
                 }
-                guard let a = freshPrivate(randomBytes) else {
+                let made: BluetoothAddress?
+                if w.setting == .policy(.resolvable) {
+                    guard let irk = w.resolvingKey, let cipher else {
+                        return .failure(Refusal(message: "Cannot make a resolvable address for \(w.key): its resolving key is not loaded"))
+                    }
+                    made = freshPrivate(randomBytes) { try? ResolvableAddress.make(irk: irk.bytes, random: $0, cipher: cipher) }
+                } else {
+                    made = freshPrivate(randomBytes, BluetoothAddress.makeNonResolvable)
+                }
+                guard let a = made else {
                     return .failure(Refusal(message: "Cannot make a private address: no usable random bytes from the kernel"))
                 }
-                rotating[w.key] = (generation, a)
+                rotating[w.key] = (generation, a, w.resolvingKey)
                 out.append(.random(a))
             }
         }
         return .success(Choice(addresses: out, warning: warning))
     }
 
-    /// A few draws at most: the bytes are refused only when they make all zeros or all ones.
-    private func freshPrivate(_ randomBytes: () -> [UInt8]?) -> BluetoothAddress? {
+    /// A few draws at most: `make` refuses the bytes only when they make all zeros or all ones; an address another
+    /// beacon has is drawn again.
+    private func freshPrivate(_ randomBytes: () -> [UInt8]?, _ make: ([UInt8]) -> BluetoothAddress?) -> BluetoothAddress? {
         for _ in 0..<8 {
             guard let bytes = randomBytes() else { return nil }
-            if let a = BluetoothAddress.makeNonResolvable(from: bytes), !rotating.values.contains(where: { $0.address == a }) { return a }
+            if let a = make(bytes), !rotating.values.contains(where: { $0.address == a }) { return a }
         }
         return nil
     }

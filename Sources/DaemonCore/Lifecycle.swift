@@ -60,7 +60,7 @@ public struct Lifecycle: Sendable {
         case configRefused(ConfigError)
         /// New values for the Eddystone-TLM beacons (every `telemetryPeriod` while the config has one).
         case telemetry(Telemetry)
-        /// `address = "rotating"`: time for a new private address (every `AddressPolicy.rotationPeriod`).
+        /// `address = "rotating"` or `"resolvable"`: time for a new private address (every `address_rotation_s`).
         case addressPeriod
         /// The wall clock (Unix seconds) and whether it is synchronized: before the start, and at every EID period
         /// boundary (the `eidRotation` timer) while the config has an Eddystone-EID beacon.
@@ -111,7 +111,7 @@ public struct Lifecycle: Sendable {
         /// New Eddystone-TLM values, every `telemetryPeriod`, while the config has such a beacon or a BTHome
         /// self-report (whose uptime comes with them).
         case telemetry
-        /// A new private address, every `AddressPolicy.rotationPeriod`, while beacond rotates it.
+        /// A new private address, every `address_rotation_s`, while beacond rotates it.
         case addressRotation
         /// The next EID period boundary: every 2^K seconds of the wall clock (the smallest K of the EID beacons);
         /// the executor arms it to fire at the boundary itself and answers with `clock`.
@@ -421,7 +421,7 @@ public struct Lifecycle: Sendable {
         }
         if case .exited = phase { return }
         for (timer, wanted, period) in [(PeriodicTimer.telemetry, hasTelemetry, Self.telemetryPeriod),
-                                        (.addressRotation, rotatesAddress, AddressPolicy.rotationPeriod),
+                                        (.addressRotation, rotatesAddress, config.advertising.addressRotation),
                                         (.eidRotation, hasEID, eidPeriod)] {
             if wanted && !periodicArmed.contains(timer) {
                 periodicArmed.insert(timer)
@@ -473,9 +473,9 @@ public struct Lifecycle: Sendable {
         .seconds(1 << Int(config.beacons.compactMap { $0.beacon.eid?.exponent }.min() ?? 10))
     }
 
-    /// `address = "rotating"` where beacond drives the controller (through mgmt the kernel rotates its own): the
-    /// address timer runs.
-    public var rotatesAddress: Bool { config.addressPlan.wanted.contains { $0.setting == .policy(.rotating) } && backend != .mgmt }
+    /// `address = "rotating"` or `"resolvable"` where beacond drives the controller (through mgmt the kernel rotates
+    /// its own): the address timer runs.
+    public var rotatesAddress: Bool { config.addressPlan.rotates && backend != .mgmt }
 
     /// The config has an Eddystone-TLM beacon or a BTHome self-report: the telemetry timer runs.
     public var hasTelemetry: Bool { config.beacons.contains { $0.beacon.isTelemetry || $0.beacon.format == .bthome } }

@@ -74,7 +74,7 @@ struct BeaconArrayTests {
         (ib + "[[advertising]]\ninterval_ms = 100\n", ["5:1: error: [[advertising]] is not an array of tables: there is one [advertising] (only beacons come as [[beacon]])"]),
         (ib + "[[beacon\n", ["5:9: error: expected ']]' to close the table header [[beacon"]),
         // The address policy.
-        (ib + "[advertising]\naddress = \"statc\"\n", ["6:11: error: 'address' in [advertising] must be one of \"public\", \"static\", \"rotating\", found \"statc\"; did you mean \"static\"?"]),
+        (ib + "[advertising]\naddress = \"statc\"\n", ["6:11: error: 'address' in [advertising] must be one of \"public\", \"static\", \"rotating\", \"resolvable\", found \"statc\"; did you mean \"static\"?"]),
         (ib + "[advertising]\naddress = \"static\"\n[controller]\nbackend = \"mgmt\"\n",
          ["6:11: error: 'address' in [advertising] cannot be \"static\" with backend = \"mgmt\": the kernel advertises a non-connectable beacon from a non-resolvable address it picks and rotates itself; use backend = \"hci\" or \"auto\" (which then uses raw HCI commands)"]),
     ]
@@ -88,7 +88,8 @@ struct BeaconArrayTests {
     func address() throws {
         #expect(try parse(ib).advertising.address == nil)
         for policy in AddressPolicy.allCases {
-            let c = try parse(ib + "[advertising]\naddress = \"\(policy.rawValue)\"\n")
+            let key = policy == .resolvable ? "resolving_key_file = \"k\"\n" : ""  // its key: ResolvableConfigTests
+            let c = try parse(ib + key + "[advertising]\naddress = \"\(policy.rawValue)\"\n")
             #expect(c.advertising.address == policy)
         }
         let rotating = try parse(ib + "[advertising]\naddress = \"rotating\"\n[controller]\nbackend = \"mgmt\"\n")

@@ -43,7 +43,7 @@ struct ReferenceTests {
             }
             checked += 1
         }
-        #expect(checked == 10, "ten integer rows (measured_power twice)")
+        #expect(checked == 11, "eleven integer rows (measured_power twice)")
     }
 
     @Test("a key set to its stated default changes nothing")
@@ -65,9 +65,13 @@ struct ReferenceTests {
     static let samples: [String: String] = [
         "beacon.uuid": "\"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\"", "beacon.major": "1", "beacon.minor": "2",
         "beacon.namespace": "\"00112233445566778899\"", "beacon.instance": "\"AABBCCDDEEFF\"", "beacon.identity_key_file": "\"k.key\"", "beacon.bindkey_file": "\"home.key\"",
+        "beacon.resolving_key_file": "\"shop.irk\"",
         "beacon.interval_ms": "200", "beacon.name": "\"Shelf 4\"", "beacon.address": "\"C6:12:34:56:78:9A\"",
         "advertising.tx_power": "0", "advertising.address": "\"rotating\"", "daemon.log_level": "\"debug\"",
     ]
+
+    /// The keys a key needs beside it (a resolving key is for a resolvable address).
+    static let companions: [String: (String, String)] = ["beacon.resolving_key_file": ("address", "\"resolvable\"")]
 
     @Test("every row has a meaning: a valid value for it parses (the validator would stop on a key it cannot use)")
     func everyKeyHasAMeaning() throws {
@@ -88,8 +92,8 @@ struct ReferenceTests {
 
     @Test("each format's keys are the schema's, and a key of another format names its owners")
     func formatKeys() throws {
-        #expect(BeaconFormat.altbeacon.keys == ["uuid", "major", "minor", "measured_power", "company_id", "reserved"])
-        #expect(BeaconFormat.eddystoneTLM.keys == [])
+        #expect(BeaconFormat.altbeacon.keys == ["uuid", "major", "minor", "measured_power", "company_id", "reserved", "resolving_key_file"])
+        #expect(BeaconFormat.eddystoneTLM.keys == ["resolving_key_file"])
         let text = "[beacon]\nformat = \"eddystone-uid\"\nnamespace = \"00112233445566778899\"\ninstance = \"AABBCCDDEEFF\"\nreserved = 1\n"
         let error = thrown(ConfigDiagnostics.self) { _ = try BeaconConfiguration.parse(Array(text.utf8)) }
         #expect(error?.items.map(\.message) == ["'reserved' in [beacon] belongs to format \"altbeacon\", not to this beacon's format \"eddystone-uid\""])
@@ -106,6 +110,7 @@ struct ReferenceTests {
             if row.table == .beacon {
                 identity.removeAll { $0.0 == row.name }
                 identity.append((row.name, value))
+                if let c = companions[row.path] { identity.append(c) }
             } else if let i = tables.firstIndex(where: { $0.0 == row.table.rawValue }) {
                 tables[i].1.append((row.name, value))
             } else {

@@ -35,23 +35,30 @@ def feed(proxy, reports) -> None:
                                       {'address_type': r['address_type']}, time.monotonic())
 
 
+async def start(config_dir: str):
+    """Home Assistant with its bluetooth integration and an ESPHome-style proxy: (hass, proxy, unregister)."""
+    hass = HomeAssistant(config_dir)
+    hass.config.skip_pip = True
+    loader.async_setup(hass)
+    hass.config_entries = ConfigEntries(hass, {})
+    # What bootstrap does before any integration: translations, entity and template helpers, the registries, the
+    # config entries' store.
+    await bootstrap.async_load_base_functionality(hass)
+    from homeassistant.components import bluetooth, usb
+    assert await usb.async_setup(hass, {}) and await bluetooth.async_setup(hass, {})
+    # Set up by hand, as coordinator.py does, without the http server and websocket API usb would pull in: the
+    # integrations' dependency (bluetooth_adapters, on bluetooth) then finds them set up.
+    hass.config.components.update({'usb', 'bluetooth'})
+    proxy = BaseHaRemoteScanner('AA:BB:CC:DD:EE:01', 'beacond-test proxy', None, False)
+    unregister = bluetooth.async_register_scanner(hass, proxy)
+    proxy.async_setup()
+    return hass, proxy, unregister
+
+
 async def main(given: dict) -> dict:
+    from homeassistant.components import bluetooth
     with tempfile.TemporaryDirectory() as config_dir:
-        hass = HomeAssistant(config_dir)
-        hass.config.skip_pip = True
-        loader.async_setup(hass)
-        hass.config_entries = ConfigEntries(hass, {})
-        # What bootstrap does before any integration: translations, entity and template helpers, the registries, the
-        # config entries' store.
-        await bootstrap.async_load_base_functionality(hass)
-        from homeassistant.components import bluetooth, usb
-        assert await usb.async_setup(hass, {}) and await bluetooth.async_setup(hass, {})
-        # Set up by hand, as coordinator.py does, without the http server and websocket API usb would pull in: the
-        # BTHome integration's dependency (bluetooth_adapters, on bluetooth) then finds them set up.
-        hass.config.components.update({'usb', 'bluetooth'})
-        proxy = BaseHaRemoteScanner('AA:BB:CC:DD:EE:01', 'beacond-test proxy', None, False)
-        unregister = bluetooth.async_register_scanner(hass, proxy)
-        proxy.async_setup()
+        hass, proxy, unregister = await start(config_dir)
         feed(proxy, given['first'])
         await asyncio.sleep(0.1)
         out: dict = {'flow': []}
