@@ -24,18 +24,31 @@ private func diagnostics(_ text: String) -> [String] {
     }
 }
 
+// Outside the @Test attributes: Swift 6.0.3 crashes on a string interpolation inside one (CSGen visitTapExpr).
+private let keyLines = [
+    "identity-key-file = \(key)\n",                 // a misspelled key name: an unknown key, its value a bad number
+    "identity_key_file =\n\(key)\n",                // the key on the line after: a bare key without '='
+    "identity_kee_file = \"\(key)\"\n",             // misspelled, quoted: "did you mean" and a string
+    "\(key)\n",                                     // a line of its own
+    "rotation_exponent = \(key)\n",                 // pasted where a number belongs
+    "identity_key_file = \"x\" \(key)\n",           // stray text after a value (the key of it redacted already)
+]
+
+private let redactedRuns = [
+    ("/k/\(key) does not exist", "/k/[32 hex digits, not shown] does not exist"),
+    ("found '0123456789abcdef'", "found '[16 hex digits, not shown]'"),
+    ("found '0123456789abcde'", "found '0123456789abcde'"),                           // 15: a run too short to matter
+    ("E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 major 1", "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 major 1"),
+    ("from C6:12:34:56:78:9A", "from C6:12:34:56:78:9A"),
+    ("x\(key)y\(key)", "x[32 hex digits, not shown]y[32 hex digits, not shown]"),
+    ("", ""),
+]
+
 @Suite("redaction")
 struct RedactionTests {
     /// Redaction covered the values of identity_key* keys only: the key under a misspelled name, on the line after
     /// `identity_key_file =`, or as a bare word came back whole (review #43).
-    @Test("bug: a key outside an identity_key* value was quoted whole in a diagnostic", arguments: [
-        "identity-key-file = \(key)\n",                 // a misspelled key name: an unknown key, its value a bad number
-        "identity_key_file =\n\(key)\n",                // the key on the line after: a bare key without '='
-        "identity_kee_file = \"\(key)\"\n",             // misspelled, quoted: "did you mean" and a string
-        "\(key)\n",                                     // a line of its own
-        "rotation_exponent = \(key)\n",                 // pasted where a number belongs
-        "identity_key_file = \"x\" \(key)\n",           // stray text after a value (the key of it redacted already)
-    ])
+    @Test("bug: a key outside an identity_key* value was quoted whole in a diagnostic", arguments: keyLines)
     func keysElsewhereAreNeverQuoted(line: String) {
         let found = diagnostics("[beacon]\nformat = \"eddystone-eid\"\n" + line)
         #expect(!found.isEmpty)
@@ -45,15 +58,7 @@ struct RedactionTests {
         }
     }
 
-    @Test("runs of 16 or more hex digits become their length; shorter ones (UUID groups, addresses, numbers) stay", arguments: [
-        ("/k/\(key) does not exist", "/k/[32 hex digits, not shown] does not exist"),
-        ("found '0123456789abcdef'", "found '[16 hex digits, not shown]'"),
-        ("found '0123456789abcde'", "found '0123456789abcde'"),                           // 15: a run too short to matter
-        ("E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 major 1", "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 major 1"),
-        ("from C6:12:34:56:78:9A", "from C6:12:34:56:78:9A"),
-        ("x\(key)y\(key)", "x[32 hex digits, not shown]y[32 hex digits, not shown]"),
-        ("", ""),
-    ])
+    @Test("runs of 16 or more hex digits become their length; shorter ones (UUID groups, addresses, numbers) stay", arguments: redactedRuns)
     func runs(text: String, redacted: String) {
         #expect(Redaction.apply(text) == redacted)
     }
