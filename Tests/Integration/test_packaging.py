@@ -8,7 +8,9 @@ from conftest import ROOT
 
 
 def plan(*args: str) -> list[str]:
-    r = subprocess.run(['make', '-n', '--no-print-directory', *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    # -B: the plan from scratch, whether or not this checkout has built the package already (make test builds it
+    # beside the integration tests, and a package already made would leave nothing to plan).
+    r = subprocess.run(['make', '-n', '-B', '--no-print-directory', *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     return r.stdout.splitlines()
 
