@@ -183,10 +183,10 @@ def transitions(records, expected, since_us, index=0):
     return out
 
 
-def gaps(records, expected, since_us, until_us=None, index=0):
-    """Each time (ms) `expected` was off the air of hciINDEX after since_us: without until_us, each gap that began and
-    ended after since_us; with it, every moment off the air within the window, its edges too (off the whole window:
-    its length)."""
+def gap_intervals(records, expected, since_us, until_us=None, index=0):
+    """Each time (start µs, end µs) `expected` was off the air of hciINDEX after since_us: without until_us, each gap
+    that began and ended after since_us; with it, every moment off the air within the window, its edges too (off the
+    whole window: the window)."""
     off = None
     if until_us is not None:
         timeline, _ = replay(records, index)
@@ -199,11 +199,38 @@ def gaps(records, expected, since_us, until_us=None, index=0):
         if not on and off is None:
             off = ts
         elif on and off is not None:
-            out.append((ts - off) / 1000)
+            out.append((off, ts))
             off = None
     if until_us is not None and off is not None:
-        out.append((until_us - off) / 1000)
+        out.append((off, until_us))
     return out
+
+
+def gaps(records, expected, since_us, until_us=None, index=0):
+    """Each time (ms) `expected` was off the air of hciINDEX after since_us (gap_intervals' lengths)."""
+    return [(end - start) / 1000 for start, end in gap_intervals(records, expected, since_us, until_us, index)]
+
+
+def beyond_stalls(gap, stalls):
+    """How long (ms) the gap (start µs, end µs) lasted while the guest ran: its length less its overlap with the
+    stalls (start µs, end µs) a probe in the guest saw (read_stalls), overlapping stalls counted once."""
+    start, end = gap
+    stalled, reach = 0, start
+    for s, e in sorted(stalls):
+        s, e = max(s, reach), min(e, end)
+        if e > s:
+            stalled += e - s
+            reach = e
+    return (end - start - stalled) / 1000
+
+
+def read_stalls(path):
+    """The stalls the guest's probe wrote (one "start_us end_us" line each); none when it wrote nothing."""
+    try:
+        with open(path) as f:
+            return [tuple(int(x) for x in line.split()) for line in f if len(line.split()) == 2]
+    except FileNotFoundError:
+        return []
 
 
 def main(argv):
