@@ -989,12 +989,59 @@ def s16_hci_three_beacons_each_from_its_own_static_address():
     return f'{st} | after removing one: {st2} | addresses {sorted(kept.values())}, each beacon\'s the same after a restart with the file reordered'
 
 
+STALL_PROBE = r"""
+import sys, time
+# Wakes every 10 ms and writes each wake-up that came 30 ms late or more: a time the guest did not run (the host
+# starved its vCPUs), when beacond, the emulated controller and btmon stood still too.
+out = open(sys.argv[1], 'w', buffering=1)
+prev = time.time()
+while True:
+    time.sleep(0.01)
+    now = time.time()
+    if now - prev >= 0.04:
+        out.write(f'{int((prev + 0.01) * 1e6)} {int(now * 1e6)}\n')
+    prev = now
+"""
+STALLS = '/run/stalls'
+
+
+def with_stall_probe(fn):
+    """Runs a scenario with the stall probe running, passed or failed; its result line says how long the guest stood
+    still in all."""
+    def go():
+        with open('/run/stall-probe.py', 'w') as f:
+            f.write(STALL_PROBE)
+        sh(f'rm -f {STALLS}; systemctl reset-failed stall-probe 2>/dev/null; '
+           f'systemd-run --unit=stall-probe -p Nice=-10 /usr/bin/python3 /run/stall-probe.py {STALLS}', check=True)
+        try:
+            line = fn()
+        finally:
+            sh('systemctl stop stall-probe')
+        stalls = btsnoop.read_stalls(STALLS)
+        return f'{line} | the guest stood still {len(stalls)} times, {sum(e - s for s, e in stalls) / 1000:.0f} ms in all'
+    return go
+
+
+def longest_gaps(frames, since, until):
+    """Each frame's longest time off the air in the window, less what of it the guest stood still (the stall probe),
+    and that longest gap as measured: ({frame: ms beacond is answerable for}, {frame: ms measured})."""
+    stalls = btsnoop.read_stalls(STALLS)
+    own, raw = {}, {}
+    for f in frames:
+        gaps = btsnoop.gap_intervals(snoop.update(), f, since, until)
+        own[f.hex()[:14]] = max((btsnoop.beyond_stalls(g, stalls) for g in gaps), default=0)
+        raw[f.hex()[:14]] = max(((e - s) / 1000 for s, e in gaps), default=0)
+    return own, raw
+
+
 def s23_pi_default_beside_bluetoothd():
     """What a Raspberry Pi with Raspberry Pi OS gets by default: bluetoothd running, a controller without advertising
     sets, backend auto, no address setting. Through the kernel's management interface that was one beacon at the
     kernel's 100–150 ms, and three beacons in 2 s turns from private addresses that change."""
     bluetoothd(True)
     frames = (ibeacon(), ALT, EDDY)
+    # The 400 ms bounds are on beacond's time slices, not on the emulator: a probe says when the guest stood still
+    # (with_stall_probe).
     # One beacon: the controller is given exactly the configured interval.
     write_conf(backend='auto', minor=1)
     t0 = now_us()
@@ -1016,19 +1063,20 @@ def s23_pi_default_beside_bluetoothd():
     three = wait_advertising('3 beacons')
     for frame in frames:
         wait(lambda: ever_on_air(frame, t1), 30, f'{frame.hex()[:24]}… on the air (btmon)')
-    rates = []
+    rates, measured = [], []
     def measure(since):
         start = now_us()
         time.sleep(6)
         end = now_us()
-        gaps = {f.hex()[:14]: max(btsnoop.gaps(snoop.update(), f, start, end), default=0) for f in frames}
+        gaps, raw = longest_gaps(frames, start, end)
+        measured.append(raw)
         by = address_of_each(since, frames)
         # For the record: the HCI commands the controller got per second while the three took turns.
         _, commands = replay(snoop.update())
         rates.append(sum(1 for c in commands if start <= c[0] <= end) / ((end - start) / 1e6))
         return gaps, by
     gaps, by = measure(t1)
-    assert all(g <= 400 for g in gaps.values()), f'a beacon off the air for longer than 400 ms: {gaps} (ms)'
+    assert all(g <= 400 for g in gaps.values()), f'a beacon off the air for longer than 400 ms while the guest ran: {gaps} (ms; measured {measured[-1]})'
     assert len(by) == 3 and all(len(a) == 1 for a in by.values()) and len({min(a) for a in by.values()}) == 3, \
         f'not one fixed address per beacon: {by}'
     assert all(re.fullmatch(r'[C-F][0-9A-F](:[0-9A-F]{2}){5}', min(a)) for a in by.values()), f'not static random addresses: {by}'
@@ -1040,7 +1088,7 @@ def s23_pi_default_beside_bluetoothd():
     wait_advertising('3 beacons')
     t3 = now_us()
     gaps2, by2 = measure(t3)
-    assert all(g <= 400 for g in gaps2.values()), f'after bluetoothd restarted, a beacon off the air for longer than 400 ms: {gaps2} (ms)'
+    assert all(g <= 400 for g in gaps2.values()), f'after bluetoothd restarted, a beacon off the air for longer than 400 ms while the guest ran: {gaps2} (ms; measured {measured[-1]})'
     assert by2 == by, f'other addresses after bluetoothd restarted: {by2}, before {by}'
     fmt = lambda g: ', '.join(f'{v:.0f}' for v in g.values())
     # Home Assistant's active discovery on the same adapter (bluetoothd's filtered LE discovery, which the kernel
@@ -1052,7 +1100,7 @@ def s23_pi_default_beside_bluetoothd():
     t5 = now_us()
     during = legacy_addresses(t4, t5, frames)
     kernel = kernel_random_addresses(t4, t5) - set(own.values())
-    gaps3 = {f.hex()[:14]: max(btsnoop.gaps(snoop.update(), f, t4, t5), default=0) for f in frames}
+    gaps3, raw3 = longest_gaps(frames, t4, t5)
     starts = sum(1 for ts, op, p, st in replay(snoop.update())[1] if op == 0x200C and p[:1] == b'\x01' and t4 <= ts <= t5)
     assert starts >= 2, f'discovery did not restart the scan ({starts} starts seen in btmon)'
     assert all(not (a & kernel) for a in during.values()), f'a beacon went out from the kernel\'s address {kernel}: {during}'
@@ -1060,17 +1108,18 @@ def s23_pi_default_beside_bluetoothd():
     t_second = sorted(ts for ts, op, p, st in replay(snoop.update())[1] if op == 0x200C and p[:1] == b'\x01' and t4 <= ts <= t5)[1]
     later = legacy_addresses(t_second - 1_000_000, t5, frames)
     assert all(a == {'public'} for a in later.values()) and len(later) == 3, f'not one address each while discovery ran: {later}'
-    assert all(g <= 400 for g in gaps3.values()), f'a beacon off the air for longer than 400 ms during discovery: {gaps3} (ms)'
+    assert all(g <= 400 for g in gaps3.values()), f'a beacon off the air for longer than 400 ms during discovery while the guest ran: {gaps3} (ms; measured {raw3})'
     wait(lambda: all(legacy_addresses(now_us() - 3_000_000, now_us(), frames).get(f) == {own[f]} for f in frames), 60,
          'each beacon back on its own address after discovery')
     t6 = now_us()
-    gaps4 = {f.hex()[:14]: max(btsnoop.gaps(snoop.update(), f, t5, t6), default=0) for f in frames}
-    assert all(g <= 400 for g in gaps4.values()), f'a beacon off the air for longer than 400 ms after discovery: {gaps4} (ms)'
+    gaps4, raw4 = longest_gaps(frames, t5, t6)
+    assert all(g <= 400 for g in gaps4.values()), f'a beacon off the air for longer than 400 ms after discovery while the guest ran: {gaps4} (ms; measured {raw4})'
     return (f'one beacon: given {sorted(given)} | {three} | longest gaps {fmt(gaps)} ms, after a bluetoothd restart '
             f'{fmt(gaps2)} ms | addresses {sorted(min(a) for a in by.values())} | '
             f'{" and ".join(f"{r:.0f}" for r in rates)} HCI commands per second | active discovery ({starts} scan starts, '
             f'the kernel\'s addresses {sorted(kernel)}): one address each, longest gaps {fmt(gaps3)} ms; back on its own '
-            f'{(t6 - t5) / 1e6:.0f} s after, longest gaps {fmt(gaps4)} ms')
+            f'{(t6 - t5) / 1e6:.0f} s after, longest gaps {fmt(gaps4)} ms | as measured, stalls included: {fmt(measured[0])}, '
+            f'{fmt(measured[1])}, {fmt(raw3)}, {fmt(raw4)} ms')
 
 
 # ---- Eddystone-EID ----------------------------------------------------------------------------------------------------
@@ -1329,17 +1378,22 @@ def main():
     sh(f'rm -f {SNOOP}; systemd-run --unit=btmon-capture /usr/bin/btmon -w {SNOOP}', check=True)
     wait(lambda: os.path.exists(SNOOP) and os.path.getsize(SNOOP) >= 16, 10, 'btmon to start')
     btvirt_start()
-    # amd64 runs everything, and the fleet (22) alone. The arm64 guests are several times slower under TCG: the Debian
-    # 12 one (where most Pis are) runs the list the arm64 guest has run since the Pi milestone; the Debian 13 one what
-    # its kernel 6.12, BlueZ 5.82 and systemd 257 change: the install, mgmt with its sets beside bluetoothd (one
-    # beacon and three instances), raw HCI with three sets, a broken and a good reload, and the purge.
+    # amd64 runs everything but the fleet (22), which has a guest of its own. The arm64 guests are several times slower
+    # under TCG: the Debian 12 one (where most Pis are) runs the list the arm64 guest has run since the Pi milestone; the
+    # Debian 13 one only what its kernel 6.12, BlueZ 5.82 and systemd 257 change: the install (with gen-uuid --set and a
+    # reload), raw HCI on that kernel, mgmt with its sets beside bluetoothd (one beacon and three instances), and the
+    # purge. What is the same on both releases (a broken reload, raw HCI's three sets) runs on the Debian 12 one.
     if ARM64 and RELEASE == 'trixie':
-        only = {'0', '1a', '1c', '3', '15', '16', '13'}
+        only = {'0', '1a', '1c', '15', '13'}
     elif ARM64:
         only = {'0', '1a', '1c', '1e', '2a', '3', '5', '7', '8', '9', '10b', '13', '14', '15', '16', '17', '18', '25'}
     else:
         only = None
     fleet = os.path.exists(os.path.join(PACKAGES, '..', 'fleet-enabled'))
+    if fleet:
+        # The fleet guest (run.sh with BEACOND_VM_FLEET): a fresh host for the control node, nothing else.
+        only = {'22'}
+        tap.write('# the fleet guest: scenario 22 only; the other scenarios run in the amd64 suite\n')
     chosen = os.path.join(PACKAGES, '..', 'only')
     if os.path.exists(chosen):
         # A quick look at a few (run.sh's BEACOND_VM_ONLY); 0 installs the package, so it always runs.
@@ -1373,7 +1427,7 @@ def main():
         run_('11. without CAP_NET_ADMIN: backend=mgmt exits 77 naming it, auto falls back to raw HCI', s11_capabilities_for_mgmt)
         run_('12. mgmt: stopped while the adapter is powered off, nothing comes back at power-on', s12_mgmt_stop_while_powered_off_leaves_nothing)
         run_('15. backend=mgmt beside bluetoothd: three beacons (iBeacon, AltBeacon, Eddystone-UID) on three instances, each on the air', leaving_one_beacon(s15_mgmt_three_beacons_beside_bluetoothd))
-        run_('23. the Raspberry Pi default: bluetoothd running, a legacy-only controller, backend auto: one beacon at its configured interval, three each back within 400 ms from its own fixed address, and so again after bluetoothd restarts; beside active discovery (Home Assistant\'s scanner) each keeps one address, never the kernel\'s, and goes back to its own after', leaving_one_beacon(s23_pi_default_beside_bluetoothd))
+        run_('23. the Raspberry Pi default: bluetoothd running, a legacy-only controller, backend auto: one beacon at its configured interval, three each back within 400 ms from its own fixed address, and so again after bluetoothd restarts; beside active discovery (Home Assistant\'s scanner) each keeps one address, never the kernel\'s, and goes back to its own after', leaving_one_beacon(with_stall_probe(s23_pi_default_beside_bluetoothd)))
         run_('24. a controller that answers nothing until it is power-cycled (btvirt stopped until the kernel closes hci0): beacond takes hci0 down and up again, and the beacon is back', s24_unanswering_controller_is_power_cycled)
         run_('16. hci: three beacons, each from its own static address kept in the state directory, the same after a restart with the file reordered; a reload removing one leaves the others', leaving_one_beacon(s16_hci_three_beacons_each_from_its_own_static_address))
         run_('17. hci: three beacons, then SIGKILL and a start with one: the killed run\'s other two leave the air, and stop leaves nothing', s17_hci_kill_then_fewer_beacons)
@@ -1387,7 +1441,7 @@ def main():
         if fleet:
             run_('22. a fresh host of an Ansible-managed fleet, driven by the control node on the VM host (Tests/VM/fleet.py): sshd, the network, the role, the checks', s22_fleet_host)
         else:
-            tap.write('# the fleet scenario (22) runs on the amd64 guest when asked: make vm-test-fleet, or make test\n')
+            tap.write('# the fleet scenario (22) runs in a guest of its own: make vm-test-fleet, or make test\n')
         # The plan first, so that a run cut off by the host's timeout can say which scenarios never ran.
         for title, _ in planned:
             tap.write(f'# plan: {title}\n')
