@@ -3,7 +3,7 @@
 #   make release    static-stdlib release binary in build/beacond (its Depends are the package's: docs/packaging.md)
 #   make test       the whole test suite: unit tests (Swift 6.3, and 6.0 in a build root), fuzzing, both
 #                   packages, the VM end-to-end tests (root, qemu, debootstrap), the benchmark in smoke mode,
-#                   integration tests on Bumble; stages run side by side (TEST_JOBS, default 6) and the run ends
+#                   integration tests on Bumble; stages run side by side (TEST_JOBS, default 10: every stage starts when what it needs is there) and the run ends
 #                   with a table of their times (scripts/stage-report.sh)
 #   make test-fast  the same without the VM test and the benchmark (no root needed)
 #   make deb        build/beacond_<version>_amd64.deb and _arm64.deb (arm64 cross-compiled in a trixie build
@@ -14,8 +14,8 @@
 #   make vm-test    the VM end-to-end test of the amd64 package in Debian 12 (Tests/VM/run.sh)
 #   make vm-test-arm64  the same for the arm64 package in Debian 13 under qemu-system-aarch64 (cortex-a53);
 #                   make vm-test-arm64-bookworm in Debian 12
-#   make vm-test-fleet  the amd64 VM suite with the fleet scenario: the Ansible role (deploy/ansible) run from
-#                   this machine against its guest over SSH, and an upgrade through the signed repository
+#   make vm-test-fleet  the fleet scenario in an amd64 guest of its own: the Ansible role (deploy/ansible) run
+#                   from this machine against the guest over SSH, and an upgrade through the signed repository
 #   make repo       a signed apt repository of both packages in REPO_DIR (default build/repo), signed with REPO_KEY
 #                   (a gpg key id; without it a throw-away key, with a loud warning): scripts/make-repo.sh
 #   make fuzz-long  every fuzz target for 10 million executions
@@ -38,7 +38,7 @@ ANSIBLE_OLDEST := Tests/Integration/requirements-ansible-oldest.txt
 ANSIBLE_LINT := Tests/Integration/requirements-ansible-lint.txt
 PYTHON ?= python3
 FUZZ_SECONDS ?= 30
-TEST_JOBS ?= 6
+TEST_JOBS ?= 10
 # What the test stages wait for first: deps (no root needed, test-fast) or, under make test, deps-all, so that every
 # stage becomes ready at the same moment and make starts them in test-stages' order, the longest chain first.
 STAGE_DEPS ?= deps
@@ -52,10 +52,8 @@ DEMO_VENV ?= .venv-demo
 DEB_AMD64 := build/beacond_$(VERSION)_amd64.deb
 DEB_ARM64 := build/beacond_$(VERSION)_arm64.deb
 REPO_DIR ?= build/repo
-# FLEET=1: the amd64 VM suite runs the fleet scenario (its control node's files in FLEET_DIR; make test and vm-test-fleet set it).
-FLEET ?=
+# The fleet guest's control node keeps its files here (make vm-test-fleet, make test).
 FLEET_DIR := $(CURDIR)/build/fleet
-VM_ENV := $(if $(FLEET),env BEACOND_VM_FLEET=$(FLEET_DIR))
 
 .PHONY: deps deps-all deps-build deps-demo venv-demo build release deb deb-amd64 deb-arm64 repo vm-test-fleet vm-test-arm64 test test-stages test-fast unit-test integration-test fuzz fuzz-long swift60 vm-test bench bench-smoke soak check-units demo install venv venv-ha venv-ansible clean buildroot vm-image-amd64 vm-image-arm64 vm-image-arm64-bookworm vm-test-arm64-bookworm
 
@@ -122,10 +120,10 @@ integration-test: build venv venv-ha venv-ansible
 	BEACOND=$(CURDIR)/.build/debug/beacond BEACOND_HA_PYTHON=$(CURDIR)/$(HA_VENV)/bin/python $(STAGE) integration-tests $(PY) -m pytest -q -n $(PYTEST_JOBS) Tests/Integration
 
 fuzz: $(STAGE_DEPS)
-	$(STAGE) fuzz fuzz/run.sh $(FUZZ_SECONDS)
+	$(STAGE) fuzz nice -n 10 fuzz/run.sh $(FUZZ_SECONDS)
 
 swift60: deps-all buildroot
-	$(STAGE) unit-test-swift60 sh scripts/build-swift60.sh
+	$(STAGE) unit-test-swift60 nice -n 10 sh scripts/build-swift60.sh
 
 # The trixie build root (Swift 6.0 and the arm64 cross SDK), made once and cached (scripts/buildroot.sh).
 buildroot: deps-all
@@ -167,7 +165,12 @@ deb: $(DEB_AMD64) $(DEB_ARM64)
 	$(STAGE) lintian sh scripts/lint-deb.sh $(DEB_AMD64) $(DEB_ARM64)
 
 vm-test: $(DEB_AMD64) vm-image-amd64 venv
-	$(STAGE) vm-amd64 $(VM_ENV) sh Tests/VM/run.sh --arch amd64 $(DEB_AMD64)
+	$(STAGE) vm-amd64 sh Tests/VM/run.sh --arch amd64 $(DEB_AMD64)
+
+# The fleet scenario in an amd64 guest of its own, beside the amd64 suite: the Ansible role against a fresh host.
+vm-test-fleet: $(DEB_AMD64) vm-image-amd64 venv
+	rm -rf $(FLEET_DIR)
+	$(STAGE) vm-amd64-fleet env BEACOND_VM_FLEET=$(FLEET_DIR) sh Tests/VM/run.sh --arch amd64 $(DEB_AMD64)
 
 vm-test-arm64: $(DEB_ARM64) vm-image-arm64 venv
 	$(STAGE) vm-arm64 sh Tests/VM/run.sh --arch arm64 $(DEB_ARM64)
@@ -175,10 +178,6 @@ vm-test-arm64: $(DEB_ARM64) vm-image-arm64 venv
 # The same arm64 package in a Debian 12 guest: it must install and run where most Pis are.
 vm-test-arm64-bookworm: $(DEB_ARM64) vm-image-arm64-bookworm venv
 	$(STAGE) vm-arm64-bookworm sh Tests/VM/run.sh --arch arm64-bookworm $(DEB_ARM64)
-
-vm-test-fleet: deps-all
-	rm -rf $(FLEET_DIR)
-	$(MAKE) --no-print-directory --output-sync=target STAGE_DEPS=deps-all FLEET=1 vm-test
 
 repo: $(DEB_AMD64) $(DEB_ARM64)
 	sh scripts/make-repo.sh $(REPO_DIR) $(DEB_AMD64) $(DEB_ARM64)
@@ -199,13 +198,13 @@ check-units: build
 
 # The longest chains first (build root → arm64 image → arm64 VM), so make starts them before the rest.
 test: deps-all
-	rm -rf build/stages.tsv $(FLEET_DIR)
-	status=0; $(MAKE) --no-print-directory -k -j$(TEST_JOBS) --output-sync=target STAGE_DEPS=deps-all FLEET=1 test-stages || status=$$?; \
+	rm -rf build/stages.tsv
+	status=0; $(MAKE) --no-print-directory -k -j$(TEST_JOBS) --output-sync=target STAGE_DEPS=deps-all test-stages || status=$$?; \
 	  echo "Stages:"; sh scripts/stage-report.sh; exit $$status
 
 # The arm64 package heads the longest chain (its VM suite is the slowest): it and the amd64 package and the venv the VM
 # suites need come first, before the Swift 6.0 tests take a job slot.
-test-stages: buildroot vm-image-arm64 vm-image-arm64-bookworm $(DEB_ARM64) vm-image-amd64 $(DEB_AMD64) venv venv-ansible swift60 deb vm-test-arm64 vm-test-arm64-bookworm vm-test unit-test fuzz check-units bench-smoke integration-test
+test-stages: buildroot vm-image-arm64 vm-image-arm64-bookworm $(DEB_ARM64) vm-image-amd64 $(DEB_AMD64) venv venv-ansible swift60 deb vm-test-arm64 vm-test-arm64-bookworm vm-test vm-test-fleet unit-test fuzz check-units bench-smoke integration-test
 
 test-fast: unit-test fuzz check-units integration-test
 

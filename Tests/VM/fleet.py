@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""The fleet test's control node: the example playbook (deploy/ansible) with ansible-core, over SSH, against the amd64
-VM suite's guest (Debian 12 with btvirt), a Pi as the role sees one: an iBeacon with its minor from the inventory and
+"""The fleet test's control node: the example playbook (deploy/ansible) with ansible-core, over SSH, against the fleet
+guest (an amd64 Debian 12 guest with btvirt, booted for this alone), a Pi as the role sees one: an iBeacon with its minor from the inventory and
 an Eddystone-EID beacon whose key comes from Ansible Vault, and a verifier on a second btvirt radio. One guest: the
 role's behaviour does not depend on the architecture (the package picked by it is checked), and an emulated arm64
-host made each playbook run several times slower. Run by Tests/VM/run.sh (the amd64 suite), with this machine's venv.
+host made each playbook run several times slower. Run by Tests/VM/run.sh (BEACOND_VM_FLEET), with this machine's venv.
 
     python fleet.py DIR          DIR holds the suite's registration (amd64.host)
 

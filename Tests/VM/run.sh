@@ -6,8 +6,9 @@
 #   sh Tests/VM/run.sh [--arch amd64|arm64] DEB
 #   sh Tests/VM/run.sh --image-only [--arch amd64|arm64]     only make sure the cached guest image exists
 #   BEACOND_VM_ONLY="17 18" sh Tests/VM/run.sh DEB              scenario 0 and those only (says so loudly)
-#   BEACOND_VM_FLEET=DIR sh Tests/VM/run.sh --arch amd64 DEB     with the fleet scenario (22): the Ansible role against
-#                                                                this guest (make vm-test-fleet, make test)
+#   BEACOND_VM_FLEET=DIR sh Tests/VM/run.sh --arch amd64 DEB     the fleet guest: the fleet scenario (22) alone, the
+#                                                                Ansible role against this guest (make vm-test-fleet,
+#                                                                make test: beside the amd64 suite, in a guest of its own)
 #
 # amd64: a Debian 12 guest under qemu-system-x86_64. arm64: a Debian 13 guest under qemu-system-aarch64
 # (-M virt -cpu cortex-a53: the oldest 64-bit Pi's core, so an ARMv8.1 instruction in the binary would trap).
@@ -18,7 +19,8 @@
 # where kvm_intel or kvm_amd is loaded, else TCG), runs the scenarios as a unit after boot, reads the results from
 # a 9p share, and prints "N passed, N failed". Exits non-zero on any failure, a missing result or a timeout.
 #
-# The fleet scenario (amd64 only): the guest gets a network (qemu's user networking, its sshd forwarded to a loopback
+# The fleet scenario (amd64 only, in a guest of its own: it is a third of the amd64 suite's time and shares nothing
+# with the other scenarios, so the two guests run side by side): the guest gets a network (qemu's user networking, its sshd forwarded to a loopback
 # port of this machine) and registers in DIR; the suite starts Tests/VM/fleet.py, the control node, which waits until
 # the guest is ready, runs the Ansible role against it over SSH, checks the results from its controller's side, and
 # tells the guest it is done. The suite prints the fleet test's lines.
@@ -150,7 +152,7 @@ fi
 
 # Results: TAP lines from the guest, evidence files next to them.
 results="$work/out/results.tap"
-keep=${BEACOND_VM_ARTIFACTS:-"$top/build/vm-artifacts-$arch"}
+keep=${BEACOND_VM_ARTIFACTS:-"$top/build/vm-artifacts-$arch${fleet:+-fleet}"}
 rm -rf "$keep"
 mkdir -p "$keep"
 cp -r "$work/out/." "$keep/" 2>/dev/null || true
