@@ -7,7 +7,6 @@ import BeaconCore
 import BluetoothHCI
 import DaemonCore
 import SystemCalls
-import SystemdSupport
 
 enum AddressStore {
     /// `$STATE_DIRECTORY` (its first entry) when systemd set it (StateDirectory=beacond), else /var/lib/beacond.
@@ -68,7 +67,7 @@ enum AddressStore {
         var (book, legacy) = try read(in: dir, path: directory)
         var randomFailure: (any Error)?
         let changed = book.assign(keys, legacy: legacy, avoiding: chosen, keeping: keeping, random: {
-            do { return try RandomID.bytes(6) } catch { randomFailure = error; return nil }
+            do { return try kernelRandomBytes(6) } catch { randomFailure = error; return nil }
         })
         guard let changed else {
             throw Failure(description: "Cannot make a static address: \(randomFailure.map { "\($0)" } ?? "the kernel's random bytes were refused 16 times")")
@@ -162,6 +161,6 @@ struct AddressSource {
             } catch {
                 return .failure(error.fallsBack ? .unavailable(error.description) : .damaged(error.description))
             }
-        }, randomBytes: { try? RandomID.bytes(6) }, cipher: { key, block in try AES128.encrypt(block, key: key) }).mapError { BackendFailure(message: $0.message, fields: ["HCI_DEVICE=\(device)"]) }
+        }, randomBytes: { try? kernelRandomBytes(6) }, cipher: { key, block in try AES128.encrypt(block, key: key) }).mapError { BackendFailure(message: $0.message, fields: ["HCI_DEVICE=\(device)"]) }
     }
 }

@@ -60,7 +60,7 @@ final class Daemon {
         telemetryClock = TelemetryClock(startedAt: loop.nowMicroseconds)
         owned = OwnershipStore(log: log)
         lifecycle = Lifecycle(config: config, configPath: options.configPath, device: options.device,
-                              logLevel: options.logLevel, seed: monotonicMicroseconds() ^ UInt64(UInt32(bitPattern: processID())) << 32,
+                              logLevel: options.logLevel, seed: (try? kernelRandomBytes(8)).map { $0.reduce(0) { $0 << 8 | UInt64($1) } } ?? monotonicMicroseconds(),
                               cipher: { key, block in try AES128.encrypt(block, key: key) },
                               seal: { key, nonce, plaintext in try AESCCM.seal(plaintext, key: key, nonce: nonce) })
     }

@@ -5,7 +5,6 @@ import BluetoothHCI
 import DaemonCore
 import HCIHost
 import SystemCalls
-import SystemdSupport
 
 enum Tools {
     /// Prints every diagnostic of a config error on stderr and returns the config exit code.
@@ -254,7 +253,7 @@ enum Tools {
 
     static func genUUID(count: Int, lowercase: Bool, setPath: String?, replacing: Bool = false) -> ExitCode {
         func fresh() -> BeaconUUID? {
-            do { return BeaconUUID.version4(random: try RandomID.uuid4Bytes()) } catch {
+            do { return BeaconUUID.version4(random: try kernelRandomBytes(16)) } catch {
                 Output.err("Error: cannot get random bytes: \(error)\n")
                 return nil
             }

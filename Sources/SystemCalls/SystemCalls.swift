@@ -292,7 +292,7 @@ public func systemClockSynchronized() -> Bool? {
 }
 
 /// `count` bytes from the kernel's CSPRNG (getrandom(2), blocking until it is seeded, which it is long before a
-/// service runs).
+/// service runs): beacond's one source of random bytes (keys, UUIDs, addresses, the retry jitter's seed).
 public func kernelRandomBytes(_ count: Int) throws(SystemError) -> [UInt8] {
     var out = [UInt8](repeating: 0, count: count)
     var filled = 0

@@ -29,20 +29,3 @@ public enum Journal {
         }
     }
 }
-
-/// Random identifiers from the kernel's CSPRNG.
-public enum RandomID {
-    /// 16 random bytes formatted by sd_id128_randomize as an RFC 9562 version-4 UUID.
-    public static func uuid4Bytes() throws(SystemError) -> [UInt8] {
-        var id = sd_id128_t()
-        try check("sd_id128_randomize", sd_id128_randomize(&id))
-        return withUnsafeBytes(of: &id) { Array($0) }
-    }
-
-    /// `count` (at most 6) fully random bytes: the first six of a random version-4 id, before its version and
-    /// variant bits.
-    public static func bytes(_ count: Int) throws(SystemError) -> [UInt8] {
-        precondition(count <= 6)
-        return Array(try uuid4Bytes().prefix(count))
-    }
-}
