@@ -36,8 +36,8 @@ public enum ConfigValueType: Sendable, Hashable {
     /// An address policy only.
     case addressPolicy
 
-    /// An advertising interval in milliseconds: the Core's 20 ms to 10.24 s.
-    public static let interval = ConfigValueType.integer(20...10240, unit: "ms")
+    /// An advertising interval in milliseconds: the Core's 20 ms to 10.24 s (AdvertisingInterval's range).
+    public static let interval = ConfigValueType.integer(Int64(AdvertisingInterval.millisecondRange.lowerBound)...Int64(AdvertisingInterval.millisecondRange.upperBound), unit: "ms")
 
     /// The type as the reference's "type, range" column says it (U+2212 for minus signs).
     public var reference: String {

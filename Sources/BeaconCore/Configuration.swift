@@ -253,6 +253,16 @@ private struct Validator {
         diagnostics.append(ConfigDiagnostic(message, at: location, key: key))
     }
 
+    /// An `interval_ms` the schema's row let through (ConfigSchema.interval is AdvertisingInterval's range, so this
+    /// always succeeds); said as an error, never replaced by a default, should the two ever part.
+    mutating func interval(_ ms: Int64, _ e: TOMLEntry, key: String) -> AdvertisingInterval? {
+        guard let i = AdvertisingInterval(milliseconds: Int(ms)) else {
+            fail("'\(e.key)' cannot be \(ms) ms: an advertising interval is \(AdvertisingInterval.millisecondRange.lowerBound) to \(AdvertisingInterval.millisecondRange.upperBound) ms", at: e.item.location, key: key)
+            return nil
+        }
+        return i
+    }
+
     /// What one beacon table gave.
     enum BeaconResult { case beacon(ConfiguredBeacon), unprovisioned(SourceLocation), invalid }
 
@@ -324,7 +334,7 @@ private struct Validator {
             case ("rotation_exponent", .integer(let v)): exponent = UInt8(v)
             case ("bindkey_file", .string(let v)): bindkeyFile = (v, e.item.location)
             case ("resolving_key_file", .string(let v)): resolvingKeyFile = (v, e.item.location)
-            case ("interval_ms", .integer(let v)): interval = AdvertisingInterval(milliseconds: Int(v))
+            case ("interval_ms", .integer(let v)): interval = self.interval(v, e, key: key)
             case ("name", .string(let v)): name = v
             case ("address", .address(let v)):
                 address = v
@@ -530,7 +540,7 @@ private struct Validator {
                 guard let value = check(e.item, row, "'\(e.key)' in [\(name)]", format: nil) else { continue }
                 // Each key's meaning.
                 switch (row.path, value) {
-                case ("advertising.interval_ms", .integer(let v)): advertising.interval = AdvertisingInterval(milliseconds: Int(v)) ?? advertising.interval
+                case ("advertising.interval_ms", .integer(let v)): if let i = interval(v, e, key: row.path) { advertising.interval = i }
                 case ("advertising.connectable", .boolean(let v)): advertising.connectable = v
                 case ("advertising.tx_power", .integer(let v)): advertising.txPower = Int8(v)
                 case ("advertising.address_rotation_s", .integer(let v)): advertising.addressRotation = .seconds(v)

@@ -64,9 +64,13 @@ public struct AdvertisingInterval: Sendable, Hashable, Comparable, CustomStringC
         self.units = units
     }
 
-    /// Rounds to the nearest 0.625 ms unit (halves up); nil outside 20…10240 ms.
+    /// The Core's range in milliseconds, 20 ms to 10.24 s: the config's `interval_ms` takes exactly these
+    /// (ConfigSchema.interval), and they map exactly onto minimumUnits…maximumUnits.
+    public static let millisecondRange = 20...10240
+
+    /// Rounds to the nearest 0.625 ms unit (halves up); nil outside millisecondRange.
     public init?(milliseconds: Int) {
-        guard (20...10240).contains(milliseconds) else { return nil }
+        guard Self.millisecondRange.contains(milliseconds) else { return nil }
         // ms / 0.625 = ms * 1.6; the range above maps exactly onto 0x20…0x4000.
         self.init(units: UInt16((milliseconds * 16 + 5) / 10))
     }

@@ -130,6 +130,11 @@ struct NamingTests {
         #expect(AdvertisingInterval(milliseconds: 19) == nil)
         #expect(AdvertisingInterval(milliseconds: 10241) == nil)
         #expect(AdvertisingInterval(units: 0x1F) == nil)
+        // The range stated once: its ends are the Core's unit limits.
+        let r = AdvertisingInterval.millisecondRange
+        #expect(AdvertisingInterval(milliseconds: r.lowerBound)?.units == AdvertisingInterval.minimumUnits)
+        #expect(AdvertisingInterval(milliseconds: r.upperBound)?.units == AdvertisingInterval.maximumUnits)
+        #expect(AdvertisingInterval(milliseconds: r.lowerBound - 1) == nil && AdvertisingInterval(milliseconds: r.upperBound + 1) == nil)
     }
 
     @Test("advertising data longer than 31 bytes cannot be built")
