@@ -146,12 +146,22 @@ public enum OutputSchema {
         F("temperature_c", [.number, .null], "Eddystone-TLM: the temperature, °C; null when not known"),
     ]
 
-    /// What a receiver heard of one sender (scan --expect).
-    static let sightingFields: [F] = [
-        F("rssi", [.integer, .null], "the last packet's RSSI, dBm; null when the controller did not measure it"),
+    /// Eddystone-TLM's counters and an EID as received (scan, scan --expect).
+    static let receivedFields: [F] = [
+        F("adv_count", [.integer], "Eddystone-TLM: advertisements since power-up"),
+        F("uptime_s", [.number], "Eddystone-TLM: seconds since power-up"),
+        F("eid", [.string], "Eddystone-EID: the identifier heard, 16 hex digits"),
+    ]
+
+    /// Who sent it, and how often it was heard.
+    static let senderFields: [F] = [
         F("address", [.string], "the sender's address"),
         F("address_type", [.string], "`public`, `random`, …"),
         F("packets", [.integer], "packets heard"),
+    ]
+
+    /// What a receiver heard of one sender (scan --expect).
+    static let sightingFields: [F] = [F("rssi", [.integer, .null], "the last packet's RSSI, dBm; null when the controller did not measure it")] + senderFields + [
         F("last_seen", [.number], "seconds since the scan started, when last heard"),
         F("eid_period_offset_s", [.integer], "an Eddystone-EID resolved: its period's start against the scan's clock, s"),
     ]
@@ -274,10 +284,7 @@ public enum OutputSchema {
         F("name", [.string], "Eddystone-EID resolved: the key's name"),
         F("time_counter", [.integer], "Eddystone-EID resolved: the time counter it was resolved for"),
         F("resolved", [.boolean, .string], "Eddystone-EID: whether a key resolved it; a resolvable address: the name of the key that resolved it"),
-    ] + frameFields + telemetryFields + [
-        F("adv_count", [.integer], "Eddystone-TLM: advertisements since power-up"),
-        F("uptime_s", [.number], "Eddystone-TLM: seconds since power-up"),
-        F("eid", [.string], "Eddystone-EID: the identifier heard, 16 hex digits"),
+    ] + frameFields + telemetryFields + receivedFields + [
         F("reason", [.string], "`malformed-ibeacon`: what is wrong with it"),
         F("rssi", [.integer], "the last packet's RSSI, dBm (127: not measured)"),
         F("rssi_smoothed", [.number, .null], "the RSSI filtered"),
@@ -286,9 +293,7 @@ public enum OutputSchema {
         F("distance_model", [.string], "`android-beacon-library`"),
         F("proximity", [.string], "`immediate`, `near`, `far`, `unknown`"),
         F("data", [.string], "`malformed-ibeacon`, `other`: the advertising data, hex"),
-        F("packets", [.integer], "packets heard"),
-        F("address", [.string], "the sender's address"),
-        F("address_type", [.string], "`public`, `random`, …"),
+    ] + senderFields + [
         F("calibration", [.object], "`--calibrate`, on final lines: the value for `measured_power`"),
         F("calibration.samples", [.integer], "RSSI samples"),
         F("calibration.median_rssi", [.number, .null], "their median, dBm"),
@@ -307,10 +312,7 @@ public enum OutputSchema {
         F("line", [.integer], "the beacon's line in it"),
         F("beacon", [.integer], "its number there, 1-based"),
         F("format", [.string], "the config's `format`; for `unexpected`, the frame's kind"),
-    ] + frameFields + telemetryFields + [
-        F("adv_count", [.integer], "Eddystone-TLM: advertisements since power-up"),
-        F("uptime_s", [.number], "Eddystone-TLM: seconds since power-up"),
-        F("eid", [.string], "Eddystone-EID: the identifier heard"),
+    ] + frameFields + telemetryFields + receivedFields + [
         F("identity_key_file", [.string], "Eddystone-EID: the config's key file"),
         F("rotation_exponent", [.integer], "Eddystone-EID: K"),
         F("chosen_address", [.string], "the address the config chose"),

@@ -55,7 +55,7 @@ public struct RuntimeState: Sendable, Hashable {
     /// cannot be told (adjtimex refused under ProtectClock= with chrony or ntpsec, and no timesyncd flag).
     public let clockSynchronized: Bool??
 
-    /// The state file's text: one JSON object (field names in the README's output vocabulary), rendered once.
+    /// The state file's text: one JSON object (its fields: OutputSchema's state rows), rendered once.
     public private(set) var json = ""
 
     public static func == (a: Self, b: Self) -> Bool { a.json == b.json }
