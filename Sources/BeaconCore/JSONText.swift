@@ -1,4 +1,4 @@
-// Text for JSON lines without Foundation: string escaping and total number formatting.
+// JSON without Foundation: string escaping, total number formatting, and the one value type beacond writes and reads.
 
 /// Minimal JSON string escaping (RFC 8259): enough for the values beacond prints.
 public func jsonString(_ s: String) -> String {
@@ -37,9 +37,9 @@ public func decimal(_ x: Double, _ digits: Int) -> String {
     return digits == 0 ? "\(sign)\(whole)" : "\(sign)\(whole).\(frac)"
 }
 
-/// A JSON value (RFC 8259): what beacond writes (`text` is the one writer of its JSON) and what it reads back, its own
-/// state file. Strict, bounded in depth, and
-/// total: any input gives a value or nil, never a crash.
+/// A JSON value (RFC 8259): what beacond writes (`text` is the one writer of its JSON, members named by OutputSchema)
+/// and what it reads back, its own state file. The parser is strict, bounded in depth, and total: any input gives a
+/// value or nil, never a crash.
 public indirect enum JSONValue: Sendable, Hashable {
     case null
     case bool(Bool)
