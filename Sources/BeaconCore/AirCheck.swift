@@ -347,49 +347,47 @@ public struct AirCheck: Sendable {
 extension AirCheck {
     /// The config's fields for the beacon: those its frame will carry, as scan names them (an EID beacon's identifier
     /// changes, so its key file and K instead).
-    static func configFields(_ b: Beacon) -> [String] {
+    static func configFields(_ b: Beacon) -> [(OutputKey, JSONValue)] {
         switch b {
         case .iBeacon(let x): BeaconFrame.iBeacon(x).jsonFields
         case .altBeacon(let x): BeaconFrame.altBeacon(x).jsonFields
         case .eddystoneUID(let x): BeaconFrame.eddystoneUID(x).jsonFields
         case .eddystoneEID(let x):
-            ["\"identity_key_file\":\(jsonString(x.keyFile))", "\"rotation_exponent\":\(x.exponent)", "\"measured_power_0m\":\(x.txPowerAt0m)"]
+            [(.identityKeyFile, .string(x.keyFile)), (.rotationExponent, JSONValue(x.exponent)), (.measuredPower0m, JSONValue(x.txPowerAt0m))]
         case .eddystoneTLM, .bthome: []
         }
     }
 
+    /// Microseconds as seconds with three decimals.
     static func seconds(_ microseconds: UInt64) -> String {
         "\(microseconds / 1_000_000).\(String(microseconds % 1_000_000 / 1000 + 1000).dropFirst())"
     }
 
-    static func sightingFields(_ s: Sighting) -> [String] {
-        ["\"rssi\":\(s.rssi == 127 ? "null" : "\(s.rssi)")", "\"address\":\"\(s.address)\"", "\"address_type\":\"\(s.addressType)\"",
-         "\"packets\":\(s.packets)", "\"last_seen\":\(seconds(s.lastSeen))"] + (s.eidOffset.map { ["\"eid_period_offset_s\":\($0)"] } ?? [])
+    static func sightingFields(_ s: Sighting) -> [(OutputKey, JSONValue)] {
+        [(.rssi, JSONValue(s.rssi == 127 ? nil : s.rssi)), (.address, .string(s.address)), (.addressType, .string(s.addressType)),
+         (.packets, JSONValue(s.packets)), (.lastSeen, .numeral(seconds(s.lastSeen)))] + (s.eidOffset.map { [(.eidPeriodOffsetS, JSONValue($0))] } ?? [])
     }
 
     /// One JSON line for an entry: the config's side, the verdict, and what was heard.
     public static func jsonLine(_ e: Entry) -> String {
         let x = e.expected
-        var f = ["\"kind\":\"expect\"", "\"status\":\"\(e.verdict.rawValue)\"", "\"config\":\(jsonString(x.configPath))",
-                 "\"line\":\(x.location.line)", "\"beacon\":\(x.index)", "\"format\":\"\(x.beacon.format.rawValue)\""]
+        var f: [(OutputKey, JSONValue)] = [(.kind, .string("expect")), (.status, .string(e.verdict.rawValue)), (.config, .string(x.configPath)),
+                                           (.line, JSONValue(x.location.line)), (.beacon, JSONValue(x.index)), (.format, .string(x.beacon.format.rawValue))]
         f += configFields(x.beacon)
-        if let a = x.chosenAddress { f.append("\"chosen_address\":\"\(a)\"") }
-        if let k = x.resolvingKeyFile { f.append("\"resolving_key_file\":\(jsonString(k))") }
+        if let a = x.chosenAddress { f.append((.chosenAddress, .string("\(a)"))) }
+        if let k = x.resolvingKeyFile { f.append((.resolvingKeyFile, .string(k))) }
         if let h = e.heard { f += sightingFields(h) }
-        if !e.mismatches.isEmpty {
-            f.append("\"mismatches\":[" + e.mismatches.map(jsonObject).joined(separator: ",") + "]")
-        }
-        return "{" + f.joined(separator: ",") + "}"
+        if !e.mismatches.isEmpty { f.append((.mismatches, .array(e.mismatches.map(jsonObject)))) }
+        return JSONValue(f).text
     }
 
-    static func jsonObject(_ m: Mismatch) -> String {
-        let differences = m.differences.map(jsonString).joined(separator: ",")
-        let fields: [String] = m.sighting.frame.jsonFields + sightingFields(m.sighting)
-        return "{\"differences\":[\(differences)],\"kind\":\"\(m.sighting.frame.kind)\"," + fields.joined(separator: ",") + "}"
+    static func jsonObject(_ m: Mismatch) -> JSONValue {
+        JSONValue([(.differences, JSONValue(strings: m.differences)), (.kind, .string(m.sighting.frame.kind))]
+                  + m.sighting.frame.jsonFields + sightingFields(m.sighting))
     }
 
     public static func jsonLine(unexpected s: Sighting) -> String {
-        "{" + (["\"kind\":\"unexpected\"", "\"format\":\"\(s.frame.kind)\""] + s.frame.jsonFields + sightingFields(s)).joined(separator: ",") + "}"
+        JSONValue([(.kind, .string("unexpected")), (.format, .string(s.frame.kind))] + s.frame.jsonFields + sightingFields(s)).text
     }
 
     /// A frame heard, in one line with its power.

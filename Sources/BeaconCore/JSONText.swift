@@ -1,4 +1,4 @@
-// Text for JSON lines without Foundation: string escaping and total number formatting.
+// JSON without Foundation: string escaping, total number formatting, and the one value type beacond writes and reads.
 
 /// Minimal JSON string escaping (RFC 8259): enough for the values beacond prints.
 public func jsonString(_ s: String) -> String {
@@ -37,12 +37,15 @@ public func decimal(_ x: Double, _ digits: Int) -> String {
     return digits == 0 ? "\(sign)\(whole)" : "\(sign)\(whole).\(frac)"
 }
 
-/// A parsed JSON value (RFC 8259), for what beacond reads back: its own state file. Strict, bounded in depth, and
-/// total: any input gives a value or nil, never a crash.
+/// A JSON value (RFC 8259): what beacond writes (`text` is the one writer of its JSON, members named by OutputSchema)
+/// and what it reads back, its own state file. The parser is strict, bounded in depth, and total: any input gives a
+/// value or nil, never a crash.
 public indirect enum JSONValue: Sendable, Hashable {
     case null
     case bool(Bool)
     case number(Double)
+    /// A number as the writer spells it ("100.000", "-3.5"): its fixed decimals stay as they are. Never parsed.
+    case numeral(String)
     case string(String)
     case array([JSONValue])
     /// Members in document order.
@@ -63,7 +66,13 @@ public indirect enum JSONValue: Sendable, Hashable {
         return nil
     }
     public var string: String? { if case .string(let s) = self { s } else { nil } }
-    public var number: Double? { if case .number(let n) = self { n } else { nil } }
+    public var number: Double? {
+        switch self {
+        case .number(let n): n
+        case .numeral(let s): Double(s)
+        default: nil
+        }
+    }
     public var int: Int? { number.flatMap { $0.isFinite && abs($0) < 9e15 && $0 == $0.rounded() ? Int($0) : nil } }
     public var bool: Bool? { if case .bool(let b) = self { b } else { nil } }
     public var array: [JSONValue]? { if case .array(let a) = self { a } else { nil } }
@@ -75,6 +84,7 @@ public indirect enum JSONValue: Sendable, Hashable {
         case .null: "null"
         case .bool(let b): b ? "true" : "false"
         case .number(let n): n == n.rounded() && abs(n) < 9e15 ? "\(Int(n))" : "\(n)"
+        case .numeral(let s): s
         case .string(let s): jsonString(s)
         case .array(let a): "[" + a.map(\.text).joined(separator: ",") + "]"
         case .object(let m, let order): "{" + order.map { jsonString($0) + ":" + m[$0]!.text }.joined(separator: ",") + "}"

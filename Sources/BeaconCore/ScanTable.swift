@@ -129,55 +129,56 @@ public struct ScanEntry: Sendable {
 
     /// The JSON line for this entry: never NaN or Infinity (numbers outside the model are null).
     public func jsonLine(final: Bool) -> String {
-        var fields = ["\"kind\":\"\(frame.kind)\""]
+        var fields: [(OutputKey, JSONValue)] = [(.kind, .string(frame.kind))]
+        let rssi: (OutputKey, JSONValue) = (.rssi, JSONValue(lastRSSI))
         switch frame {
         case .iBeacon(let b): fields += frame.jsonFields + ranging(b.measuredPower)
         case .altBeacon(let b): fields += frame.jsonFields + ranging(b.referenceRSSI)
         case .eddystoneUID(let b): fields += frame.jsonFields + ranging(b.measuredPowerAt1m)
-        case .eddystoneTLM: fields += frame.jsonFields + ["\"rssi\":\(lastRSSI)"]
+        case .eddystoneTLM: fields += frame.jsonFields + [rssi]
         case .eddystoneEID(let e):
-            if let r = resolved { fields += ["\"name\":\(jsonString(r.name))", "\"time_counter\":\(r.timeCounter)"] }
-            fields += ["\"resolved\":\(resolved != nil)"] + frame.jsonFields + ranging(e.measuredPowerAt1m)
+            if let r = resolved { fields += [(.name, .string(r.name)), (.timeCounter, JSONValue(r.timeCounter))] }
+            fields += [(.resolved, .bool(resolved != nil))] + frame.jsonFields + ranging(e.measuredPowerAt1m)
         case .malformedIBeacon(let reason):
-            fields += ["\"reason\":\(jsonString(reason))", "\"rssi\":\(lastRSSI)", "\"data\":\"\(hexString(data))\""]
+            fields += [(.reason, .string(reason)), rssi, (.data, .string(hexString(data)))]
         case .other:
-            fields += ["\"rssi\":\(lastRSSI)", "\"data\":\"\(hexString(data))\""]
+            fields += [rssi, (.data, .string(hexString(data)))]
         }
-        fields += ["\"packets\":\(packets)", "\"address\":\"\(address)\"", "\"address_type\":\"\(addressType)\""]
-        if let name = resolvedAddress, resolved == nil { fields.append("\"resolved\":\(jsonString(name))") }
-        if final, let c = calibration { fields.append("\"calibration\":" + c.json) }
-        if final { fields.append("\"final\":true") }
-        return "{" + fields.joined(separator: ",") + "}"
+        fields += [(.packets, JSONValue(packets)), (.address, .string(address)), (.addressType, .string(addressType))]
+        if let name = resolvedAddress, resolved == nil { fields.append((.resolved, .string(name))) }
+        if final, let c = calibration { fields.append((.calibration, c.json)) }
+        if final { fields.append((.final, .bool(true))) }
+        return JSONValue(fields).text
     }
 
     /// RSSI, smoothed RSSI, distance and proximity against the power expected at 1 m.
-    private func ranging(_ measuredPower: Int8) -> [String] {
+    private func ranging(_ measuredPower: Int8) -> [(OutputKey, JSONValue)] {
         let smoothed = filter.value
         let d = smoothed.flatMap { Ranging.distance(rssi: $0, measuredPower: measuredPower) }
-        return ["\"rssi\":\(lastRSSI)", "\"rssi_smoothed\":\(smoothed.map { decimal($0, 1) } ?? "null")",
-                "\"rssi_filter\":\(jsonString(RSSIFilter.description))", "\"distance_m\":\(d.map { decimal($0, 2) } ?? "null")",
-                "\"distance_model\":\"android-beacon-library\"", "\"proximity\":\"\(Ranging.proximity(distance: d).rawValue)\""]
+        return [(.rssi, JSONValue(lastRSSI)), (.rssiSmoothed, JSONValue(smoothed, decimals: 1)),
+                (.rssiFilter, .string(RSSIFilter.description)), (.distanceM, JSONValue(d, decimals: 2)),
+                (.distanceModel, .string("android-beacon-library")), (.proximity, .string(Ranging.proximity(distance: d).rawValue))]
     }
 }
 
 extension BeaconFrame {
     /// A beacon frame's own fields as scan's JSON names them (no RSSI, no ranging); none for what is not a beacon.
-    public var jsonFields: [String] {
+    public var jsonFields: [(OutputKey, JSONValue)] {
+        func uuid(_ u: BeaconUUID, _ major: UInt16, _ minor: UInt16, _ power: Int8) -> [(OutputKey, JSONValue)] {
+            [(.uuid, .string(u.description)), (.major, JSONValue(major)), (.minor, JSONValue(minor)), (.measuredPower, JSONValue(power))]
+        }
         switch self {
-        case .iBeacon(let b):
-            ["\"uuid\":\(jsonString(b.uuid.description))", "\"major\":\(b.major)", "\"minor\":\(b.minor)", "\"measured_power\":\(b.measuredPower)"]
-        case .altBeacon(let b):
-            ["\"uuid\":\(jsonString(b.uuid.description))", "\"major\":\(b.major)", "\"minor\":\(b.minor)", "\"measured_power\":\(b.referenceRSSI)",
-             "\"company_id\":\(b.companyID)", "\"reserved\":\(b.reserved)"]
+        case .iBeacon(let b): return uuid(b.uuid, b.major, b.minor, b.measuredPower)
+        case .altBeacon(let b): return uuid(b.uuid, b.major, b.minor, b.referenceRSSI) + [(.companyID, JSONValue(b.companyID)), (.reserved, JSONValue(b.reserved))]
         case .eddystoneUID(let b):
-            ["\"namespace\":\"\(hexString(b.namespace))\"", "\"instance\":\"\(hexString(b.instance))\"", "\"measured_power_0m\":\(b.txPowerAt0m)",
-             "\"measured_power\":\(b.measuredPowerAt1m)"]
+            return [(.namespace, .string(hexString(b.namespace))), (.instance, .string(hexString(b.instance))),
+                    (.measuredPower0m, JSONValue(b.txPowerAt0m)), (.measuredPower, JSONValue(b.measuredPowerAt1m))]
         case .eddystoneTLM(let t):
-            ["\"battery_mv\":\(t.batteryMillivolts)", "\"temperature_c\":\(t.celsius.map { decimal($0, 2) } ?? "null")",
-             "\"adv_count\":\(t.advertisingCount)", "\"uptime_s\":\(decimal(Double(t.uptimeTenths) / 10, 1))"]
+            return [(.batteryMv, JSONValue(t.batteryMillivolts)), (.temperatureC, JSONValue(t.celsius, decimals: 2)),
+                    (.advCount, JSONValue(t.advertisingCount)), (.uptimeS, JSONValue(Double(t.uptimeTenths) / 10, decimals: 1))]
         case .eddystoneEID(let e):
-            ["\"eid\":\"\(hexString(e.eid))\"", "\"measured_power_0m\":\(e.txPowerAt0m)", "\"measured_power\":\(e.measuredPowerAt1m)"]
-        case .malformedIBeacon, .other: []
+            return [(.eid, .string(hexString(e.eid))), (.measuredPower0m, JSONValue(e.txPowerAt0m)), (.measuredPower, JSONValue(e.measuredPowerAt1m))]
+        case .malformedIBeacon, .other: return []
         }
     }
 }
@@ -192,9 +193,9 @@ public struct Calibration: Sendable, Hashable {
     /// The config key's meaning for this frame.
     public var at0m: Bool
 
-    public var json: String {
-        "{\"samples\":\(samples),\"median_rssi\":\(medianRSSI.map { decimal($0, 1) } ?? "null"),"
-            + "\"measured_power\":\(measuredPower.map(String.init) ?? "null")\(at0m ? ",\"measured_power_at\":\"0 m\"" : "")}"
+    public var json: JSONValue {
+        JSONValue([(.samples, JSONValue(samples)), (.medianRSSI, JSONValue(medianRSSI, decimals: 1)), (.measuredPower, JSONValue(measuredPower))]
+                  + (at0m ? [(.measuredPowerAt, .string("0 m"))] : []))
     }
 }
 

@@ -249,27 +249,31 @@ enum AdapterCheck {
     }
 
     static func json(_ f: AdapterFacts, _ plan: AdapterPlan?, device: DeviceSpec, path: String, problems: [String], ok: Bool) -> String {
-        func opt<T>(_ v: T?) -> String { v.map { "\($0)" } ?? "null" }
-        func s(_ v: String?) -> String { v.map(jsonString) ?? "null" }
         let cs = f.controllers.map { c in
-            "{\"device\":\(jsonString(c.name)),\"up\":\(opt(c.up)),\"rfkill\":{\"soft\":\(opt(c.softBlocked)),\"hard\":\(opt(c.hardBlocked))}}"
+            JSONValue([(.device, .string(c.name)), (.up, JSONValue(c.up)),
+                       (.rfkill, JSONValue([(.soft, JSONValue(c.softBlocked)), (.hard, JSONValue(c.hardBlocked))]))])
         }
         let m = f.mgmt.map { m in
-            "{\"powered\":\(m.powered),\"low_energy\":\(m.lowEnergy),\"bluetooth_version\":\(jsonString(m.bluetoothVersion)),\"manufacturer\":\(m.manufacturer)"
-                + ",\"instances\":\(opt(m.instances)),\"max_data_length\":\(opt(m.maxDataLength)),\"advertising_sets\":\(opt(m.advertisingSets))}"
-        } ?? "null"
+            JSONValue([(.powered, .bool(m.powered)), (.lowEnergy, .bool(m.lowEnergy)), (.bluetoothVersion, .string(m.bluetoothVersion)),
+                       (.manufacturer, JSONValue(m.manufacturer)), (.instances, JSONValue(m.instances)), (.maxDataLength, JSONValue(m.maxDataLength)),
+                       (.advertisingSets, JSONValue(m.advertisingSets))])
+        } ?? .null
         let h = f.hci.map { h in
-            "{\"bluetooth_version\":\(jsonString(h.bluetoothVersion)),\"manufacturer\":\(h.manufacturer),\"extended_advertising\":\(h.extendedAdvertising)"
-                + ",\"sets\":\(opt(h.sets)),\"tx_power_range\":\(h.txPowerRange.map { "[\($0.lowerBound),\($0.upperBound)]" } ?? "null")}"
-        } ?? "null"
+            JSONValue([(.bluetoothVersion, .string(h.bluetoothVersion)), (.manufacturer, JSONValue(h.manufacturer)),
+                       (.extendedAdvertising, .bool(h.extendedAdvertising)), (.sets, JSONValue(h.sets)),
+                       (.txPowerRange, h.txPowerRange.map { .array([JSONValue($0.lowerBound), JSONValue($0.upperBound)]) } ?? .null)])
+        } ?? .null
         let p = plan.map { p in
-            "{\"config\":\(jsonString(path)),\"backend\":\(s(p.backend?.rawValue)),\"why\":\(jsonString(p.backendWhy)),\"family\":\(s(p.family))"
-                + ",\"sharing\":\(s(p.sharing)),\"addresses\":[\(p.addresses.map { p.backend == .mgmt && p.family != nil ? jsonString("kernel") : jsonString($0) }.joined(separator: ","))]"
-                + ",\"notes\":[\(p.notes.map(jsonString).joined(separator: ","))]}"
-        } ?? "null"
-        return "{\"ok\":\(ok),\"problems\":[\(problems.map(jsonString).joined(separator: ","))],\"device\":\(jsonString(device.description))"
-            + ",\"controllers\":[\(cs.joined(separator: ","))],\"bluetoothd\":{\"running\":\(opt(f.bluetoothdRunning))}"
-            + ",\"mgmt\":\(m),\"mgmt_error\":\(s(f.mgmt == nil ? f.mgmtError : f.mgmtFeaturesError)),\"hci\":\(h),\"hci_error\":\(s(f.hci == nil ? f.hciError ?? f.hciNotAsked : nil)),\"run\":\(p)}\n"
+            JSONValue([(.config, .string(path)), (.backend, JSONValue(p.backend?.rawValue)), (.why, .string(p.backendWhy)), (.family, JSONValue(p.family)),
+                       (.sharing, JSONValue(p.sharing)), (.addresses, JSONValue(strings: p.addresses.map { p.backend == .mgmt && p.family != nil ? "kernel" : $0 })),
+                       (.notes, JSONValue(strings: p.notes))])
+        } ?? .null
+        return JSONValue([
+            (.ok, .bool(ok)), (.problems, JSONValue(strings: problems)), (.device, .string(device.description)), (.controllers, .array(cs)),
+            (.bluetoothd, JSONValue([(.running, JSONValue(f.bluetoothdRunning))])), (.mgmt, m),
+            (.mgmtError, JSONValue(f.mgmt == nil ? f.mgmtError : f.mgmtFeaturesError)), (.hci, h),
+            (.hciError, JSONValue(f.hci == nil ? f.hciError ?? f.hciNotAsked : nil)), (.run, p),
+        ]).text + "\n"
     }
 }
 

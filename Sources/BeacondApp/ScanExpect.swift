@@ -66,9 +66,12 @@ enum ScanExpect {
         if json {
             for e in results { out += AirCheck.jsonLine(e) + "\n" }
             for s in check.unexpected.values.sorted(by: { $0.lastSeen < $1.lastSeen }) { out += AirCheck.jsonLine(unexpected: s) + "\n" }
-            out += "{\"kind\":\"expect_summary\",\"device\":\(jsonString(device)),\"expected\":\(results.count),\"heard\":\(results.count - missing.count - mismatched.count),"
-                + "\"missing\":\(missing.count),\"mismatched\":\(mismatched.count),\"unexpected\":\(check.unexpected.count),"
-                + "\"seconds\":\(decimal(seconds, 1)),\"exit\":\(code.rawValue),\"final\":true}\n"
+            out += JSONValue([
+                (.kind, .string("expect_summary")), (.device, .string(device)), (.expected, JSONValue(results.count)),
+                (.heard, JSONValue(results.count - missing.count - mismatched.count)), (.missing, JSONValue(missing.count)),
+                (.mismatched, JSONValue(mismatched.count)), (.unexpected, JSONValue(check.unexpected.count)),
+                (.seconds, JSONValue(seconds, decimals: 1)), (.exit, JSONValue(code.rawValue)), (.final, .bool(true)),
+            ]).text + "\n"
         } else {
             for e in results { out += AirCheck.textLine(e) }
             for s in check.unexpected.values.sorted(by: { $0.lastSeen < $1.lastSeen }) {

@@ -257,7 +257,8 @@ final class Scanner {
         for s in seen.entries where final || s.updated { out += s.jsonLine(final: final) + "\n" }
         seen.forEach { $0.updated = false }
         if final {
-            out += "{\"kind\":\"summary\",\"entries\":\(seen.count),\"capacity\":\(seen.capacity),\"evicted\":\(seen.evicted),\"final\":true}\n"
+            out += JSONValue([(.kind, .string("summary")), (.entries, JSONValue(seen.count)), (.capacity, JSONValue(seen.capacity)),
+                              (.evicted, JSONValue(seen.evicted)), (.final, .bool(true))]).text + "\n"
         }
         if !out.isEmpty { Output.out(out) }
     }

@@ -36,14 +36,14 @@ struct DaemonView {
     /// Why the state file of a running beacond cannot be read (too large, not JSON …).
     var unreadable: String?
 
-    var pid: Int32 { state["pid"]?.int.map { Int32(clamping: $0) } ?? holder ?? RuntimeStateFile.handRunPID(ofDirectory: directory) ?? 0 }
+    var pid: Int32 { state[.pid]?.int.map { Int32(clamping: $0) } ?? holder ?? RuntimeStateFile.handRunPID(ofDirectory: directory) ?? 0 }
     var directory: String { String(path.dropLast(RuntimeStateFile.fileName.count + 1)) }
-    var phase: String { state["phase"]?.string ?? "unknown" }
-    var device: String { state["controller"]?["device"]?.string ?? "?" }
-    var configPath: String { state["config"]?["path"]?.string ?? "?" }
+    var phase: String { state[.phase]?.string ?? "unknown" }
+    var device: String { state[.controller]?[.device]?.string ?? "?" }
+    var configPath: String { state[.config]?[.path]?.string ?? "?" }
     var name: String { unit ?? "beacond (pid \(pid), by hand)" }
-    var reloadCount: Int { state["reload"]?["count"]?.int ?? 0 }
-    var reloadResult: String? { state["reload"]?["result"]?.string }
+    var reloadCount: Int { state[.reload]?[.count]?.int ?? 0 }
+    var reloadResult: String? { state[.reload]?[.result]?.string }
 
     /// The beacond whose runtime directory is `directory`, if one runs: its lock is held (a state file whose lock is
     /// free is a dead process's, whatever has its pid now, and a hand run's is removed), the directory is root's, this
@@ -68,7 +68,7 @@ struct DaemonView {
         }
         do {
             let bytes = try dir.readFile(named: RuntimeStateFile.fileName, limit: RuntimeStateFile.maximumSize)
-            guard let v = JSONValue(parsing: bytes), v["pid"]?.int != nil else {
+            guard let v = JSONValue(parsing: bytes), v[.pid]?.int != nil else {
                 view.unreadable = "\(view.path) is not a state file beacond writes"
                 return alive == true ? view : nil
             }
@@ -81,7 +81,7 @@ struct DaemonView {
         }
         // The lock's holder wrote it, or a process that had the directory before it (a unit restarted: the new one
         // has not written yet).
-        if let h = view.holder, h != Int32(clamping: view.state["pid"]?.int ?? 0) { return nil }
+        if let h = view.holder, h != Int32(clamping: view.state[.pid]?.int ?? 0) { return nil }
         if alive == nil && !processExists(view.pid) { return nil }
         return view
     }
@@ -100,11 +100,11 @@ struct DaemonView {
             return ["\(name): running (pid \(pid)), but its state cannot be read: \(why); 'beacond reload --pid \(pid)' still reloads it"]
         }
         var out: [String] = []
-        let status = state["status"]?.string ?? ""
+        let status = state[.status]?.string ?? ""
         switch phase {
         case "advertising":
-            for b in state["beacons"]?.array ?? [] where b["on_air"]?.bool != true {
-                out.append("\(name): beacon \(b["index"]?.int ?? 0) is not on the air: \(status)")
+            for b in state[.beacons]?.array ?? [] where b[.onAir]?.bool != true {
+                out.append("\(name): beacon \(b[.index]?.int ?? 0) is not on the air: \(status)")
             }
         case "unprovisioned":
             out.append("\(name): no beacon yet: \(status)")
@@ -113,9 +113,9 @@ struct DaemonView {
         }
         if reloadResult == "refused" && !refusalUndone {
             out.append("\(name): the last reload was refused and the previous configuration stays on the air: \(configPath) has "
-                       + Self.refusal(state["reload"]) + "; fix it ('beacond check-config --config \(configPath)' lists them), then run '\(reloadCommand)'")
+                       + Self.refusal(state[.reload]) + "; fix it ('beacond check-config --config \(configPath)' lists them), then run '\(reloadCommand)'")
         }
-        if state["clock"]?["synchronized"]?.bool == false {
+        if state[.clock]?[.synchronized]?.bool == false {
             out.append("\(name): the system clock is not synchronized, so receivers cannot resolve the Eddystone-EIDs: enable time synchronization (timedatectl set-ntp true)")
         }
         return out
@@ -124,7 +124,7 @@ struct DaemonView {
     /// The refused file is gone: the config file is the one on the air again (a hand edit undone without a reload).
     /// Then the refusal is history (`last_refused`), not a problem that fails every deployment after it.
     var refusalUndone: Bool {
-        guard let running = state["config"]?["sha256"]?.string,
+        guard let running = state[.config]?[.sha256]?.string,
               let bytes = try? FileDescriptor.readFile(configPath, limit: 1 << 20) else { return false }
         return SHA256.hex(bytes) == running.lowercased()
     }
@@ -133,7 +133,7 @@ struct DaemonView {
     /// still to come, refused, or another file).
     func runsOtherConfig(than sha256: String) -> String? {
         guard unreadable == nil else { return nil }
-        let running = state["config"]?["sha256"]?.string ?? ""
+        let running = state[.config]?[.sha256]?.string ?? ""
         guard running.lowercased() != sha256 else { return nil }
         return "\(name) runs another config (SHA-256 \(running.prefix(12))…) than expected (\(sha256.prefix(12))…): "
             + "if \(configPath) is the expected file, run '\(reloadCommand)'"
@@ -144,8 +144,8 @@ struct DaemonView {
     /// A refusal as the state keeps it (`error_count`, `error_lines`): "2 errors, on lines 4 and 9". The state has no
     /// text of the errors: the journal and check-config do.
     static func refusal(_ r: JSONValue?) -> String {
-        let n = r?["error_count"]?.int ?? 0
-        let lines = (r?["error_lines"]?.array ?? []).compactMap(\.int).map(String.init)
+        let n = r?[.errorCount]?.int ?? 0
+        let lines = (r?[.errorLines]?.array ?? []).compactMap(\.int).map(String.init)
         var s = "\(n) error\(n == 1 ? "" : "s")"
         if let last = lines.last {
             s += lines.count == 1 ? ", on line \(last)" : ", on lines " + lines.dropLast().joined(separator: ", ") + " and " + last
@@ -158,44 +158,44 @@ struct DaemonView {
     var text: String {
         if let why = unreadable { return "\(name): running (pid \(pid)), state unreadable: \(why)\n" }
         let s = state
-        var t = "\(name): \(phase) on \(device) (beacond \(s["version"]?.string ?? "?"), pid \(pid))\n"
-        t += "  status: \(s["status"]?.string ?? "")\n"
-        t += "  config: \(configPath) (sha256 \(String((s["config"]?["sha256"]?.string ?? "").prefix(12)))…)\n"
-        if let c = s["controller"], let backend = c["backend"]?.string {
-            var facts = [backend, "\(c["family"]?.string ?? "?") advertising"]
-            if let v = c["bluetooth_version"]?.string { facts.append("Bluetooth \(v)") }
-            if let m = c["manufacturer"]?.int { facts.append("manufacturer \(m)") }
-            if let n = c["sets"]?.int { facts.append("\(n) advertising sets") }
-            if let n = c["instances"]?.int { facts.append("\(n) kernel instances") }
-            if c["time_sliced"]?.bool == true { facts.append("beacons take turns") }
+        var t = "\(name): \(phase) on \(device) (beacond \(s[.version]?.string ?? "?"), pid \(pid))\n"
+        t += "  status: \(s[.status]?.string ?? "")\n"
+        t += "  config: \(configPath) (sha256 \(String((s[.config]?[.sha256]?.string ?? "").prefix(12)))…)\n"
+        if let c = s[.controller], let backend = c[.backend]?.string {
+            var facts = [backend, "\(c[.family]?.string ?? "?") advertising"]
+            if let v = c[.bluetoothVersion]?.string { facts.append("Bluetooth \(v)") }
+            if let m = c[.manufacturer]?.int { facts.append("manufacturer \(m)") }
+            if let n = c[.sets]?.int { facts.append("\(n) advertising sets") }
+            if let n = c[.instances]?.int { facts.append("\(n) kernel instances") }
+            if c[.timeSliced]?.bool == true { facts.append("beacons take turns") }
             t += "  controller: \(device): \(facts.joined(separator: ", "))\n"
         }
         let now = wallClock().seconds
-        for b in s["beacons"]?.array ?? [] {
+        for b in s[.beacons]?.array ?? [] {
             let id: [String]
-            if case .object(let m, let order)? = b["identity"] {
+            if case .object(let m, let order)? = b[.identity] {
                 id = order.map { k in "\(k) \(m[k]!.string ?? m[k]!.text)" }
             } else { id = [] }
-            var line = "  \(b["index"]?.int ?? 0). \(b["format"]?.string ?? "?")"
+            var line = "  \(b[.index]?.int ?? 0). \(b[.format]?.string ?? "?")"
             if !id.isEmpty { line += " " + id.joined(separator: " ") }
-            let kind = b["address_kind"]?.string ?? "?"
-            line += " from " + (b["address"]?.string.map { "\($0) (\(kind))" } ?? kind)
+            let kind = b[.addressKind]?.string ?? "?"
+            line += " from " + (b[.address]?.string.map { "\($0) (\(kind))" } ?? kind)
             // Not its own address, for now: say why, and when it comes back.
-            if let why = b["address_held_back"]?.string { line += " [not its \(kind) address: \(why)]" }
-            if let ms = b["interval_ms"]?.number { line += ", every \(decimal(ms, ms < 10 ? 2 : 0)) ms" }
-            if b["on_air"]?.bool == true {
-                let since = b["on_air_since"]?.int.map { UInt64(clamping: $0) } ?? now
+            if let why = b[.addressHeldBack]?.string { line += " [not its \(kind) address: \(why)]" }
+            if let ms = b[.intervalMs]?.number { line += ", every \(decimal(ms, ms < 10 ? 2 : 0)) ms" }
+            if b[.onAir]?.bool == true {
+                let since = b[.onAirSince]?.int.map { UInt64(clamping: $0) } ?? now
                 line += ", on the air for \(formatDuration(.seconds(Int64(now >= since ? now - since : 0))))"
             } else {
                 line += ", not on the air"
             }
             t += line + "\n"
-            for w in b["warnings"]?.array?.compactMap(\.string) ?? [] { t += "     warning: \(w)\n" }
+            for w in b[.warnings]?.array?.compactMap(\.string) ?? [] { t += "     warning: \(w)\n" }
         }
-        if s["clock"]?["synchronized"]?.string == "unknown" {
+        if s[.clock]?[.synchronized]?.string == "unknown" {
             t += "  clock: whether it is synchronized is unknown (adjtimex refused, no systemd-timesyncd): the EIDs resolve only if it is\n"
         }
-        if let r = s["last_refused"], let at = r["at"]?.int, reloadResult != "refused" {
+        if let r = s[.lastRefused], let at = r[.at]?.int, reloadResult != "refused" {
             t += "  an earlier reload was refused (\(formatDuration(.seconds(Int64(max(0, Int(now) - at))))) ago, \(Self.refusal(r))); the file has been taken since\n"
         }
         return t
@@ -213,16 +213,15 @@ enum StatusCommand {
         let allProblems = daemons.isEmpty ? [none] : problems
         let ok = !daemons.isEmpty && problems.isEmpty
         if o.json {
-            let each = daemons.map { d -> String in
-                var members = ["\"unit\":\(d.unit.map(jsonString) ?? "null")", "\"state_file\":\(jsonString(d.path))"]
+            let each = daemons.map { d -> JSONValue in
+                let place: [(OutputKey, JSONValue)] = [(.unit, JSONValue(d.unit)), (.stateFile, .string(d.path))]
                 guard case .object(let m, let order) = d.state else {
-                    members += ["\"pid\":\(d.pid)", "\"unreadable\":\(jsonString(d.unreadable ?? "no state"))"]
-                    return "{" + members.joined(separator: ",") + "}"
+                    return JSONValue(place + [(.pid, JSONValue(d.pid)), (.unreadable, .string(d.unreadable ?? "no state"))])
                 }
-                members += order.map { "\(jsonString($0)):\(m[$0]!.text)" }
-                return "{" + members.joined(separator: ",") + "}"
+                // The state file's members as it has them (a newer beacond's too).
+                return JSONValue(members: place.map { ($0.0.rawValue, $0.1) } + order.map { ($0, m[$0]!) })
             }
-            Output.out("{\"ok\":\(ok),\"problems\":[\(allProblems.map(jsonString).joined(separator: ","))],\"daemons\":[\(each.joined(separator: ","))]}\n")
+            Output.out(JSONValue([(.ok, .bool(ok)), (.problems, JSONValue(strings: allProblems)), (.daemons, .array(each))]).text + "\n")
         } else {
             Output.out(daemons.map(\.text).joined(separator: "\n"))
             if !allProblems.isEmpty {
@@ -286,9 +285,9 @@ enum StatusCommand {
             }
             guard let now = DaemonView.read(directory: d.directory), now.unreadable == nil, now.pid == d.pid else { continue }
             guard unreadableBefore || now.reloadCount > before, let result = now.reloadResult, result != "in-progress" else { continue }
-            let status = now.state["status"]?.string ?? ""
+            let status = now.state[.status]?.string ?? ""
             if result == "refused" {
-                Output.err("beacond reload: \(now.configPath) was refused (\(DaemonView.refusal(now.state["reload"])); "
+                Output.err("beacond reload: \(now.configPath) was refused (\(DaemonView.refusal(now.state[.reload])); "
                            + "'beacond check-config --config \(now.configPath)' lists them); the previous configuration stays on the air: \(status)\n")
                 return .config
             }

@@ -154,23 +154,19 @@ enum Tools {
     }
 
     /// payload --format json's fields for the beacon, before the advertising settings.
-    static func beaconJSON(_ beacon: Beacon) -> String {
+    static func beaconJSON(_ beacon: Beacon) -> [(OutputKey, JSONValue)] {
+        let format: [(OutputKey, JSONValue)] = [(.format, .string(beacon.format.rawValue))]
         switch beacon {
-        case .iBeacon(let b):
-            return "\"uuid\":\(jsonString(b.uuid.description)),\"major\":\(b.major),\"minor\":\(b.minor),\"measured_power\":\(b.measuredPower)"
-        case .altBeacon(let b):
-            return "\"format\":\"altbeacon\",\"uuid\":\(jsonString(b.uuid.description)),\"major\":\(b.major),\"minor\":\(b.minor),"
-                + "\"measured_power\":\(b.referenceRSSI),\"company_id\":\(b.companyID),\"reserved\":\(b.reserved)"
-        case .eddystoneUID(let b):
-            return "\"format\":\"eddystone-uid\",\"namespace\":\(jsonString(hexString(b.namespace))),"
-                + "\"instance\":\(jsonString(hexString(b.instance))),\"measured_power_0m\":\(b.txPowerAt0m)"
+        case .iBeacon(let b): return BeaconFrame.iBeacon(b).jsonFields
+        case .altBeacon(let b): return format + BeaconFrame.altBeacon(b).jsonFields
+        // Eddystone-UID: the frame's fields but the 1 m value scan derives.
+        case .eddystoneUID(let b): return format + Array(BeaconFrame.eddystoneUID(b).jsonFields.dropLast())
         case .eddystoneEID(let b):
-            return "\"format\":\"eddystone-eid\",\"measured_power_0m\":\(b.txPowerAt0m),\"rotation_exponent\":\(b.exponent),"
-                + "\"period_start\":\(b.computedFor.map(String.init) ?? "null"),\"eid\":\(jsonString(hexString(b.ephemeralID)))"
+            return format + [(.measuredPower0m, JSONValue(b.txPowerAt0m)), (.rotationExponent, JSONValue(b.exponent)),
+                             (.periodStart, JSONValue(b.computedFor)), (.eid, .string(hexString(b.ephemeralID)))]
         case .eddystoneTLM(let b):
-            return "\"format\":\"eddystone-tlm\",\"battery_mv\":\(b.batteryMillivolts),\"temperature_c\":\(b.celsius.map { "\($0)" } ?? "null")"
-        case .bthome(let b):
-            return "\"format\":\"bthome\",\"encrypted\":\(b.encrypted)"
+            return format + [(.batteryMv, JSONValue(b.batteryMillivolts)), (.temperatureC, b.celsius.map { .numeral("\($0)") } ?? .null)]
+        case .bthome(let b): return format + [(.encrypted, .bool(b.encrypted))]
         }
     }
 
@@ -242,12 +238,13 @@ enum Tools {
         case .json:
             let a = config.advertising
             let intervalMs = String(interval.description.dropLast(3))
-            Output.out("{" + beaconJSON(b) + ",\"interval_ms\":\(intervalMs),\"connectable\":\(a.connectable),"
-                + "\"pdu\":\(jsonString(type.pduName)),\"tx_power\":\(a.txPower.map(String.init) ?? "null"),"
-                + "\"advertising_data\":\(jsonString(hexString(data.bytes)))"
-                + ",\"address\":\(address?.own.map { jsonString($0.description) } ?? "null"),\"address_setting\":\(jsonString(address?.setting ?? "static"))"
-                + ",\"address_setting_with_sets\":\(jsonString(address?.settingWithSets ?? "static"))"
-                + (scanResponse.map { ",\"scan_response\":\(jsonString(hexString($0.bytes)))" } ?? "") + "}\n")
+            let settings: [(OutputKey, JSONValue)] = [
+                (.intervalMs, .numeral(intervalMs)), (.connectable, .bool(a.connectable)), (.pdu, .string(type.pduName)),
+                (.txPower, JSONValue(a.txPower)), (.advertisingData, .string(hexString(data.bytes))),
+                (.address, JSONValue(address?.own?.description)), (.addressSetting, .string(address?.setting ?? "static")),
+                (.addressSettingWithSets, .string(address?.settingWithSets ?? "static")),
+            ]
+            Output.out(JSONValue(beaconJSON(b) + settings + (scanResponse.map { [(.scanResponse, .string(hexString($0.bytes)))] } ?? [])).text + "\n")
         }
     }
 

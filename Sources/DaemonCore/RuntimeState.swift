@@ -12,7 +12,7 @@ public struct RuntimeState: Sendable, Hashable {
         public var index: Int
         /// The config's `format` value ("ibeacon", "eddystone-uid" …).
         public var format: String
-        /// The identity as the config's keys name it, each value already JSON ("\"E2C5…\"", "1").
+        /// The identity as the config's keys name it.
         public var identity: [Field]
         /// The address it advertises from when beacond set it ("C6:12:34:56:78:9A", "public"); nil when the kernel
         /// or the controller picks it, or it is not on the air.
@@ -31,9 +31,8 @@ public struct RuntimeState: Sendable, Hashable {
     }
 
     public struct Field: Sendable, Hashable {
-        public var name: String
-        /// JSON text.
-        public var value: String
+        public var name: OutputKey
+        public var value: JSONValue
     }
 
     public let version: String
@@ -56,7 +55,7 @@ public struct RuntimeState: Sendable, Hashable {
     /// cannot be told (adjtimex refused under ProtectClock= with chrony or ntpsec, and no timesyncd flag).
     public let clockSynchronized: Bool??
 
-    /// The state file's text: one JSON object (field names in the README's output vocabulary), rendered once.
+    /// The state file's text: one JSON object (its fields: OutputSchema's state rows), rendered once.
     public private(set) var json = ""
 
     public static func == (a: Self, b: Self) -> Bool { a.json == b.json }
@@ -137,7 +136,7 @@ public struct RuntimeState: Sendable, Hashable {
             count = e.diagnostics.count
             lines = e.lines
         }
-        var json: String { "\"error_count\":\(count),\"error_lines\":[\(lines.map(String.init).joined(separator: ","))]" }
+        var members: [(OutputKey, JSONValue)] { [(.errorCount, JSONValue(count)), (.errorLines, .array(lines.map { JSONValue($0) }))] }
     }
 
     public static func name(_ p: Lifecycle.Phase) -> String {
@@ -157,45 +156,43 @@ public struct RuntimeState: Sendable, Hashable {
 
     /// The identity by the config's own key names; an EID beacon's key by its file's name only.
     public static func identity(_ b: Beacon) -> [Field] {
-        func s(_ v: String) -> String { jsonString(v) }
+        func uuid(_ u: BeaconUUID, _ major: UInt16, _ minor: UInt16) -> [Field] {
+            [Field(name: .uuid, value: .string(u.description)), Field(name: .major, value: JSONValue(major)), Field(name: .minor, value: JSONValue(minor))]
+        }
         switch b {
-        case .iBeacon(let x): return [Field(name: "uuid", value: s("\(x.uuid)")), Field(name: "major", value: "\(x.major)"), Field(name: "minor", value: "\(x.minor)")]
-        case .altBeacon(let x): return [Field(name: "uuid", value: s("\(x.uuid)")), Field(name: "major", value: "\(x.major)"), Field(name: "minor", value: "\(x.minor)")]
-        case .eddystoneUID(let x): return [Field(name: "namespace", value: s(hexString(x.namespace))), Field(name: "instance", value: s(hexString(x.instance)))]
-        case .eddystoneEID(let x): return [Field(name: "key", value: s(Redaction.apply(x.keyFile))), Field(name: "rotation_exponent", value: "\(x.exponent)")]
+        case .iBeacon(let x): return uuid(x.uuid, x.major, x.minor)
+        case .altBeacon(let x): return uuid(x.uuid, x.major, x.minor)
+        case .eddystoneUID(let x): return [Field(name: .namespace, value: .string(hexString(x.namespace))), Field(name: .instance, value: .string(hexString(x.instance)))]
+        case .eddystoneEID(let x): return [Field(name: .key, value: .string(Redaction.apply(x.keyFile))), Field(name: .rotationExponent, value: JSONValue(x.exponent))]
         case .eddystoneTLM: return []
-        case .bthome(let x): return x.bindkeyFile.map { [Field(name: "bindkey_file", value: s($0))] } ?? []
+        case .bthome(let x): return x.bindkeyFile.map { [Field(name: .bindkeyFile, value: .string($0))] } ?? []
         }
     }
 
     private var rendered: String {
         // Every text field goes through Redaction: what any user reads never holds a key.
-        func text(_ v: String) -> String { jsonString(Redaction.apply(v)) }
-        func opt(_ v: String?) -> String { v.map(text) ?? "null" }
-        func list(_ v: [String]) -> String { "[" + v.map(text).joined(separator: ",") + "]" }
-        var c = "null"
-        if let x = controller {
-            c = "{\"device\":\(jsonString(device)),\"backend\":\(jsonString(x.backend.rawValue)),\"family\":\(jsonString(x.family))"
-                + ",\"bluetooth_version\":\(opt(x.bluetoothVersion)),\"manufacturer\":\(x.manufacturer.map { "\($0)" } ?? "null")"
-                + ",\"sets\":\(x.sets.map { "\($0)" } ?? "null"),\"instances\":\(x.instances.map { "\($0)" } ?? "null")"
-                + ",\"time_sliced\":\(x.timeSliced)}"
-        } else {
-            c = "{\"device\":\(jsonString(device)),\"backend\":null,\"family\":null,\"bluetooth_version\":null,\"manufacturer\":null,\"sets\":null,\"instances\":null,\"time_sliced\":false}"
-        }
+        func text(_ v: String?) -> JSONValue { JSONValue(v.map(Redaction.apply)) }
+        let x = controller
+        let c = JSONValue([
+            (.device, .string(device)), (.backend, JSONValue(x?.backend.rawValue)), (.family, JSONValue(x?.family)),
+            (.bluetoothVersion, text(x?.bluetoothVersion)), (.manufacturer, JSONValue(x?.manufacturer)), (.sets, JSONValue(x?.sets)),
+            (.instances, JSONValue(x?.instances)), (.timeSliced, .bool(x?.timeSliced ?? false)),
+        ])
         let bs = beacons.map { b in
-            "{\"index\":\(b.index),\"format\":\(jsonString(b.format)),\"identity\":{"
-                + b.identity.map { "\(jsonString($0.name)):\($0.value)" }.joined(separator: ",") + "}"
-                + ",\"address\":\(opt(b.address)),\"address_kind\":\(jsonString(b.addressKind)),\"address_held_back\":\(opt(b.addressHeldBack))"
-                + ",\"interval_ms\":\(b.intervalMs.map { decimal($0, 3) } ?? "null"),\"on_air\":\(b.onAir)"
-                + ",\"on_air_since\":\(b.onAirSince.map { "\($0)" } ?? "null"),\"warnings\":\(list(b.warnings))}"
+            JSONValue([
+                (.index, JSONValue(b.index)), (.format, .string(b.format)), (.identity, JSONValue(b.identity.map { ($0.name, $0.value) })),
+                (.address, text(b.address)), (.addressKind, .string(b.addressKind)), (.addressHeldBack, text(b.addressHeldBack)),
+                (.intervalMs, JSONValue(b.intervalMs, decimals: 3)), (.onAir, .bool(b.onAir)), (.onAirSince, JSONValue(b.onAirSince)),
+                (.warnings, .array(b.warnings.map { text($0) })),
+            ])
         }
-        var reload = "{\"count\":\(reloadCount),\"result\":\(opt(reloadResult))"
-        if let r = reloadErrors { reload += "," + r.json }
-        reload += "}"
-        let refused = lastRefused.map { "{\"at\":\($0.at),\($0.errors.json)}" } ?? "null"
-        let clock = clockSynchronized.map { "{\"synchronized\":\($0.map { "\($0)" } ?? "\"unknown\"")}" } ?? "null"
-        return "{\"version\":\(jsonString(version)),\"pid\":\(pid),\"config\":{\"path\":\(jsonString(configPath)),\"sha256\":\(jsonString(configDigest))}"
-            + ",\"phase\":\(jsonString(phase)),\"status\":\(text(status)),\"controller\":\(c),\"beacons\":[\(bs.joined(separator: ","))]"
-            + ",\"reload\":\(reload),\"last_refused\":\(refused),\"clock\":\(clock)}\n"
+        let reload = JSONValue([(.count, JSONValue(reloadCount)), (.result, text(reloadResult))] + (reloadErrors?.members ?? []))
+        let refused = lastRefused.map { JSONValue([(.at, JSONValue($0.at))] + $0.errors.members) } ?? .null
+        let clock = clockSynchronized.map { JSONValue([(.synchronized, $0.map { .bool($0) } ?? .string("unknown"))]) } ?? .null
+        return JSONValue([
+            (.version, .string(version)), (.pid, JSONValue(pid)), (.config, JSONValue([(.path, .string(configPath)), (.sha256, .string(configDigest))])),
+            (.phase, .string(phase)), (.status, text(status)), (.controller, c), (.beacons, .array(bs)),
+            (.reload, reload), (.lastRefused, refused), (.clock, clock),
+        ]).text + "\n"
     }
 }

@@ -33,7 +33,12 @@ private func onAir(_ addresses: [String?]) -> OnAir {
           controller: controller, addresses: addresses)
 }
 
-private func json(_ s: RuntimeState) -> JSONValue { JSONValue(parsing: Array(s.json.utf8))! }
+/// The state file's value; every member in it is one the output schema's rows describe, with a type they give.
+private func json(_ s: RuntimeState) -> JSONValue {
+    let v = JSONValue(parsing: Array(s.json.utf8))!
+    #expect(OutputReport.state.violations(v) == [])
+    return v
+}
 
 @Suite("runtime state")
 struct RuntimeStateTests {
@@ -46,6 +51,8 @@ struct RuntimeStateTests {
         let s = RuntimeState(lc, pid: 42, configDigest: "ab", now: 1000, previous: nil)
         let j = json(s)
         #expect(j["phase"]?.string == "advertising")
+        // Intervals with their three decimals, as the file has always had them.
+        #expect(s.json.contains("\"interval_ms\":100.000,") && s.json.contains("\"interval_ms\":250.000,"))
         #expect(j["pid"]?.int == 42)
         #expect(j["config"]?["sha256"]?.string == "ab")
         #expect(j["controller"]?["family"]?.string == "extended")

@@ -25,6 +25,7 @@ import pytest
 from conftest import APPLE_UUID, ibeacon_bytes, kept_addresses, run_cli
 from harness.lab import Lab, wait_for
 from harness.notify import NotifyListener
+import output_schema
 from test_beacons import ALT, ALT_BYTES, EDDY, EDDY_BYTES, IB, IB_BYTES, heard_all
 from test_formats import INSTANCE, NAMESPACE
 
@@ -128,7 +129,7 @@ def test_payload_and_check_config_show_each_beacons_address(tmp_path, processes,
     assert r.returncode == 0, r.stderr
     assert f'address       static, made at first start (kept in {file})' in r.stdout, r.stdout
     assert 'address       D7:00:00:00:00:02 (chosen)' in r.stdout
-    lines = [json.loads(l) for l in run_cli('payload', '-c', str(conf), '--format', 'json').stdout.splitlines()]
+    lines = output_schema.lines('payload', run_cli('payload', '-c', str(conf), '--format', 'json').stdout)
     assert [(l['address'], l['address_setting']) for l in lines] == [(None, 'static'), ('D7:00:00:00:00:02', 'chosen')]
     sock = tmp_path / 'hci.sock'
     with Lab(f'unix-server:{sock}') as lab:
@@ -138,7 +139,7 @@ def test_payload_and_check_config_show_each_beacons_address(tmp_path, processes,
     (mine,) = got[IB_BYTES]
     r = run_cli('check-config', '-c', str(conf))
     assert f'address       {mine} (static, kept in {file})' in r.stdout, r.stdout
-    lines = [json.loads(l) for l in run_cli('payload', '-c', str(conf), '--format', 'json').stdout.splitlines()]
+    lines = output_schema.lines('payload', run_cli('payload', '-c', str(conf), '--format', 'json').stdout)
     assert lines[0]['address'] == mine
     # The hcitool recipe sets the address it advertises from: LE Set Random Address, own address type random.
     hcitool = run_cli('payload', '-c', str(conf), '--format', 'hcitool').stdout
@@ -177,7 +178,7 @@ def test_scan_calibrate_gives_the_median_rssi_and_the_sample_count(tmp_path, pro
         wait_for(lab.advertising, 10, what='beacond run advertising')
         r = run_cli('scan', '--device', f'tcp:127.0.0.1:{port2}', '--calibrate', '5', '--json')
         assert r.returncode == 0, r.stderr
-        final = [json.loads(l) for l in r.stdout.splitlines() if '"final":true' in l and '"summary"' not in l]
+        final = [output_schema.loads('scan', l) for l in r.stdout.splitlines() if '"final":true' in l and '"summary"' not in l]
         by = {l['kind']: l for l in final}
         # Bumble reports every packet at -50 dBm: the median is -50; the sample count is the packets counted.
         ib = by['ibeacon']['calibration']

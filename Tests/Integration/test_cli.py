@@ -14,6 +14,7 @@ from beacontools import parse_packet
 from bumble.core import AdvertisingData
 
 from conftest import APPLE_UUID, FIXTURES, ROOT, beacond_path, config_text, ibeacon_bytes, run_cli
+import output_schema
 
 UUID_RE = re.compile(r'^[0-9A-F]{8}-[0-9A-F]{4}-4[0-9A-F]{3}-[89AB][0-9A-F]{3}-[0-9A-F]{12}$')
 
@@ -67,10 +68,9 @@ def test_payload_hcitool_lines_carry_the_same_bytes(tmp_path):
 
 
 def test_payload_json(tmp_path):
-    import json
     conf = tmp_path / 'b.conf'
     conf.write_text(config_text(minor=7, tx_power=-4))
-    j = json.loads(run_cli('payload', '-c', str(conf), '-f', 'json', check=True).stdout)
+    j = output_schema.loads('payload', run_cli('payload', '-c', str(conf), '-f', 'json', check=True).stdout)
     assert j == {'uuid': APPLE_UUID, 'major': 1, 'minor': 7, 'measured_power': -59, 'interval_ms': 100,
                  'connectable': False, 'pdu': 'ADV_NONCONN_IND', 'tx_power': -4,
                  'advertising_data': ibeacon_bytes(minor=7).hex(),

@@ -14,6 +14,7 @@ import pytest
 
 from conftest import beacond_path, run_cli
 from harness.lab import Lab, wait_for
+import output_schema
 
 KEY = '0102030405060708090A111213141516'
 PREFIX = bytes.fromhex('0201060303aafe0d16aafe30')
@@ -223,7 +224,7 @@ def test_payload_time_check_config_and_gen_key(tmp_path):
     conf = eid_config(tmp_path, k=10)
     r = run_cli('payload', '-c', str(conf), '--time', '2000', '--format', 'json')
     assert r.returncode == 0, r.stderr
-    j = json.loads(r.stdout)
+    j = output_schema.loads('payload', r.stdout)
     assert (j['eid'], j['period_start'], j['rotation_exponent'], j['measured_power_0m']) == ('4144413e45fefa58', 1024, 10, -20)
     assert j['advertising_data'] == (PREFIX + b'\xec').hex() + '4144413e45fefa58'
     # Near the end of the 32-bit counter: the top period, and a temporary-key rollover between 65535 and 65536.
@@ -259,18 +260,18 @@ def test_scan_resolves_the_beacon_by_its_key_and_a_wrong_key_does_not(tmp_path, 
         wait_for(lab.advertising, 10, what='beacond run advertising')
         r = run_cli('scan', '--device', f'tcp:127.0.0.1:{port2}', '--duration', '5', '--json', '--eid-keys', str(keys))
         assert r.returncode == 0, r.stderr
-        final = [json.loads(l) for l in r.stdout.splitlines() if '"final":true' in l and '"summary"' not in l]
+        final = [output_schema.loads('scan', l) for l in r.stdout.splitlines() if '"final":true' in l and '"summary"' not in l]
         # One entry for the beacon, whatever its EIDs and addresses in 5 s (K = 2: two or three of each).
         assert [(f['kind'], f['name'], f['resolved']) for f in final] == [('eddystone-eid', 'shop 7', True)], final
         f = final[0]
         assert bytes.fromhex(f['eid']) == eid(KEY, 2, f['time_counter']) and f['time_counter'] % 4 == 0
         assert abs(f['time_counter'] - time.time()) < 12
         r = run_cli('scan', '--device', f'tcp:127.0.0.1:{port2}', '--duration', '3', '--json', '--eid-keys', str(wrong))
-        final = [json.loads(l) for l in r.stdout.splitlines() if '"final":true' in l and '"summary"' not in l]
+        final = [output_schema.loads('scan', l) for l in r.stdout.splitlines() if '"final":true' in l and '"summary"' not in l]
         assert final and all(f['kind'] == 'eddystone-eid' and not f['resolved'] and 'name' not in f for f in final), final
         # Without a keyring: the raw EIDs.
         r = run_cli('scan', '--device', f'tcp:127.0.0.1:{port2}', '--duration', '2', '--json')
-        assert any(json.loads(l).get('kind') == 'eddystone-eid' for l in r.stdout.splitlines())
+        assert any(l.get('kind') == 'eddystone-eid' for l in output_schema.lines('scan', r.stdout))
     # A mistake in the keyring: exit 78 naming file:line:col.
     wrong.write_text('[[beacon]]\nname = "x"\nrotation_exponent = 16\nidentity_key = "00"\n')
     r = run_cli('scan', '--device', 'unix:/nonexistent', '--eid-keys', str(wrong))
@@ -409,19 +410,20 @@ def test_a_pasted_key_reaches_no_log_status_or_state_file(tmp_path, processes, n
             assert r.returncode == 78, r.stderr
             status = notify.wait_for('STATUS=', after=n + 2)
             state = (run_dir / 'state.json').read_text()
+            output_schema.loads('state', state)
             seen = as_nobody('status', '--json', '--config', str(conf), env={'RUNTIME_DIRECTORY': str(run_dir)})
             for what, out in (('reload', r.stdout + r.stderr), ('STATUS', status), ('state.json', state),
                               ("nobody's status --json", seen.stdout + seen.stderr), ('the log', b.log())):
                 assert longest_hex_run(out) < 16, f'{what}: {out}'
                 assert secret[12:28] not in out.lower() and secret[:12] not in out.lower(), f'{what}: {out}'
-            d = json.loads(seen.stdout)['daemons'][0]
+            d = output_schema.loads('status', seen.stdout)['daemons'][0]
             assert d['reload']['result'] == 'refused' and d['reload']['error_lines'] == lines, d['reload']
             assert f'kept previous configuration: {conf} has ' in status and f'line{"s" if len(lines) > 1 else ""} {lines[0]}' in status, status
         # A good reload after them: the refusal is kept (its count and lines), its text never was.
         conf.write_text(config_text(minor=2))
         assert run_cli('reload', '--config', str(conf), env={**os.environ, **env}).returncode == 0
         seen = as_nobody('status', '--json', '--config', str(conf), env={'RUNTIME_DIRECTORY': str(run_dir)})
-        d = json.loads(seen.stdout)['daemons'][0]
+        d = output_schema.loads('status', seen.stdout)['daemons'][0]
         assert d['last_refused']['error_lines'] == [3] and longest_hex_run(seen.stdout) < 16, seen.stdout
 
 

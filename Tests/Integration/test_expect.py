@@ -13,6 +13,7 @@ import pytest
 
 from conftest import APPLE_UUID, beacond_path, free_port, run_cli
 from harness.lab import Lab, wait_for
+import output_schema
 from test_beacons import ALT, EDDY, IB, TLM
 from test_eid import KEY, eid, write_key
 from test_formats import INSTANCE, NAMESPACE
@@ -23,7 +24,7 @@ HCI = '[controller]\nbackend = "hci"\n'
 
 def expect(device: str, *args: str, timeout: str = '20') -> tuple[int, list[dict], str]:
     r = run_cli('scan', '--device', device, '--timeout', timeout, '--json', '--expect', *args)
-    return r.returncode, [json.loads(l) for l in r.stdout.splitlines()], r.stderr
+    return r.returncode, output_schema.lines('expect', r.stdout), r.stderr
 
 
 def metrics(path) -> dict[tuple[str, tuple], float]:
@@ -206,7 +207,7 @@ def expect_injected(tmp_path, reports: list[bytes], *configs) -> tuple[int, list
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    return p.returncode, [json.loads(l) for l in out.splitlines()], err
+    return p.returncode, output_schema.lines('expect', out), err
 
 
 def test_a_replayed_eid_is_never_heard_and_the_current_one_is_with_its_period_offset(tmp_path):

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from conftest import ROOT, run_cli
+import output_schema
 
 THREE = ROOT / 'config' / 'three-beacons.conf'
 UUID_LINE = re.compile(r'^uuid = "([0-9A-F-]{36})"$')
@@ -38,7 +39,7 @@ def test_gen_uuid_set_gives_every_beacon_the_same_new_uuid_and_changes_nothing_e
     assert [line for k, line in enumerate(after) if k not in added] == original.splitlines()
     assert 'got the same new UUID' in r.stderr
     # What each beacon then is: one UUID, major 7, minors 1 to 3, each with its name.
-    lines = [json.loads(line) for line in run_cli('payload', '-c', str(conf), '-f', 'json', check=True).stdout.splitlines()]
+    lines = output_schema.lines('payload', run_cli('payload', '-c', str(conf), '-f', 'json', check=True).stdout)
     assert [(b['uuid'], b['major'], b['minor']) for b in lines] == [(uuid, 7, 1), (uuid, 7, 2), (uuid, 7, 3)]
     assert all(b['pdu'] == 'ADV_SCAN_IND' and 'scan_response' in b for b in lines)  # named: scannable
     # A fourth beacon added later joins the site's UUID.
@@ -70,11 +71,11 @@ def test_the_offline_tools_say_what_a_pi_will_do(tmp_path):
     line = next(l for l in r.stdout.splitlines() if l.strip().startswith('address ') and 'static' in l)
     assert 'static, made at first start' in line and 'on a controller without advertising sets (every Raspberry Pi' in line, line
     assert "the kernel's own" in line and 'on one with sets' in line, line
-    j = json.loads(run_cli('payload', '-c', str(conf), '-f', 'json', check=True).stdout)
+    j = output_schema.loads('payload', run_cli('payload', '-c', str(conf), '-f', 'json', check=True).stdout)
     assert (j['address_setting'], j['address_setting_with_sets']) == ('static', 'kernel'), j
     # An address beacond must give itself (static) is the same on both kinds of controller: one sentence.
     conf.write_text(conf.read_text().replace('[advertising]\n', '[advertising]\naddress = "static"\n'))
-    j = json.loads(run_cli('payload', '-c', str(conf), '-f', 'json', check=True).stdout)
+    j = output_schema.loads('payload', run_cli('payload', '-c', str(conf), '-f', 'json', check=True).stdout)
     assert (j['address_setting'], j['address_setting_with_sets']) == ('static', 'static'), j
 
 

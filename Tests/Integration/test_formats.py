@@ -13,6 +13,7 @@ import pytest
 
 from conftest import APPLE_UUID, ibeacon_bytes, run_cli
 from harness.lab import Lab
+import output_schema
 from test_run import heard, on_air
 from test_scan import altbeacon_bytes, altbeacon_decode
 
@@ -61,14 +62,14 @@ def test_payload_and_check_config_speak_each_format(tmp_path):
     eddy.write_text(EDDY_CONF)
     assert run_cli('payload', '-c', str(alt), check=True).stdout.strip() == ALT.hex()
     assert run_cli('payload', '-c', str(eddy), check=True).stdout.strip() == EDDY.hex()
-    j = json.loads(run_cli('payload', '-c', str(eddy), '--format', 'json', check=True).stdout)
+    j = output_schema.loads('payload', run_cli('payload', '-c', str(eddy), '--format', 'json', check=True).stdout)
     assert (j['format'], j['namespace'], j['instance'], j['measured_power_0m']) == ('eddystone-uid', NAMESPACE, INSTANCE, -20)
-    j = json.loads(run_cli('payload', '-c', str(alt), '--format', 'json', check=True).stdout)
+    j = output_schema.loads('payload', run_cli('payload', '-c', str(alt), '--format', 'json', check=True).stdout)
     assert (j['format'], j['company_id'], j['reserved'], j['measured_power']) == ('altbeacon', 0x0118, 7, -61)
     # Eddystone-TLM with scan --json's names (temperature_c, battery_mv): one vocabulary for both commands.
     tlm = tmp_path / 'tlm.conf'
     tlm.write_text('[beacon]\nformat = "eddystone-tlm"\n')
-    j = json.loads(run_cli('payload', '-c', str(tlm), '--format', 'json', check=True).stdout)
+    j = output_schema.loads('payload', run_cli('payload', '-c', str(tlm), '--format', 'json', check=True).stdout)
     assert j['format'] == 'eddystone-tlm' and j['battery_mv'] == 0 and 'temperature_c' in j and 'temperature' not in j, j
     out = run_cli('check-config', '-c', str(eddy), check=True).stdout
     assert 'format          eddystone-uid' in out and '-20 dBm at 0 m' in out, out

@@ -14,6 +14,7 @@ import pytest
 
 from conftest import run_cli
 from harness.lab import Lab, wait_for
+import output_schema
 from test_beacons import IB, IB_BYTES
 from test_eid import write_key
 from test_expect import expect, expect_injected, two_radios  # noqa: F401 (a fixture)
@@ -88,7 +89,7 @@ def test_scan_expect_hears_the_beacon_and_names_a_copy_from_another_address(tmp_
                        '[[beacon]]\nname = "other"\nidentity_key = "' + WRONG + '"\n')
     r = run_cli('scan', '--device', verifier, '--duration', '3', '--json', '--eid-keys', str(keyring))
     assert r.returncode == 0, r.stderr
-    ibeacons = [l for l in map(json.loads, r.stdout.splitlines()) if l.get('kind') == 'ibeacon']
+    ibeacons = [l for l in output_schema.lines('scan', r.stdout) if l.get('kind') == 'ibeacon']
     assert ibeacons and all(l['resolved'] == 'shop7-door' for l in ibeacons), ibeacons
 
     # The same frame replayed from an address of another key, and from a static one: a copy, named, exit 3.

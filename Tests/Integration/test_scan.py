@@ -11,6 +11,7 @@ import pytest
 
 from conftest import APPLE_UUID, beacond_path, config_text, free_port, ibeacon_bytes, run_cli, kept_address
 from harness.lab import Lab, wait_for
+import output_schema
 
 OTHER_UUID = '74278BDA-B644-4520-8F0C-720EAF059935'
 BEACONS = [  # (address, uuid, major, minor, measured power)
@@ -36,7 +37,7 @@ def advertisers():
 def scan(device, *args, duration='2'):
     r = run_cli('scan', '--device', device, '--duration', duration, '--json', *args)
     assert r.returncode == 0, r.stderr
-    lines = [json.loads(l) for l in r.stdout.splitlines()]
+    lines = output_schema.lines('scan', r.stdout)
     return [l for l in lines if l.get('final') and l['kind'] != 'summary'], lines
 
 
@@ -162,7 +163,7 @@ def test_beacons_with_measured_power_outside_the_model_do_not_crash_scan_and_get
              advertisers=[(a, ibeacon_bytes(APPLE_UUID, 9, i, p)) for i, (a, p) in enumerate(odd)]) as lab:
         r = run_cli('scan', '--device', f'tcp:127.0.0.1:{port}', '--duration', '2', '--json')
     assert r.returncode == 0, (r.returncode, r.stderr[-400:])
-    final = {l['minor']: l for l in map(json.loads, r.stdout.splitlines()) if l.get('final') and l.get('kind') == 'ibeacon'}
+    final = {l['minor']: l for l in output_schema.lines('scan', r.stdout) if l.get('final') and l.get('kind') == 'ibeacon'}
     assert sorted(final) == [0, 1, 2, 3], r.stdout
     for minor in (0, 1, 2):  # +1, 0 and +127 dBm: no distance, proximity unknown
         assert final[minor]['distance_m'] is None and final[minor]['proximity'] == 'unknown', final[minor]
@@ -195,7 +196,7 @@ def test_a_flood_of_distinct_beacons_keeps_memory_flat_and_the_table_bounded():
         reader.join(timeout=5)
         err = p.stderr.read()
     assert p.returncode == 0, err[-400:]
-    lines = [json.loads(l) for l in got]
+    lines = [output_schema.loads('scan', l) for l in got]
     final = [l for l in lines if l.get('final') and l['kind'] == 'ibeacon']
     print(f'flood: RSS {samples} KiB; {len(final)} beacons in the final table')
     assert samples[-1][1] - samples[0][1] <= 1024, f'RSS grew from {samples[0][1]} to {samples[-1][1]} KiB under the flood'

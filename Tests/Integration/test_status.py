@@ -16,6 +16,7 @@ import time
 
 from conftest import APPLE_UUID, beacond_path, ibeacon_bytes
 from harness.lab import Lab, wait_for
+import output_schema
 from test_beacons import ALT, ALT_BYTES, EDDY, EDDY_BYTES, IB, IB_BYTES, enabled_sets
 from test_formats import INSTANCE, NAMESPACE
 
@@ -26,7 +27,7 @@ def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 def status(conf, env) -> tuple[int, dict]:
     r = cli('status', '--json', '--config', str(conf), env=env)
-    return r.returncode, json.loads(r.stdout)
+    return r.returncode, output_schema.loads('status', r.stdout)
 
 
 def test_status_matches_the_controller_through_reloads_and_a_loss(tmp_path, processes):
@@ -132,12 +133,12 @@ def test_reload_of_a_refused_file_then_a_fixed_one_and_status_without_json_lists
         # that fails every deployment after it.
         conf.write_text(IB)
         e = cli('status', '--json', '--config', str(conf), '--expect-sha256', hashlib.sha256(conf.read_bytes()).hexdigest(), env=env)
-        assert e.returncode == 0 and json.loads(e.stdout)['problems'] == [], e.stdout
+        assert e.returncode == 0 and output_schema.loads('status', e.stdout)['problems'] == [], e.stdout
         conf.write_text(IB.replace('minor = 2', 'minor = 9'))
         # What a deployment waits on: the file it wrote is not on the air until the reload takes it.
         wanted = hashlib.sha256(conf.read_bytes()).hexdigest()
         e = cli('status', '--json', '--config', str(conf), '--expect-sha256', wanted.upper(), env=env)
-        st = json.loads(e.stdout)
+        st = output_schema.loads('status', e.stdout)
         assert e.returncode == 1 and st['ok'] is False, e.stdout
         assert any(f'runs another config (SHA-256 ' in p and f'than expected ({wanted[:12]}…)' in p for p in st['problems']), st['problems']
         assert cli('status', '--expect-sha256', 'beef', env=env).returncode == 64
@@ -145,7 +146,7 @@ def test_reload_of_a_refused_file_then_a_fixed_one_and_status_without_json_lists
         assert r.returncode == 0, r.stderr
         assert lab.advertising()[1]['data'] == ibeacon_bytes(major=1, minor=9)
         e = cli('status', '--json', '--config', str(conf), '--expect-sha256', wanted, env=env)
-        assert e.returncode == 0 and json.loads(e.stdout)['ok'] is True and json.loads(e.stdout)['problems'] == [], e.stdout
+        assert e.returncode == 0 and output_schema.loads('status', e.stdout)['ok'] is True and output_schema.loads('status', e.stdout)['problems'] == [], e.stdout
         code, st = status(conf, env)
         (d,) = st['daemons']
         assert code == 0 and d['reload'] == {'count': 2, 'result': 'applied'} and d['last_refused'] is not None
@@ -161,7 +162,7 @@ def test_check_reports_what_the_controller_says_and_what_run_would_do(tmp_path):
     with Lab(f'unix-server:{sock}', max_sets=6) as lab:
         r = cli('status', '--check', '--json', '--config', str(conf), '--device', f'unix:{sock}', env={})
         assert r.returncode == 0, r.stdout + r.stderr
-        c = json.loads(r.stdout)
+        c = output_schema.loads('check', r.stdout)
         assert c['ok'] is True and c['problems'] == []
         assert c['hci']['extended_advertising'] is True and c['hci']['sets'] == 6 and c['hci']['bluetooth_version'] == '5.0'
         assert c['hci']['manufacturer'] == lab.controller.manufacturer_company_identifier
@@ -200,7 +201,7 @@ def test_check_leaves_an_h4_controller_a_running_beacond_owns_alone(tmp_path, pr
         wait_for(lambda: status(conf, env)[0] == 0, 10, what='status ok')
         commands = len(lab.state()['commands'])
         r = cli('status', '--check', '--json', '--config', str(conf), '--device', f'unix:{sock}', env=env)
-        c = json.loads(r.stdout)
+        c = output_schema.loads('check', r.stdout)
         assert r.returncode == 0 and c['hci'] is None and 'owns the controller' in c['hci_error'], c
         assert any('runs on unix:' in n for n in c['run']['notes']), c
         assert len(lab.state()['commands']) == commands  # not one command more: no reset, no probe
@@ -219,7 +220,7 @@ def test_check_leaves_alone_a_controller_a_running_beacond_owns_under_another_sp
         wait_for(lambda: status(conf, env)[0] == 0, 10, what='status ok')
         commands = len(lab.state()['commands'])
         r = cli('status', '--check', '--json', '--config', str(conf), '--device', f'unix:{tmp_path}/./hci.sock', env=env)
-        c = json.loads(r.stdout)
+        c = output_schema.loads('check', r.stdout)
         assert c['hci'] is None and 'owns the controller' in c['hci_error'], c
         assert len(lab.state()['commands']) == commands  # no reset, no probe
         assert [s['data'] for s in enabled_sets(lab).values()] == [IB_BYTES]
@@ -328,7 +329,7 @@ def test_status_calls_only_the_units_own_directories_units_and_reads_no_other_us
             'beacons': [], 'reload': {'count': 0, 'result': None}, 'last_refused': None, 'clock': None}))
         os.chown(fake / 'state.json', 65534, 65534)
         r = cli('status', '--json', '--config', '/etc/beacond/fake.conf', env={'XDG_RUNTIME_DIR': str(theirs)})
-        out = json.loads(r.stdout)
+        out = output_schema.loads('status', r.stdout)
         assert out['daemons'] == [] and r.returncode == 3, out
     finally:
         holder.kill()
