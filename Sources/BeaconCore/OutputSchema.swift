@@ -22,6 +22,7 @@ public enum OutputKey: String, Sendable, CaseIterable {
     case connectable, pdu, txPower = "tx_power", advertisingData = "advertising_data", addressSetting = "address_setting"
     case addressSettingWithSets = "address_setting_with_sets", scanResponse = "scan_response"
     case kind, advCount = "adv_count", uptimeS = "uptime_s", name, timeCounter = "time_counter", resolved, reason, data
+    case addressResolvedBy = "address_resolved_by"
     case rssi, rssiSmoothed = "rssi_smoothed", rssiFilter = "rssi_filter", distanceM = "distance_m"
     case distanceModel = "distance_model", proximity, packets, addressType = "address_type", calibration, samples
     case medianRSSI = "median_rssi", measuredPowerAt = "measured_power_at", final, entries, capacity, evicted
@@ -283,7 +284,7 @@ public enum OutputSchema {
         F("kind", [.string], "`ibeacon`, `altbeacon`, `eddystone-uid`, `eddystone-tlm`, `eddystone-eid`, `malformed-ibeacon`, `other`; `summary` last"),
         F("name", [.string], "Eddystone-EID resolved: the key's name"),
         F("time_counter", [.integer], "Eddystone-EID resolved: the time counter it was resolved for"),
-        F("resolved", [.boolean, .string], "Eddystone-EID: whether a key resolved it; a resolvable address: the name of the key that resolved it"),
+        F("resolved", [.boolean], "Eddystone-EID: whether a key resolved it"),
     ] + frameFields + telemetryFields + receivedFields + [
         F("reason", [.string], "`malformed-ibeacon`: what is wrong with it"),
         F("rssi", [.integer], "the last packet's RSSI, dBm (127: not measured)"),
@@ -294,6 +295,7 @@ public enum OutputSchema {
         F("proximity", [.string], "`immediate`, `near`, `far`, `unknown`"),
         F("data", [.string], "`malformed-ibeacon`, `other`: the advertising data, hex"),
     ] + senderFields + [
+        F("address_resolved_by", [.string], "a resolvable private address: the name of the key (`--eid-keys`) it resolves under"),
         F("calibration", [.object], "`--calibrate`, on final lines: the value for `measured_power`"),
         F("calibration.samples", [.integer], "RSSI samples"),
         F("calibration.median_rssi", [.number, .null], "their median, dBm"),

@@ -145,7 +145,7 @@ public struct ScanEntry: Sendable {
             fields += [rssi, (.data, .string(hexString(data)))]
         }
         fields += [(.packets, JSONValue(packets)), (.address, .string(address)), (.addressType, .string(addressType))]
-        if let name = resolvedAddress, resolved == nil { fields.append((.resolved, .string(name))) }
+        if let name = resolvedAddress { fields.append((.addressResolvedBy, .string(name))) }
         if final, let c = calibration { fields.append((.calibration, c.json)) }
         if final { fields.append((.final, .bool(true))) }
         return JSONValue(fields).text

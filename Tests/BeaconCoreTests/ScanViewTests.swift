@@ -59,3 +59,20 @@ struct ScanViewTests {
         #expect(pad("ab", 4) == "ab  " && pad("abcd", 4) == "abcd " && pad("abcdef", 4) == "abcdef ")
     }
 }
+
+@Suite("scan --json: one key, one type")
+struct ScanJSONKeyTests {
+    @Test("an EID frame from an address a resolving key resolved: `resolved` once (the EID's boolean), the address's key under `address_resolved_by`")
+    func resolvedOnce() throws {
+        let eid = EddystoneEID(txPowerAt0m: -20, eid: [1, 2, 3, 4, 5, 6, 7, 8])!
+        var e = entry(eid.advertisingData, from: "4C:00:00:00:00:01")
+        e.resolvedAddress = "shop7-door"
+        let line = e.jsonLine(final: false)
+        #expect(line.split(separator: "\"resolved\":", omittingEmptySubsequences: false).count == 2, "\(line)")
+        #expect(line.contains("\"resolved\":false") && line.contains("\"address_resolved_by\":\"shop7-door\""), "\(line)")
+        var ib7 = try entry(ib(7, 1), from: "4C:00:00:00:00:02")
+        ib7.resolvedAddress = "shop7-door"
+        let l2 = ib7.jsonLine(final: false)
+        #expect(!l2.contains("\"resolved\"") && l2.contains("\"address_resolved_by\":\"shop7-door\""), "\(l2)")
+    }
+}

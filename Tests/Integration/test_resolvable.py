@@ -90,7 +90,7 @@ def test_scan_expect_hears_the_beacon_and_names_a_copy_from_another_address(tmp_
     r = run_cli('scan', '--device', verifier, '--duration', '3', '--json', '--eid-keys', str(keyring))
     assert r.returncode == 0, r.stderr
     ibeacons = [l for l in output_schema.lines('scan', r.stdout) if l.get('kind') == 'ibeacon']
-    assert ibeacons and all(l['resolved'] == 'shop7-door' for l in ibeacons), ibeacons
+    assert ibeacons and all(l['address_resolved_by'] == 'shop7-door' and 'resolved' not in l for l in ibeacons), ibeacons
 
     # The same frame replayed from an address of another key, and from a static one: a copy, named, exit 3.
     for address in ('70:81:94:0D:FB:AA', 'C6:12:34:56:78:9A'):
