@@ -7,22 +7,6 @@ import BluetoothHCI
 import HCIHost
 
 public struct Lifecycle: Sendable {
-    /// After a power cycle, the longest wait for the kernel's "up" before the device is opened anyway.
-    static let afterPowerCycle = Duration.seconds(1)
-
-    /// The bound on an open or an apply. Each command has its own timeout (2 s HCI, 3 s mgmt) and a hung
-    /// controller is caught within 4 s; this is the backstop that keeps any backend from holding the daemon.
-    public static let operationDeadline = Duration.seconds(45)
-    /// How long a stop may take before beacond exits anyway.
-    public static let stopDeadline = Duration.seconds(3)
-    /// How often Eddystone-TLM frames get new values.
-    public static let telemetryPeriod = Duration.seconds(10)
-    /// The longest a BTHome self-report stays the same. It rides the telemetry's ticks (every 10 s, each armed when the
-    /// last fired, so late ticks add up): a frame 45 s old is renewed at the next tick, normally the fifth, 50 s after
-    /// it, which leaves a tick's worth of lateness before a receiver would wait more than a minute.
-    public static let selfReportPeriod = Duration.seconds(60)
-    static let selfReportRenewal = UInt32((selfReportPeriod - telemetryPeriod * 3 / 2).components.seconds)
-
     /// The phase with what only it needs: the apply in flight (and whether to apply again after it), what the
     /// controller confirmed on the open backend, and what a stop leads to (and whether it waits for an answer first).
     /// An illegal combination cannot be written.
@@ -90,9 +74,13 @@ public struct Lifecycle: Sendable {
         }
     }
 
-    /// A stop from the current phase (an open or an apply in flight answers first).
-    private func stop(then: AfterStop?) -> Stop {
-        Stop(answerPending: phase == .opening || phase == .applying || phase == .powerCycling, then: then, air: air)
+    /// Takes the beacons off the air, then `then`. An open or an apply in flight finishes first (unless told there is
+    /// no answer to wait for): a disable sent between its commands would be overtaken by its enable.
+    private mutating func beginStop(then: AfterStop?, answerPending: Bool? = nil, _ out: inout [Action]) {
+        let pending = answerPending ?? (phase == .opening || phase == .applying || phase == .powerCycling)
+        state = .stopping(Stop(answerPending: pending, then: then, air: air))
+        out.append(.armTimer(Self.stopDeadline))
+        if !pending { out.append(.stopAdvertising) }
     }
     public private(set) var config: BeaconConfiguration
     private let deviceOverride: DeviceSpec?
@@ -100,41 +88,24 @@ public struct Lifecycle: Sendable {
     public let configPath: String
 
     /// The backend in use, and what backend `auto` learned of the management interface.
-    private var choice = BackendChoice()
-    private var backoff: Backoff
-    /// Failures in a row on a kernel device in which the controller answered nothing (since the last time the
-    /// beacons were on the air): the 2nd, 4th, 8th … power-cycle it.
-    private var unanswered = 0
-    private var reapplyTimes: [UInt64] = []
+    private(set) var choice = BackendChoice()
+    /// The backoff, the controller's silences in a row, another program's takings.
+    private var retries: Retries
     /// False after the kernel reported our hciN taken down: someone meant it, so wait for it to come back up.
     private var mayBringUp = true
     /// What systemd was told, and the reloads.
-    private var systemd = SystemdRecord()
+    private(set) var systemd = SystemdRecord()
     /// The telemetry, the self-report, the clock and the address generation the beacons go on the air with.
-    private var content: AirContent
-    /// The periodic timers armed now.
-    private var periodicArmed: Set<PeriodicTimer> = []
+    private(set) var content: AirContent
+    private var periodic = PeriodicArming()
     private var wording = LifecycleWording()
 
-    /// The backend in use (nil when none is open).
-    public var backend: BackendKind? { choice.open }
     /// What the controller last confirmed on the air, while the backend that confirmed it is open.
     var onAir: OnAir? { air?.onAir }
-    var lastStatus: String { systemd.lastStatus }
-    /// The wall clock as last told (Eddystone's time counter), and whether it was synchronized.
-    var clock: (time: UInt32, synchronized: Bool)? { content.clock }
-    /// Whether the last clock told said if it is synchronized.
-    public var clockSynchronizationKnown: Bool { content.clockSynchronizationKnown }
 
     /// Something the controller confirmed is on the air now (an apply under way replaces it).
     public var hasConfirmedAir: Bool { air?.applied != nil && backend != nil }
 
-    /// Reloads begun since the start (SIGHUPs taken; several before one is handled count once).
-    public var reloadCount: Int { systemd.reloadCount }
-    public var reloadResult: ReloadResult? { systemd.reloadResult }
-    /// The last file refused, and how many were refused since the start (a new refusal of the same errors counts).
-    public var lastRefusal: ConfigError? { systemd.lastRefusal }
-    public var refusalCount: Int { systemd.refusalCount }
 
     public init(config: BeaconConfiguration, configPath: String, device: DeviceSpec? = nil, logLevel: LogLevel? = nil,
                 seed: UInt64, cipher: BlockCipher? = nil, seal: CCMSeal? = nil) {
@@ -142,19 +113,11 @@ public struct Lifecycle: Sendable {
         self.configPath = configPath
         deviceOverride = device
         logLevelOverride = logLevel
-        backoff = Backoff(seed: seed)
+        retries = Retries(seed: seed)
         content = AirContent(cipher: cipher, seal: seal)
     }
 
     public var device: DeviceSpec { deviceOverride ?? config.controller.device }
-    /// True while an open, an apply or a stop waits for the backend.
-    public var isWaitingForBackend: Bool {
-        switch phase {
-        case .opening, .applying, .powerCycling: true
-        case .stopping: backend != nil
-        default: false
-        }
-    }
 
     // MARK: events
 
@@ -270,57 +233,25 @@ public struct Lifecycle: Sendable {
     /// Arms each periodic timer exactly while it is wanted (a tick spends it), cancels one no longer wanted.
     private mutating func syncPeriodic(after event: Event, _ out: inout [Action]) {
         switch event {
-        case .telemetry: periodicArmed.remove(.telemetry)
-        case .addressPeriod: periodicArmed.remove(.addressRotation)
-        case .clock: periodicArmed.remove(.eidRotation)
+        case .telemetry: periodic.spent(.telemetry)
+        case .addressPeriod: periodic.spent(.addressRotation)
+        case .clock: periodic.spent(.eidRotation)
         default: break
         }
         if case .exited = phase { return }
-        for (timer, wanted, period) in [(PeriodicTimer.telemetry, hasTelemetry, Self.telemetryPeriod),
-                                        (.addressRotation, rotatesAddress, config.advertising.addressRotation),
-                                        (.eidRotation, hasEID, eidPeriod)] {
-            if wanted && !periodicArmed.contains(timer) {
-                periodicArmed.insert(timer)
-                out.append(.armPeriodic(timer, period))
-            } else if !wanted && periodicArmed.contains(timer) {
-                periodicArmed.remove(timer)
-                out.append(.cancelPeriodic(timer))
-            }
-        }
+        out += periodic.sync([(.telemetry, hasTelemetry, Self.telemetryPeriod), (.addressRotation, rotatesAddress, config.advertising.addressRotation),
+                              (.eidRotation, hasEID, eidPeriod)])
     }
 
     // MARK: bring-up and apply
 
-    /// The config has an Eddystone-EID beacon: the clock matters, and the EID timer runs.
-    public var hasEID: Bool { config.beacons.contains { $0.beacon.eid != nil } }
-
-    /// The EID timer's period: 2^K seconds for the smallest K.
-    public var eidPeriod: Duration {
-        .seconds(1 << Int(config.beacons.compactMap { $0.beacon.eid?.exponent }.min() ?? 10))
-    }
-
-    /// `address = "rotating"` or `"resolvable"` where beacond drives the controller (through mgmt the kernel rotates
-    /// its own): the address timer runs.
-    public var rotatesAddress: Bool { config.addressPlan.rotates && backend != .mgmt }
-
-    /// The config has an Eddystone-TLM beacon or a BTHome self-report: the telemetry timer runs.
-    public var hasTelemetry: Bool { config.beacons.contains { $0.beacon.isTelemetry || $0.beacon.format == .bthome } }
-
-    /// How often each beacon is on the air, when the controller confirmed them; nil when not advertising.
-    public var onAirEvery: [Duration]? {
-        guard phase == .advertising, let onAir else { return nil }
-        if !onAir.beacons.isEmpty { return onAir.beacons.map(\.every) }
-        return [.microseconds(Int64(onAir.interval.units) * 625)]
-    }
 
     /// Backend `auto` leaves mgmt for raw HCI beside bluetoothd: said once, then a stop through mgmt (what an earlier
     /// run or this one added there comes off, or the kernel would keep advertising it between beacond's own
     /// commands), then raw HCI.
     private mutating func leaveMgmt(_ why: String, _ out: inout [Action]) {
         out.append(choice.leaveMgmt(why, device: device))
-        state = .stopping(Stop(answerPending: false, then: .reopen, air: air))
-        out.append(.armTimer(Self.stopDeadline))
-        out.append(.stopAdvertising)
+        beginStop(then: .reopen, answerPending: false, &out)
     }
 
     private mutating func open(_ out: inout [Action]) {
@@ -366,10 +297,9 @@ public struct Lifecycle: Sendable {
         let (wanted, dataOnly) = (done.request, done.dataOnly)
         let changed = before?.applied != wanted
         let now = Air(applied: wanted, onAir: result)
-        unanswered = 0
         // New telemetry alone is not news for the journal.
         let quiet = ((done.refresh == .telemetry || done.refresh == .selfReport) && dataOnly) || done.refresh == .eid
-        backoff.reset()
+        retries.onAir()
         if done.again {
             // A reload or another program changed things while this apply ran: once more, with what is wanted now.
             state = .applying(done, now)
@@ -406,22 +336,19 @@ public struct Lifecycle: Sendable {
             return
         }
         closeBackend(&out)
-        if f.unanswered, case .kernel = device {
-            unanswered += 1
-            if unanswered >= 2, unanswered & (unanswered - 1) == 0 { return powerCycle(after: f, &out) }
-        }
+        if f.unanswered, case .kernel = device, retries.unansweredAgain() { return powerCycle(after: f, &out) }
         retry(after: f.message, level: f.level, fields: f.fields, &out)
     }
     /// The controller answered nothing `unanswered` times in a row: what reopening cannot cure (a Pi's "command tx
     /// timeout" lock-up) a power cycle may. Between power cycles the retries back off, and each next power cycle
     /// waits for twice as many failures.
     private mutating func powerCycle(after f: BackendFailure, _ out: inout [Action]) {
-        let line = "\(f.message); the controller on \(device) answered nothing \(unanswered) times in a row: taking \(device) down and up again (on a Raspberry Pi this power-cycles the radio)"
+        let line = "\(f.message); the controller on \(device) answered nothing \(retries.unanswered) times in a row: taking \(device) down and up again (on a Raspberry Pi this power-cycles the radio)"
         out.append(.log(.warning, line, f.fields + (f.fields.contains { $0.hasPrefix("HCI_DEVICE=") } ? [] : ["HCI_DEVICE=\(device)"])))
         state = .powerCycling
         out.append(.powerCycle)
         out.append(.armTimer(Self.operationDeadline))
-        setStatus("Power cycling \(device): the controller answered nothing \(unanswered) times in a row", ready: true, &out)
+        setStatus("Power cycling \(device): the controller answered nothing \(retries.unanswered) times in a row", ready: true, &out)
     }
 
     private mutating func powerCycled(_ f: BackendFailure?, _ out: inout [Action]) {
@@ -442,7 +369,7 @@ public struct Lifecycle: Sendable {
 
     /// Logs `message`, says in STATUS when the next attempt comes, and arms the retry timer.
     private mutating func retry(after message: String, level: LogLevel, fields: [String] = [], _ out: inout [Action]) {
-        let delay = backoff.next()
+        let delay = retries.next()
         let line = "\(message), retrying in \(formatDuration(delay))"
         out.append(.log(level, line, fields + (fields.contains { $0.hasPrefix("HCI_DEVICE=") } ? [] : ["HCI_DEVICE=\(device)"])))
         state = .waiting
@@ -468,18 +395,12 @@ public struct Lifecycle: Sendable {
             return
         default: return
         }
-        reapplyTimes = reapplyTimes.filter { now &- $0 < 60_000_000 } + [now]
-        let d: Duration
-        if reapplyTimes.count > 5 {
-            d = backoff.next()
-            let hint = backend == .hci ? ". If bluetoothd runs, use backend = \"mgmt\"" : ""
-            out.append(.log(.warning, "\(reason), again; re-applying the beacon in \(formatDuration(d))\(hint)", fields))
-        } else {
-            d = delay
-            out.append(.log(.warning, "\(reason); re-applying the beacon", fields))
-        }
+        // Again and again (more than five times a minute): the backoff's wait, and a hint.
+        let wait = retries.reapplied(at: now)
+        let hint = backend == .hci ? ". If bluetoothd runs, use backend = \"mgmt\"" : ""
+        out.append(.log(.warning, wait.map { "\(reason), again; re-applying the beacon in \(formatDuration($0))\(hint)" } ?? "\(reason); re-applying the beacon", fields))
         state = .reapplyWait(Air(applied: nil, onAir: onAir))
-        out.append(.armTimer(d))
+        out.append(.armTimer(wait ?? delay))
     }
 
     private mutating func timerFired(_ out: inout [Action]) {
@@ -519,7 +440,7 @@ public struct Lifecycle: Sendable {
             if kind == .registered { choice.registered() }
             guard phase == .waiting || phase == .reapplyWait else { return }
             // The controller is back: start over now, with a fresh backoff.
-            backoff.reset()
+            retries.reset()
             out.append(.cancelTimer)
             open(&out)
         case .down:
@@ -558,16 +479,12 @@ public struct Lifecycle: Sendable {
         if device != oldDevice || new.controller.backend != old.controller.backend || (old.addressPlan.ownCommandsNeeded != nil) != (config.addressPlan.ownCommandsNeeded != nil) {
             out.append(.log(.notice, "Controller settings changed (now \(device), backend \(new.controller.backend.rawValue)); starting over", []))
             choice.settingsChanged()
-            backoff.reset()
+            retries.reset()
             out.append(.cancelTimer)
             // Nothing of beacond's may stay on the old controller: with a backend open there, whatever the phase,
             // stop there first (an open or apply in flight answers first, as for SIGTERM).
             if backend != nil {
-                let stop = stop(then: .reopen)
-                state = .stopping(stop)
-                out.append(.armTimer(Self.stopDeadline))
-                if !stop.answerPending { out.append(.stopAdvertising) }
-                return
+                return beginStop(then: .reopen, &out)
             }
             closeBackend(&out)
             return open(&out)
@@ -612,10 +529,7 @@ public struct Lifecycle: Sendable {
     private mutating func withdraw(_ out: inout [Action]) {
         switch phase {
         case .advertising, .reapplyWait, .opening, .applying, .powerCycling:
-            let stop = stop(then: .unprovisioned)
-            state = .stopping(stop)
-            out.append(.armTimer(Self.stopDeadline))
-            if !stop.answerPending { out.append(.stopAdvertising) }
+            beginStop(then: .unprovisioned, &out)
         case .waiting, .unprovisioned:
             unprovision(&out)
         case .idle, .stopping, .exited:
@@ -636,23 +550,16 @@ public struct Lifecycle: Sendable {
     // MARK: stop
 
     private mutating func terminate(_ signal: String, _ out: inout [Action]) {
-        if case .stopping(var stop) = state {
-            // Already taking the beacon off for a controller change or a withdrawn beacon: exit after it instead.
-            guard stop.then != nil else { return }
-            stop.then = nil
-            state = .stopping(stop)
-            out.append(.log(.info, "Received \(signal), disabling advertising and exiting", []))
-            out.append(.notify(["STOPPING=1", "STATUS=Stopping: disabling advertising"]))
-            return
-        }
+        if case .stopping(let stop) = state, stop.then == nil { return }
         out.append(.log(.info, "Received \(signal), disabling advertising and exiting", []))
         out.append(.notify(["STOPPING=1", "STATUS=Stopping: disabling advertising"]))
-        // An open or apply in flight finishes first: a disable sent between its commands would be overtaken by its
-        // enable, and the beacon would stay on the air.
-        let stop = stop(then: nil)
-        state = .stopping(stop)
-        out.append(.armTimer(Self.stopDeadline))
-        if !stop.answerPending { out.append(.stopAdvertising) }
+        if case .stopping(var stop) = state {
+            // Already taking the beacon off for a controller change or a withdrawn beacon: exit after it instead.
+            stop.then = nil
+            state = .stopping(stop)
+            return
+        }
+        beginStop(then: nil, &out)
     }
 
     private mutating func stopNow(_ out: inout [Action]) {

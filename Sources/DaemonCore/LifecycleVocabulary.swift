@@ -1,10 +1,26 @@
-// The lifecycle's vocabulary: its phases, the events it takes and the actions it gives (Lifecycle.swift has what
-// it does with them).
+// The lifecycle's vocabulary: its timings, its phases, the events it takes and the actions it gives (Lifecycle.swift
+// has what it does with them).
 import BeaconCore
 import BluetoothHCI
 import HCIHost
 
 extension Lifecycle {
+    /// After a power cycle, the longest wait for the kernel's "up" before the device is opened anyway.
+    static let afterPowerCycle = Duration.seconds(1)
+
+    /// The bound on an open or an apply. Each command has its own timeout (2 s HCI, 3 s mgmt) and a hung
+    /// controller is caught within 4 s; this is the backstop that keeps any backend from holding the daemon.
+    public static let operationDeadline = Duration.seconds(45)
+    /// How long a stop may take before beacond exits anyway.
+    public static let stopDeadline = Duration.seconds(3)
+    /// How often Eddystone-TLM frames get new values.
+    public static let telemetryPeriod = Duration.seconds(10)
+    /// The longest a BTHome self-report stays the same. It rides the telemetry's ticks (every 10 s, each armed when the
+    /// last fired, so late ticks add up): a frame 45 s old is renewed at the next tick, normally the fifth, 50 s after
+    /// it, which leaves a tick's worth of lateness before a receiver would wait more than a minute.
+    public static let selfReportPeriod = Duration.seconds(60)
+    static let selfReportRenewal = UInt32((selfReportPeriod - telemetryPeriod * 3 / 2).components.seconds)
+
     /// Where the daemon is. Every phase but `exited` has a timer armed or an open backend whose fd moves it on
     /// (tests check this after every event).
     public enum Phase: Sendable, Hashable {
