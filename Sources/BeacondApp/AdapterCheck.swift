@@ -161,10 +161,7 @@ enum AdapterCheck {
                 c.probe { r in
                     switch r {
                     case .failure(let f):
-                        let why: String = switch f {
-                        case .step(let s): "\(s.step.command.opcode): \(s.error)"
-                        case .malformedReply: "a malformed reply"
-                        }
+                        let why = HCIDecisions.probeProblem(f)
                         if processEffectiveUserID() == 0 {
                             result.hciError = why
                         } else {

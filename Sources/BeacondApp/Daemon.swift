@@ -68,28 +68,14 @@ final class Daemon {
     // MARK: entry
 
     static func run(_ options: RunOptions) -> ExitCode {
-        let bootLog = Logger(level: options.logLevel ?? .info)
         let config: BeaconConfiguration
         let digest: String
         do { (config, digest) = try ConfigLoader.loadWithDigest(options.configPath) } catch {
-            for d in error.diagnostics {
-                bootLog.error(d.formatted(path: error.path), ["CONFIG_FILE=\(error.path)"] + (d.location.map { ["CONFIG_LINE=\($0.line)"] } ?? []))
-            }
-            Notifier.send(["STATUS=Invalid configuration: \(error.summary)", "EXIT_STATUS=\(ExitCode.config.rawValue)"])
-            return .config
+            return exit(StartupExit.decide(.configRefused(error))!, Logger(level: options.logLevel ?? .info))
         }
         let log = Logger(level: options.logLevel ?? config.daemon.logLevel ?? .info)
-        // EIDs come from libgcrypt's AES-128: checked against FIPS-197's example before any goes on the air.
-        if config.beacons.contains(where: { $0.beacon.eid != nil }), let why = AES128.selfTestFailure {
-            log.error("Cannot compute Eddystone-EID identifiers: \(why)")
-            Notifier.send(["STATUS=Cannot compute Eddystone-EID identifiers: \(why)", "EXIT_STATUS=\(ExitCode.unavailable.rawValue)"])
-            return .unavailable
-        }
-        // An encrypted self-report's frames come from libgcrypt's AES-CCM: checked against bthome.io's example first.
-        if config.beacons.contains(where: { $0.beacon.bthome?.encrypted == true }), let why = AESCCM.selfTestFailure {
-            log.error("Cannot encrypt the BTHome self-report: \(why)")
-            Notifier.send(["STATUS=Cannot encrypt the BTHome self-report: \(why)", "EXIT_STATUS=\(ExitCode.unavailable.rawValue)"])
-            return .unavailable
+        if let refusal = StartupExit.decide(.selfTests(config, aes128: AES128.selfTestFailure, ccm: AESCCM.selfTestFailure)) {
+            return exit(refusal, log)
         }
         let loop: EventLoop
         do { loop = try EventLoop() } catch {
@@ -99,12 +85,7 @@ final class Daemon {
         }
         let daemon = Daemon(loop: loop, log: log, options: options, config: config, digest: digest)
         if let problem = daemon.stateLock.acquire(daemon.lifecycle.device.description) {
-            // Another beacond on the device: later (the unit retries). A state directory or lock that is not beacond's
-            // own: not by retrying.
-            let code: ExitCode = problem.kind == .busy ? .temporaryFailure : .noPermission
-            log.error("Cannot run: \(problem)")
-            Notifier.send(["STATUS=Cannot run: \(problem)", "EXIT_STATUS=\(code.rawValue)"])
-            return code
+            return exit(StartupExit.decide(.stateLock(busy: problem.kind == .busy, problem: "\(problem)"))!, log)
         }
         daemon.claimRuntimeDirectory()
         defer { daemon.runtime?.remove() }
@@ -117,6 +98,13 @@ final class Daemon {
             Notifier.send(["ERRNO=\(error.errno.rawValue)"])
             return .failure
         }
+    }
+
+    /// Ends `run` before its start as DaemonCore's StartupExit decided: its lines, what systemd is told, its code.
+    private static func exit(_ e: StartupExit, _ log: Logger) -> ExitCode {
+        for line in e.lines { log.error(line.message, line.fields) }
+        Notifier.send(e.notify)
+        return e.code
     }
 
     private func start() throws(SystemError) {

@@ -56,9 +56,7 @@ final class HCIBackend: AdvertisingBackend {
         c.probeForAdvertising(capacity: HCIDecisions.capacity(fromReply:)) { [weak self] result in
             guard let self, !self.closed else { return }
             switch result {
-            case .failure(.probe(.step(let f))): done(self.failure("probe the controller on \(self.device)", f))
-            case .failure(.probe(.malformedReply)): done(BackendFailure(message: "The controller on \(self.device) sent a malformed probe reply"))
-            case .failure(.sets(let f)): done(self.failure("read the number of advertising sets on \(self.device)", f))
+            case .failure(let f): done(HCIDecisions.probeFailed(f, device: self.name))
             case .success(let (probed, capacity)):
                 // On a kernel hciN, the sets a killed run left: the first apply removes those no beacon needs.
                 let owns = c.transport.ownsController
@@ -114,6 +112,4 @@ final class HCIBackend: AdvertisingBackend {
         onEvent(.reapply(reason: ForeignCommand.reason(opcode, device: name), delay: ForeignCommand.delay(opcode),
                          fields: ["HCI_DEVICE=\(device)", "HCI_OPCODE=\(hex16(opcode.rawValue))"]))
     }
-
-    private func failure(_ what: String, _ f: StepFailure) -> BackendFailure { HCIDecisions.failed(what, f.error, device: name) }
 }

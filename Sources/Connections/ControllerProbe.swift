@@ -21,12 +21,6 @@ extension ControllerConnection {
     }
 }
 
-/// Why the probe for advertising failed: the probe itself, or the read of the set count after it.
-public enum AdvertisingProbeFailure: Error, Sendable {
-    case probe(ProbeFailure)
-    case sets(StepFailure)
-}
-
 extension ControllerConnection {
     /// The probe, then how many advertising sets an extended controller has (LE Read Number of Supported Advertising
     /// Sets; a controller that sets the feature bit without the command refuses it and gets 1, ending up on legacy

@@ -57,6 +57,24 @@ public enum HCIDecisions {
         BackendFailure(message: "Failed to \(what): \(e)", fields: fields(e, device: device), unanswered: e.unanswered)
     }
 
+    /// What a failed probe for advertising means for the backend: the probe's step or the read of the set count
+    /// refused or unanswered, or a malformed reply.
+    public static func probeFailed(_ f: AdvertisingProbeFailure, device: String) -> BackendFailure {
+        switch f {
+        case .probe(.step(let s)): failed("probe the controller on \(device)", s.error, device: device)
+        case .probe(.malformedReply): BackendFailure(message: "The controller on \(device) sent a malformed probe reply")
+        case .sets(let s): failed("read the number of advertising sets on \(device)", s.error, device: device)
+        }
+    }
+
+    /// A failed probe in words, for `status --check`: the command and what the controller answered.
+    public static func probeProblem(_ f: ProbeFailure) -> String {
+        switch f {
+        case .step(let s): "\(s.step.command.opcode): \(s.error)"
+        case .malformedReply: "a malformed reply"
+        }
+    }
+
     /// The commands a timer sends: a time slot's (the next beacon's turn) or the refresh's (off and on again).
     public enum TimedSteps: Sendable { case slice, refresh }
 

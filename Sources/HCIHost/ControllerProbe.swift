@@ -8,6 +8,12 @@ public enum ProbeFailure: Error, Sendable {
     case malformedReply
 }
 
+/// Why the probe for advertising failed: the probe itself, or the read of the set count after it.
+public enum AdvertisingProbeFailure: Error, Sendable {
+    case probe(ProbeFailure)
+    case sets(StepFailure)
+}
+
 extension CommandFamily {
     /// When a start sequence in this family failed at `failure`, whether the other family is the one to use, and
     /// why (a sentence for the log). Only the first `leadingSteps` steps (the disable and the parameters) can tell:

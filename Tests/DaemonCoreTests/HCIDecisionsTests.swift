@@ -76,4 +76,16 @@ struct HCIDecisionsTests {
             #expect(f.unanswered && f.fields.contains("HCI_OPCODE=0x200A"))
         }
     }
+
+    @Test("a failed probe for advertising: the step named with the device, a malformed reply, the set count's read")
+    func probeFailed() {
+        let step = StepFailure(index: 0, step: Step(.leSetAdvertisingEnable(false)),
+                               error: CommandError(opcode: .leSetAdvertisingEnable, reason: .noCredit(.seconds(4))))
+        let probe = HCIDecisions.probeFailed(.probe(.step(step)), device: "hci0")
+        #expect(probe == HCIDecisions.failed("probe the controller on hci0", step.error, device: "hci0") && probe.unanswered)
+        #expect(HCIDecisions.probeFailed(.probe(.malformedReply), device: "hci0").message == "The controller on hci0 sent a malformed probe reply")
+        #expect(HCIDecisions.probeFailed(.sets(step), device: "hci0").message.hasPrefix("Failed to read the number of advertising sets on hci0: "))
+        #expect(HCIDecisions.probeProblem(.malformedReply) == "a malformed reply")
+        #expect(HCIDecisions.probeProblem(.step(step)) == "\(step.step.command.opcode): \(step.error)")
+    }
 }
