@@ -139,7 +139,7 @@ struct LifecycleWordingTests {
         #expect(LifecycleWording.advertisingStatus(conf(ibeacon), device: hci0, configPath: "/c", onAir: onAir, clockSynchronized: true)
                 == "Advertising E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 major 1 minor 1 every 100 ms on hci0 (extended)")
         let two = OnAir(interval: AdvertisingInterval(units: 160)!, details: ["extended"],
-                        beacons: [BeaconOnAir(every: .milliseconds(100), details: [], address: "C6:12:34:56:78:9A"),
+                        beacons: [BeaconOnAir(every: .milliseconds(100), details: [], address: .random(BluetoothAddress(parsing: "C6:12:34:56:78:9A")!)),
                                   BeaconOnAir(every: .milliseconds(200), details: [])])
         #expect(LifecycleWording.advertisingSummary(conf(twoBeacons), device: hci0, onAir: two)
                 == "Advertising 2 beacons on hci0: iBeacon every 100 ms from C6:12:34:56:78:9A, iBeacon every 200 ms (extended)")

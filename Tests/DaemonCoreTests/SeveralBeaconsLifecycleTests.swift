@@ -132,7 +132,7 @@ struct RotatingAddressTests {
         _ = lc.handle(.start)
         _ = lc.handle(.opened())
         let beacons = ["C6:00:00:00:00:01", "D7:00:00:00:00:02", "E8:00:00:00:00:03"].map {
-            BeaconOnAir(every: .milliseconds(100), details: ["set 0", "static address \($0)"], txPower: 0, address: $0)
+            BeaconOnAir(every: .milliseconds(100), details: ["set 0", "static address \($0)"], txPower: 0, address: .random(BluetoothAddress(parsing: $0)!))
         }
         let a = lc.handle(.applied(OnAir(interval: AdvertisingInterval(units: 160)!, details: ["extended", "3 sets"], beacons: beacons)))
         let status = a.compactMap { if case .notify(let n) = $0 { n.last } else { nil } }.first
