@@ -178,7 +178,7 @@ struct RuntimeStateTests {
             config.beacons[0].beacon = .eddystoneEID(e)
         }
         var lc = Lifecycle(config: config, configPath: "/c", seed: 1, cipher: { _, b in b })
-        _ = lc.handle(.clock(unixSeconds: 1_700_000_000, synchronized: false))
+        _ = lc.handle(.clock(sinceEpoch: .seconds(1_700_000_000), synchronized: false))
         let s = RuntimeState(lc, pid: 1, configDigest: "a", now: 5, previous: nil)
         #expect(!s.json.contains("00112233445566778899aabbccddeeff"))
         let j = json(s)
@@ -197,7 +197,7 @@ struct RuntimeStateTests {
             config.beacons[0].beacon = .eddystoneEID(e)
         }
         var lc = Lifecycle(config: config, configPath: "/c", seed: 1, cipher: { _, b in b })
-        _ = lc.handle(.clock(unixSeconds: 1_700_000_000, synchronized: nil))
+        _ = lc.handle(.clock(sinceEpoch: .seconds(1_700_000_000), synchronized: nil))
         _ = lc.handle(.start)
         _ = lc.handle(.opened())
         let ready = lc.handle(.applied(OnAir(interval: AdvertisingInterval(units: 160)!, details: [], beacons: [BeaconOnAir(every: .milliseconds(100), details: [])],
@@ -257,7 +257,7 @@ struct RuntimeStatePublishingTests {
         _ = lc.handle(.start)
         _ = lc.handle(.opened())
         _ = lc.handle(.applied(onAir([nil, nil])))
-        _ = lc.handle(.reapply(reason: "another program disabled advertising", delay: .milliseconds(500), fields: [], at: 1))
+        _ = lc.handle(.reapply(reason: "another program disabled advertising", delay: .milliseconds(500), fields: [], at: .microseconds(1)))
         #expect(lc.phase == .reapplyWait)
         _ = lc.handle(.hangup)
         _ = lc.handle(.configLoaded(parse(two)))
