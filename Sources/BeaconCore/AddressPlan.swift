@@ -5,6 +5,24 @@
 // it; the system parts (kept static addresses, random bytes) stay with the executor.
 import BluetoothHCI
 
+/// A beacon's kind of address, as the state file's `address_kind` and payload's `address_setting` name it (the raw
+/// values are those words; text is made from them only where it is written).
+public enum AddressKind: String, Sendable, Hashable, CaseIterable {
+    case `static`, chosen, `public`, rotating, resolvable, eid
+    /// Through mgmt: the kernel's own address.
+    case kernel
+
+    /// The kind a policy gives where beacond sets the address.
+    public init(_ policy: AddressPolicy) {
+        switch policy {
+        case .public: self = .public
+        case .static: self = .static
+        case .rotating: self = .rotating
+        case .resolvable: self = .resolvable
+        }
+    }
+}
+
 public struct AddressPlan: Sendable, Hashable {
     /// One per beacon, in file order: its setting and what its kept static address is filed under.
     public let wanted: [BeaconAddressWanted]
@@ -97,25 +115,26 @@ public struct AddressPlan: Sendable, Hashable {
         }
     }
 
-    /// Beacon `k`'s kind of address, as the state file names it: eid, chosen, public, static, rotating, or kernel
-    /// (through mgmt, the kernel's own).
-    public func kind(_ k: Int, throughKernel: Bool) -> String {
-        if isEID[k] { return "eid" }
+    /// Beacon `k`'s kind of address, as the state file names it: eid, chosen, public, static, rotating, resolvable,
+    /// or kernel (through mgmt, the kernel's own).
+    public func kind(_ k: Int, throughKernel: Bool) -> AddressKind {
+        if isEID[k] { return .eid }
         switch wanted[k].setting {
-        case .chosen?: return "chosen"
-        case .policy(let p)?: return throughKernel && p != .public ? "kernel" : p.rawValue
-        case nil: return throughKernel ? "kernel" : "static"
+        case .chosen?: return .chosen
+        case .policy(let p)?: return throughKernel && p != .public ? .kernel : AddressKind(p)
+        case nil: return throughKernel ? .kernel : .static
         }
     }
 
-    /// Beacon `k`'s setting, by name (payload's address_setting): eid, chosen, public, static, rotating, or kernel
-    /// when it has none and the kernel gives it (`throughKernel`; by default as the config alone decides).
-    public func settingName(_ k: Int, throughKernel: Bool? = nil) -> String {
-        if isEID[k] { return "eid" }
+    /// Beacon `k`'s setting, as a kind (payload's address_setting): eid, chosen, public, static, rotating,
+    /// resolvable, or kernel when it has none and the kernel gives it (`throughKernel`; by default as the config
+    /// alone decides).
+    public func settingKind(_ k: Int, throughKernel: Bool? = nil) -> AddressKind {
+        if isEID[k] { return .eid }
         switch wanted[k].setting {
-        case .chosen?: return "chosen"
-        case .policy(let p)?: return p.rawValue
-        case nil: return throughKernel ?? !beacondChooses ? "kernel" : "static"
+        case .chosen?: return .chosen
+        case .policy(let p)?: return AddressKind(p)
+        case nil: return throughKernel ?? !beacondChooses ? .kernel : .static
         }
     }
 

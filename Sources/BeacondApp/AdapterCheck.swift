@@ -261,7 +261,7 @@ enum AdapterCheck {
                        (.txPowerRange, h.txPowerRange.map { .array([JSONValue($0.lowerBound), JSONValue($0.upperBound)]) } ?? .null)])
         } ?? .null
         let p = plan.map { p in
-            JSONValue([(.config, .string(path)), (.backend, JSONValue(p.backend?.rawValue)), (.why, .string(p.backendWhy)), (.family, JSONValue(p.family)),
+            JSONValue([(.config, .string(path)), (.backend, JSONValue(p.backend?.rawValue)), (.why, .string(p.backendWhy)), (.family, JSONValue(p.family?.rawValue)),
                        (.sharing, JSONValue(p.sharing)), (.addresses, JSONValue(strings: p.addresses.map { p.backend == .mgmt && p.family != nil ? "kernel" : $0 })),
                        (.notes, JSONValue(strings: p.notes))])
         } ?? .null

@@ -188,7 +188,7 @@ final class Daemon {
         }
     }
 
-    private func clockTick() { handle(.clock(unixSeconds: wallClock().seconds, synchronized: systemClockSynchronized())) }
+    private func clockTick() { handle(.clock(sinceEpoch: .seconds(wallClock().seconds), synchronized: systemClockSynchronized())) }
 
     private func perform(_ action: Lifecycle.Action) {
         switch action {
@@ -263,7 +263,7 @@ final class Daemon {
             switch event {
             case .lost(let f): self.handle(.lost(f), from: gen)
             case .reapply(let reason, let delay, let fields):
-                self.handle(.reapply(reason: reason, delay: delay, fields: fields, at: self.loop.nowMicroseconds), from: gen)
+                self.handle(.reapply(reason: reason, delay: delay, fields: fields, at: .microseconds(self.loop.nowMicroseconds)), from: gen)
             case .changed(let onAir): self.handle(.onAirChanged(onAir), from: gen)
             }
         }

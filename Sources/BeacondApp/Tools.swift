@@ -78,10 +78,10 @@ enum Tools {
         var text: String
         /// For payload's JSON and hcitool recipe: the random address, `.public`, or nil when not known yet.
         var own: OwnAddress?
-        /// The setting's name on a controller without advertising sets (or on the one `backend` names)…
-        var setting: String
+        /// The setting on a controller without advertising sets (or on the one `backend` names)…
+        var setting: AddressKind
         /// … and on a controller with sets.
-        var settingWithSets: String
+        var settingWithSets: AddressKind
     }
 
     static func addressViews(_ config: BeaconConfiguration, backend known: BackendKind? = nil) -> [AddressView] {
@@ -113,8 +113,8 @@ enum Tools {
             let onSets = sets == .mgmt && w.setting == nil ? AddressPlan.kernelBrief : s.text
             let text = l.text == s.text ? l.text
                 : "\(l.text) on a controller without advertising sets (every Raspberry Pi's: \(legacy == .hci ? "raw HCI" : "mgmt")); \(onSets) on one with sets"
-            return AddressView(text: text, own: l.own, setting: plan.settingName(k, throughKernel: legacy == .mgmt),
-                               settingWithSets: plan.settingName(k, throughKernel: sets == .mgmt))
+            return AddressView(text: text, own: l.own, setting: plan.settingKind(k, throughKernel: legacy == .mgmt),
+                               settingWithSets: plan.settingKind(k, throughKernel: sets == .mgmt))
         }
     }
 
@@ -241,8 +241,8 @@ enum Tools {
             let settings: [(OutputKey, JSONValue)] = [
                 (.intervalMs, .numeral(intervalMs)), (.connectable, .bool(a.connectable)), (.pdu, .string(type.pduName)),
                 (.txPower, JSONValue(a.txPower)), (.advertisingData, .string(hexString(data.bytes))),
-                (.address, JSONValue(address?.own?.description)), (.addressSetting, .string(address?.setting ?? "static")),
-                (.addressSettingWithSets, .string(address?.settingWithSets ?? "static")),
+                (.address, JSONValue(address?.own?.description)), (.addressSetting, .string((address?.setting ?? .static).rawValue)),
+                (.addressSettingWithSets, .string((address?.settingWithSets ?? .static).rawValue)),
             ]
             Output.out(JSONValue(beaconJSON(b) + settings + (scanResponse.map { [(.scanResponse, .string(hexString($0.bytes)))] } ?? [])).text + "\n")
         }

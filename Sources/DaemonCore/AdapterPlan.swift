@@ -89,8 +89,8 @@ public struct AdapterPlan: Sendable {
     /// The backend `run` would use and why ("raw HCI commands (backend auto: …)").
     public var backend: BackendKind?
     public var backendWhy: String = ""
-    /// "legacy" or "extended"; nil when unknown.
-    public var family: String?
+    /// The advertising commands `run` would use; nil when unknown.
+    public var family: CommandFamily?
     /// How the beacons share the controller: "each on its own advertising set", "time slices of one advertiser", …
     public var sharing: String?
     public var addresses: [String] = []
@@ -168,7 +168,7 @@ public struct AdapterPlan: Sendable {
                 break
             }
             let extended = m.advertisingSets == true
-            family = extended ? "extended" : "legacy"
+            family = extended ? .extended : .legacy
             if let i = m.instances {
                 if i < n {
                     problems.append("the config has \(n) beacons, but the kernel offers \(i) advertising instance\(i == 1 ? "" : "s") on \(device): remove beacons, or set backend = \"hci\"")
@@ -188,7 +188,7 @@ public struct AdapterPlan: Sendable {
                 notes.append("bluetoothd is running: raw HCI commands work beside it (beacond keeps to its own advertising)")
             }
             guard let h = f.hci else { break }
-            family = h.extendedAdvertising ? "extended" : "legacy"
+            family = h.extendedAdvertising ? .extended : .legacy
             if h.extendedAdvertising {
                 guard let sets = h.sets else {
                     sharing = "advertising sets (how many, the controller did not say)"

@@ -75,7 +75,7 @@ struct AirContent: Sendable {
 
     /// The wall clock (Unix seconds), and whether the kernel calls it synchronized (nil: it cannot tell, which counts
     /// as synchronized, said once). What to say of it when the config has EID beacons.
-    mutating func tell(clock seconds: UInt64, synchronized told: Bool?, hasEID: Bool) -> [Lifecycle.Action] {
+    mutating func tell(clock sinceEpoch: Duration, synchronized told: Bool?, hasEID: Bool) -> [Lifecycle.Action] {
         var out: [Lifecycle.Action] = []
         // Unknown (adjtimex refused, no timesyncd) is not called unsynchronized: only what the kernel says is.
         if told == nil, hasEID, !clockUnknownSaid {
@@ -84,7 +84,7 @@ struct AirContent: Sendable {
         }
         let synchronized = told ?? true
         clockSynchronizationKnown = told != nil
-        clock = (eidTimeCounter(unixSeconds: seconds), synchronized)
+        clock = (eidTimeCounter(unixSeconds: UInt64(clamping: sinceEpoch.components.seconds)), synchronized)
         if hasEID && !synchronized && !clockWarned {
             clockWarned = true
             out.append(.log(.warning, "The system clock is not synchronized: the Eddystone-EID beacons' identifiers come from the wall clock, and a resolver will not recognize them until it is (check timedatectl)", []))

@@ -59,9 +59,9 @@ public struct BeaconOnAir: Sendable, Hashable {
     public var details: [String]
     /// The TX power the controller reported selecting for it (dBm), when it reported one.
     public var txPower: Int8?
-    /// Its own address ("C6:12:34:56:78:9A", "public") when the beacons do not all share one.
-    public var address: String?
-    public init(every: Duration, details: [String], txPower: Int8? = nil, address: String? = nil) {
+    /// Its own address when the beacons do not all share one.
+    public var address: OwnAddress?
+    public init(every: Duration, details: [String], txPower: Int8? = nil, address: OwnAddress? = nil) {
         self.every = every
         self.details = details
         self.txPower = txPower
@@ -74,7 +74,7 @@ public struct ControllerSummary: Sendable, Hashable {
     public var backend: BackendKind
     /// The advertising commands in use: "legacy" or "extended" (HCI commands, or mgmt's Add Advertising and Add
     /// Extended Advertising).
-    public var family: String
+    public var family: CommandFamily
     /// "5.0", "4.2"… as the controller reports it.
     public var bluetoothVersion: String?
     /// The company identifier of the controller's maker (Bluetooth Assigned Numbers).
@@ -86,7 +86,7 @@ public struct ControllerSummary: Sendable, Hashable {
     /// Several beacons take turns on one advertiser (legacy time slices, or the kernel's rotation).
     public var timeSliced: Bool
 
-    public init(backend: BackendKind, family: String, bluetoothVersion: String? = nil, manufacturer: UInt16? = nil, sets: Int? = nil,
+    public init(backend: BackendKind, family: CommandFamily, bluetoothVersion: String? = nil, manufacturer: UInt16? = nil, sets: Int? = nil,
                 instances: Int? = nil, timeSliced: Bool = false) {
         self.backend = backend
         self.family = family
@@ -113,15 +113,15 @@ public struct OnAir: Sendable, Hashable {
     public var beacons: [BeaconOnAir]
     /// The controller, for `beacond status` (nil from a backend that does not say).
     public var controller: ControllerSummary?
-    /// Each beacon's own address as the backend set it, in the schedule's order ("C6:12:34:56:78:9A", "public"; nil
-    /// where the kernel or the controller picks it); empty when the backend does not say.
-    public var addresses: [String?]
+    /// Each beacon's own address as the backend set it, in the schedule's order (nil where the kernel or the
+    /// controller picks it); empty when the backend does not say.
+    public var addresses: [OwnAddress?]
     /// Why the beacons go out from other addresses than their own settings give, for now ("another program scans on
     /// hci0"); nil when each has its own.
     public var addressesHeldBack: String?
 
     public init(interval: AdvertisingInterval, details: [String], kernelInterval: KernelInterval? = nil, txPower: Int8? = nil,
-                beacons: [BeaconOnAir] = [], controller: ControllerSummary? = nil, addresses: [String?] = [], addressesHeldBack: String? = nil) {
+                beacons: [BeaconOnAir] = [], controller: ControllerSummary? = nil, addresses: [OwnAddress?] = [], addressesHeldBack: String? = nil) {
         self.addressesHeldBack = addressesHeldBack
         self.interval = interval
         self.details = details

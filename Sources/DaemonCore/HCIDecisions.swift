@@ -148,13 +148,13 @@ extension OnAir {
     public init?(hci a: HCIAdvertiser, device: String, notes: [String], own: [OwnAddress]) {
         guard let r = a.report else { return nil }
         let n = a.applied?.count ?? 1
-        let controller = ControllerSummary(backend: .hci, family: "\(a.family)", bluetoothVersion: a.info.version.coreVersionName,
+        let controller = ControllerSummary(backend: .hci, family: a.family, bluetoothVersion: a.info.version.coreVersionName,
                                            manufacturer: a.info.version.manufacturer, sets: a.family == .extended ? a.capacity : nil,
                                            timeSliced: a.family == .legacy && n > 1)
         var beacons = r.beacons.map { BeaconOnAir(every: $0.every, details: $0.details, txPower: $0.txPower) }
         if a.publicWhileScanning {
             self.init(interval: r.interval, details: r.details + ["public address while another program scans on \(device)"], txPower: r.txPower,
-                      beacons: beacons, controller: controller, addresses: Array(repeating: "public", count: n),
+                      beacons: beacons, controller: controller, addresses: Array(repeating: .public, count: n),
                       addressesHeldBack: "another program scans on \(device), and the controller takes no new random address while it scans; each beacon's own address comes back once the scan has ended")
             return
         }
@@ -162,10 +162,10 @@ extension OnAir {
         if !shared {
             for k in beacons.indices where k < notes.count {
                 beacons[k].details.append(notes[k])
-                beacons[k].address = k < own.count ? own[k].description : nil
+                beacons[k].address = k < own.count ? own[k] : nil
             }
         }
         self.init(interval: r.interval, details: r.details + (shared ? notes.prefix(1) : []), txPower: r.txPower, beacons: beacons,
-                  controller: controller, addresses: own.map { $0.description })
+                  controller: controller, addresses: own)
     }
 }

@@ -219,9 +219,9 @@ public struct Lifecycle: Sendable {
             content.addressGeneration &+= 1
             // Not on the air now: the next apply takes the new address anyway.
             if phase == .advertising { apply(&out, dataOnlyAllowed: true) }
-        case .clock(let seconds, let told):
+        case .clock(let sinceEpoch, let told):
             let before = content.eidPeriods(config)
-            out += content.tell(clock: seconds, synchronized: told, hasEID: hasEID)
+            out += content.tell(clock: sinceEpoch, synchronized: told, hasEID: hasEID)
             // A new EID period: those beacons get their new identifier and address, the others are not touched.
             guard phase == .advertising, hasEID, content.eidPeriods(config) != before else { break }
             apply(&out, dataOnlyAllowed: true, refresh: .eid)
@@ -385,7 +385,7 @@ public struct Lifecycle: Sendable {
         out.append(.closeBackend)
     }
 
-    private mutating func reapply(_ reason: String, delay: Duration, fields: [String], at now: UInt64, _ out: inout [Action]) {
+    private mutating func reapply(_ reason: String, delay: Duration, fields: [String], at now: Duration, _ out: inout [Action]) {
         let onAir: OnAir
         switch state {
         case .advertising(let air), .reapplyWait(let air): onAir = air.onAir

@@ -64,8 +64,8 @@ extension Lifecycle {
         /// What is on the air changed by itself, the beacons still on it (the controller refused beacond's addresses
         /// while another program scans, or takes them again): STATUS follows.
         case onAirChanged(OnAir)
-        /// The beacon is off the air because of another program or a connection; `at` is CLOCK_MONOTONIC in µs.
-        case reapply(reason: String, delay: Duration, fields: [String], at: UInt64)
+        /// The beacon is off the air because of another program or a connection; `at` is CLOCK_MONOTONIC's time.
+        case reapply(reason: String, delay: Duration, fields: [String], at: Duration)
         /// A kernel device event for our hciN.
         case device(KernelDeviceEvent.Kind)
         case hangup
@@ -81,7 +81,7 @@ extension Lifecycle {
         /// boundary (the `eidRotation` timer) while the config has an Eddystone-EID beacon.
         /// The wall clock, and whether the kernel calls it synchronized (nil: it cannot tell, which counts as
         /// synchronized, said once).
-        case clock(unixSeconds: UInt64, synchronized: Bool?)
+        case clock(sinceEpoch: Duration, synchronized: Bool?)
         /// The answer to `supplySelfReport`.
         case selfReportSupplied(SelfReportSupply)
     }

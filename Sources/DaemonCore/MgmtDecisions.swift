@@ -190,10 +190,10 @@ extension OnAir {
             return "TX \(selected) dBm"
         }
         let kernelNote = kernel == .addAdvertisingDefault ? ["kernel default interval"] : []
-        let controller = ControllerSummary(backend: .mgmt, family: using == .legacy ? "legacy" : "extended",
+        let controller = ControllerSummary(backend: .mgmt, family: using == .legacy ? .legacy : .extended,
                                            bluetoothVersion: information.map { LocalVersionInformation.coreVersionName(hciVersion: $0.bluetoothVersion) },
                                            manufacturer: information?.manufacturer, instances: Int(features.maxInstances), timeSliced: rotated && n > 1)
-        let addresses = [String?](repeating: nil, count: n)
+        let addresses = [OwnAddress?](repeating: nil, count: n)
         if n == 1 {
             self.init(interval: kernel?.typical ?? wanted[0].interval,
                       details: ["mgmt instance \(slots[0])"] + kernelNote + (tx(slots[0]).map { [$0] } ?? []), kernelInterval: kernel,

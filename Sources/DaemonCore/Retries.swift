@@ -6,8 +6,8 @@ struct Retries: Sendable {
     /// Failures in a row on a kernel device in which the controller answered nothing (since the last time the
     /// beacons were on the air).
     private(set) var unanswered = 0
-    /// When another program took the beacons off the air (CLOCK_MONOTONIC µs), within the last minute.
-    private var reapplyTimes: [UInt64] = []
+    /// When another program took the beacons off the air (CLOCK_MONOTONIC), within the last minute.
+    private var reapplyTimes: [Duration] = []
 
     init(seed: UInt64) { backoff = Backoff(seed: seed) }
 
@@ -30,8 +30,8 @@ struct Retries: Sendable {
 
     /// Another program took the beacons off the air at `now`: nil to put them back after the usual delay; the sixth
     /// time within a minute and after, the backoff's wait.
-    mutating func reapplied(at now: UInt64) -> Duration? {
-        reapplyTimes = reapplyTimes.filter { now &- $0 < 60_000_000 } + [now]
+    mutating func reapplied(at now: Duration) -> Duration? {
+        reapplyTimes = reapplyTimes.filter { now - $0 < .seconds(60) } + [now]
         return reapplyTimes.count > 5 ? backoff.next() : nil
     }
 }

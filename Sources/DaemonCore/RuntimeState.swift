@@ -14,11 +14,12 @@ public struct RuntimeState: Sendable, Hashable {
         public var format: String
         /// The identity as the config's keys name it.
         public var identity: [Field]
-        /// The address it advertises from when beacond set it ("C6:12:34:56:78:9A", "public"); nil when the kernel
-        /// or the controller picks it, or it is not on the air.
-        public var address: String?
-        /// static, chosen, public, rotating, eid (a new one with each EID), kernel (the kernel's choice, through mgmt).
-        public var addressKind: String
+        /// The address it advertises from when beacond set it; nil when the kernel or the controller picks it, or it
+        /// is not on the air.
+        public var address: OwnAddress?
+        /// static, chosen, public, rotating, resolvable, eid (a new one with each EID), kernel (the kernel's choice,
+        /// through mgmt).
+        public var addressKind: AddressKind
         /// Why it goes out from `address` and not from what `addressKind` gives, for now (another program scans on
         /// the controller); nil when it has its own.
         public var addressHeldBack: String?
@@ -92,8 +93,8 @@ public struct RuntimeState: Sendable, Hashable {
                 warnings.append("the system clock is not synchronized: receivers will not resolve the EIDs")
             }
             let kind = plan.kind(k, throughKernel: l.backend == .mgmt)
-            let address: String? = onAir.flatMap { k < $0.addresses.count ? $0.addresses[k] : nil }
-            let heldBack = address == "public" && kind != "public" ? onAir?.addressesHeldBack : nil
+            let address: OwnAddress? = onAir.flatMap { k < $0.addresses.count ? $0.addresses[k] : nil }
+            let heldBack = address == .public && kind != .public ? onAir?.addressesHeldBack : nil
             var s = BeaconState(index: k + 1, format: b.beacon.format.rawValue, identity: Self.identity(b.beacon), address: address,
                                 addressKind: kind, addressHeldBack: heldBack, intervalMs: interval, onAir: onAir != nil, onAirSince: nil,
                                 warnings: warnings)
@@ -174,14 +175,14 @@ public struct RuntimeState: Sendable, Hashable {
         func text(_ v: String?) -> JSONValue { JSONValue(v.map(Redaction.apply)) }
         let x = controller
         let c = JSONValue([
-            (.device, .string(device)), (.backend, JSONValue(x?.backend.rawValue)), (.family, JSONValue(x?.family)),
+            (.device, .string(device)), (.backend, JSONValue(x?.backend.rawValue)), (.family, JSONValue(x?.family.rawValue)),
             (.bluetoothVersion, text(x?.bluetoothVersion)), (.manufacturer, JSONValue(x?.manufacturer)), (.sets, JSONValue(x?.sets)),
             (.instances, JSONValue(x?.instances)), (.timeSliced, .bool(x?.timeSliced ?? false)),
         ])
         let bs = beacons.map { b in
             JSONValue([
                 (.index, JSONValue(b.index)), (.format, .string(b.format)), (.identity, JSONValue(b.identity.map { ($0.name, $0.value) })),
-                (.address, text(b.address)), (.addressKind, .string(b.addressKind)), (.addressHeldBack, text(b.addressHeldBack)),
+                (.address, text(b.address?.description)), (.addressKind, .string(b.addressKind.rawValue)), (.addressHeldBack, text(b.addressHeldBack)),
                 (.intervalMs, JSONValue(b.intervalMs, decimals: 3)), (.onAir, .bool(b.onAir)), (.onAirSince, JSONValue(b.onAirSince)),
                 (.warnings, .array(b.warnings.map { text($0) })),
             ])

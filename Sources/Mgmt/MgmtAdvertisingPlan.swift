@@ -15,13 +15,12 @@ public enum MgmtAdvertisingPlan {
     public struct Instance: Sendable, Hashable {
         public var number: UInt8
         public var flags: MgmtAdvertisingFlags
-        /// 0.625 ms units.
-        public var interval: UInt32
+        public var interval: AdvertisingInterval
         public var txPower: Int8
         public var data: [UInt8]
         /// The local name's scan response (empty: none; the kernel makes an instance with one scannable).
         public var scanResponse: [UInt8]
-        public init(number: UInt8, flags: MgmtAdvertisingFlags, interval: UInt32, txPower: Int8, data: [UInt8], scanResponse: [UInt8] = []) {
+        public init(number: UInt8, flags: MgmtAdvertisingFlags, interval: AdvertisingInterval, txPower: Int8, data: [UInt8], scanResponse: [UInt8] = []) {
             self.number = number
             self.flags = flags
             self.interval = interval

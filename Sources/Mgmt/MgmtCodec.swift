@@ -87,9 +87,9 @@ public enum MgmtCommand: Sendable, Hashable {
     case addAdvertising(instance: UInt8, flags: MgmtAdvertisingFlags, duration: UInt16, timeout: UInt16,
                         data: [UInt8], scanResponse: [UInt8])
     case removeAdvertising(instance: UInt8)
-    /// Intervals in 0.625 ms units (u32 on the wire), TX power in dBm.
+    /// Intervals as 0.625 ms units (u32 on the wire), TX power in dBm.
     case addExtendedAdvertisingParameters(instance: UInt8, flags: MgmtAdvertisingFlags, duration: UInt16,
-                                          timeout: UInt16, minInterval: UInt32, maxInterval: UInt32, txPower: Int8)
+                                          timeout: UInt16, minInterval: AdvertisingInterval, maxInterval: AdvertisingInterval, txPower: Int8)
     case addExtendedAdvertisingData(instance: UInt8, data: [UInt8], scanResponse: [UInt8])
 
     public var opcode: MgmtOpcode {
@@ -116,7 +116,7 @@ public enum MgmtCommand: Sendable, Hashable {
             w.u8(UInt8(data.count)); w.u8(UInt8(scan.count)); w.append(contentsOf: data); w.append(contentsOf: scan)
         case .removeAdvertising(let instance): w.u8(instance)
         case .addExtendedAdvertisingParameters(let instance, let flags, let duration, let timeout, let minI, let maxI, let tx):
-            w.u8(instance); w.u32(flags.rawValue); w.u16(duration); w.u16(timeout); w.u32(minI); w.u32(maxI); w.i8(tx)
+            w.u8(instance); w.u32(flags.rawValue); w.u16(duration); w.u16(timeout); w.u32(UInt32(minI.units)); w.u32(UInt32(maxI.units)); w.i8(tx)
         case .addExtendedAdvertisingData(let instance, let data, let scan):
             w.u8(instance); w.u8(UInt8(data.count)); w.u8(UInt8(scan.count))
             w.append(contentsOf: data); w.append(contentsOf: scan)

@@ -71,7 +71,7 @@ public struct MgmtInstancePlan: Sendable, Hashable {
             case let now? where !now.needsRestart(for: r) && commands == .extended:
                 steps += MgmtAdvertisingPlan.updateData(instance: instance, data: r.data.bytes, scanResponse: r.scanResponse?.bytes ?? [])
             default:
-                let i = MgmtAdvertisingPlan.Instance(number: instance, flags: flags, interval: UInt32(r.interval.units), txPower: tx,
+                let i = MgmtAdvertisingPlan.Instance(number: instance, flags: flags, interval: r.interval, txPower: tx,
                                                      data: r.data.bytes, scanResponse: r.scanResponse?.bytes ?? [])
                 parameterSteps[steps.count] = instance
                 steps += MgmtAdvertisingPlan.add(i, using: commands)

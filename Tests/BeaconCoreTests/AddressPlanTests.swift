@@ -58,11 +58,11 @@ struct AddressPlanTests {
     @Test("each beacon's kind and setting by name, as the state file and payload name them")
     func kinds() throws {
         let p = try plan(ib(1, "address = \"C6:12:34:56:78:9A\"\n") + ib(2, "address = \"public\"\n") + ib(3, "address = \"rotating\"\n") + ib(4) + eid)
-        #expect((0..<5).map { p.kind($0, throughKernel: false) } == ["chosen", "public", "rotating", "static", "eid"])
-        #expect((0..<5).map { p.settingName($0) } == ["chosen", "public", "rotating", "static", "eid"])
+        #expect((0..<5).map { p.kind($0, throughKernel: false) } == [.chosen, .public, .rotating, .static, .eid])
+        #expect((0..<5).map { p.settingKind($0) } == [.chosen, .public, .rotating, .static, .eid])
         let k = try plan(ib(1) + ib(2, "address = \"rotating\"\n"))
-        #expect((0..<2).map { k.kind($0, throughKernel: true) } == ["kernel", "kernel"])
-        #expect((0..<2).map { k.settingName($0) } == ["kernel", "rotating"])
+        #expect((0..<2).map { k.kind($0, throughKernel: true) } == [.kernel, .kernel])
+        #expect((0..<2).map { k.settingKind($0) } == [.kernel, .rotating])
     }
 
     @Test("the sentences: before anything is on the air, and an address on the air")
@@ -102,5 +102,20 @@ struct AddressPlanTests {
         let error = try #require(thrown(ib(1, a) + ib(2, a) + "[controller]\nbackend = \"mgmt\"\n"))
         let second = error.items.filter { $0.location?.line == 10 }.map(\.message)
         #expect(second.count == 2 && second[0].contains("the same as in [[beacon]] #1") && second[1].contains(AddressPlan.kernelRule))
+    }
+}
+
+@Suite("address kinds")
+struct AddressKindTests {
+    @Test("the raw values are the state file's documented address_kind values, each once, in the documented order")
+    func documented() {
+        let row = OutputSchema.fields(.state).first { $0.path == "beacons[].address_kind" }
+        let documented = row.map { $0.meaning.split(separator: "`", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) } }
+        #expect(documented == AddressKind.allCases.map(\.rawValue))
+    }
+
+    @Test("a policy's kind has the policy's name")
+    func policies() {
+        for p in AddressPolicy.allCases { #expect(AddressKind(p).rawValue == p.rawValue) }
     }
 }

@@ -29,7 +29,7 @@ struct ResolvableConfigTests {
         #expect(c.keyFiles == [KeyFileReference(beacon: 0, key: "resolving_key_file", file: "shop.irk", location: SourceLocation(line: 6, column: 22),
                                                 kind: "a resolving key")])
         #expect(plan.sentence(0, throughKernel: false, kept: nil) == "resolvable (a new resolvable private address every 2 s, made with the key in shop.irk)")
-        #expect(plan.kind(0, throughKernel: false) == "resolvable")
+        #expect(plan.kind(0, throughKernel: false) == .resolvable)
         let rotation = try parse(ib(1)).advertising.addressRotation
         #expect(rotation == .seconds(900))
     }

@@ -32,7 +32,7 @@ struct AdapterPlanTests {
         #expect(p.ok)
         #expect(p.backend == .hci)
         #expect(p.backendWhy.contains("has no advertising sets"))
-        #expect(p.family == "legacy")
+        #expect(p.family == .legacy)
         #expect(p.notes.contains { $0.hasPrefix("bluetoothd is running") })
     }
 
@@ -40,7 +40,7 @@ struct AdapterPlanTests {
     func extendedMgmt() {
         let p = AdapterPlan(config: parse(beacons(3)), device: .kernel(index: 0), facts: facts(sets: true), addresses: ["a", "b", "c"])
         #expect(p.ok)
-        #expect(p.backend == .mgmt && p.family == "extended")
+        #expect(p.backend == .mgmt && p.family == .extended)
         #expect(p.sharing?.hasPrefix("each beacon on its own advertising set") == true)
     }
 
@@ -79,7 +79,7 @@ struct AdapterPlanTests {
         var f = AdapterFacts()
         f.hci = AdapterFacts.HCI(bluetoothVersion: "4.2", manufacturer: 2, extendedAdvertising: false)
         let p = AdapterPlan(config: parse(beacons(2)), device: .unix(path: "/run/x"), facts: f, addresses: ["a", "b"])
-        #expect(p.ok && p.backend == .hci && p.family == "legacy")
+        #expect(p.ok && p.backend == .hci && p.family == .legacy)
         #expect(p.sharing == "time slices of the controller's one advertiser (2 beacons take turns)")
     }
 

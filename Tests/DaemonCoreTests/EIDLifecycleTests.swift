@@ -44,7 +44,7 @@ struct EIDLifecycleTests {
     @Test("the EID for the clock on the air; a new EID and address period at the boundary only; the other beacon untouched")
     func rotation() {
         var lc = Lifecycle(config: config(exponent: 10), configPath: "/c", seed: 1, cipher: { k, b in try AES128.encrypt(b, key: k) })
-        let clock = lc.handle(.clock(unixSeconds: 2000, synchronized: true))
+        let clock = lc.handle(.clock(sinceEpoch: .seconds(2000), synchronized: true))
         #expect(clock.contains(.armPeriodic(.eidRotation, .seconds(1024))))  // the boundary timer
         let open = lc.handle(.start)
         #expect(open.contains { if case .open(.hci, _) = $0 { true } else { false } })  // auto: raw HCI for an EID beacon
@@ -53,9 +53,9 @@ struct EIDLifecycleTests {
         #expect(first.addresses[1].setting == .policy(.rotating) && first.addresses[1].period == 1)  // 2000 >> 10
         _ = lc.handle(.applied(onAir))
         // Within the period: nothing to do.
-        #expect(applies(lc.handle(.clock(unixSeconds: 2047, synchronized: true))).isEmpty)
+        #expect(applies(lc.handle(.clock(sinceEpoch: .seconds(2047), synchronized: true))).isEmpty)
         // The boundary at 2048: the EID beacon's new identifier and period; the iBeacon's request the same.
-        let next = applies(lc.handle(.clock(unixSeconds: 2048, synchronized: true))).first!
+        let next = applies(lc.handle(.clock(sinceEpoch: .seconds(2048), synchronized: true))).first!
         let expected = try! EddystoneEID.identifier(identityKey: hex("0102030405060708090A111213141516"), exponent: 10, time: 2048,
                                                     cipher: { k, b in try AES128.encrypt(b, key: k) })
         #expect(Array(next.beacons[1].data.bytes.suffix(8)) == expected && expected != hex("4144413E45FEFA58"))
@@ -65,26 +65,26 @@ struct EIDLifecycleTests {
     @Test("an unsynchronized clock: a warning once and STATUS says the EIDs will not resolve")
     func unsynchronized() {
         var lc = Lifecycle(config: config(exponent: 4), configPath: "/c", seed: 1, cipher: { k, b in try AES128.encrypt(b, key: k) })
-        let warned = lc.handle(.clock(unixSeconds: 100, synchronized: false))
+        let warned = lc.handle(.clock(sinceEpoch: .seconds(100), synchronized: false))
         #expect(warned.contains { if case .log(.warning, let m, _) = $0 { m.hasPrefix("The system clock is not synchronized") } else { false } })
         _ = lc.handle(.start)
         _ = lc.handle(.opened())
         let ready = lc.handle(.applied(onAir)).compactMap { if case .notify(let n) = $0 { n.last } else { nil } }.first
         #expect(ready?.hasSuffix("; the system clock is not synchronized: the EIDs will not resolve") == true)
-        #expect(lc.handle(.clock(unixSeconds: 101, synchronized: false)).allSatisfy { if case .log = $0 { false } else { true } })
+        #expect(lc.handle(.clock(sinceEpoch: .seconds(101), synchronized: false)).allSatisfy { if case .log = $0 { false } else { true } })
     }
 
     @Test("a clock whose synchronization cannot be told counts as synchronized, said once at notice level")
     func unknownClock() {
         var lc = Lifecycle(config: config(exponent: 4), configPath: "/c", seed: 1, cipher: { k, b in try AES128.encrypt(b, key: k) })
-        let first = lc.handle(.clock(unixSeconds: 100, synchronized: nil))
+        let first = lc.handle(.clock(sinceEpoch: .seconds(100), synchronized: nil))
         #expect(first.contains { if case .log(.notice, let m, _) = $0 { m.hasPrefix("Cannot tell whether the system clock is synchronized") } else { false } })
         #expect(!first.contains { if case .log(.warning, _, _) = $0 { true } else { false } })
         _ = lc.handle(.start)
         _ = lc.handle(.opened())
         let ready = lc.handle(.applied(onAir)).compactMap { if case .notify(let n) = $0 { n.last } else { nil } }.first
         #expect(ready?.contains("not synchronized") == false)
-        #expect(lc.handle(.clock(unixSeconds: 101, synchronized: nil)).allSatisfy { if case .log = $0 { false } else { true } })
+        #expect(lc.handle(.clock(sinceEpoch: .seconds(101), synchronized: nil)).allSatisfy { if case .log = $0 { false } else { true } })
     }
 
     @Test("the next boundary of the wall clock: just past the next multiple of the period")

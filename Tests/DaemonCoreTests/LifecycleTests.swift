@@ -317,7 +317,7 @@ struct LifecycleTests {
     @Test("bug: a connection that stopped connectable advertising puts it back")
     func reapplyAfterConnection() {
         var w = advertising()
-        w.send(.reapply(reason: "Connectable advertising on tcp:127.0.0.1:9 stopped: a central connected", delay: .zero, fields: [], at: 1))
+        w.send(.reapply(reason: "Connectable advertising on tcp:127.0.0.1:9 stopped: a central connected", delay: .zero, fields: [], at: .microseconds(1)))
         #expect(w.lc.phase == .reapplyWait && w.timer == .zero)
         #expect(w.fire().contains { if case .apply(_, dataOnlyAllowed: false) = $0 { true } else { false } })
         w.send(.applied(onAir))
@@ -328,7 +328,7 @@ struct LifecycleTests {
     func reapplyStorm() {
         var w = advertising()
         for i in 0..<6 {
-            w.send(.reapply(reason: "Another program sent LE Set Advertising Enable (0x200A) to hci0", delay: .milliseconds(100), fields: [], at: UInt64(i) * 1_000_000))
+            w.send(.reapply(reason: "Another program sent LE Set Advertising Enable (0x200A) to hci0", delay: .milliseconds(100), fields: [], at: .seconds(i)))
             if i < 5 { #expect(w.timer == .milliseconds(100)) }
             w.fire()
             w.send(.applied(onAir))
@@ -445,7 +445,7 @@ struct LifecycleTests {
     @Test("bug: a reload that changes the controller while the old one is open but not advertising stops there first")
     func controllerChangeWhileReapplying() {
         var w = advertising()
-        w.send(.reapply(reason: "Another program sent Reset", delay: .milliseconds(500), fields: [], at: 1))
+        w.send(.reapply(reason: "Another program sent Reset", delay: .milliseconds(500), fields: [], at: .microseconds(1)))
         #expect(w.lc.phase == .reapplyWait)
         w.send(.hangup)
         let a = w.send(.configLoaded(config(device: "tcp:127.0.0.1:10")))
@@ -524,7 +524,7 @@ struct LifecycleTests {
                     default: choices += [.stopped, .powerCycled(nil)]
                     }
                 }
-                if w.backendOpen { choices += [.lost(refused), .lost(unanswered), .onAirChanged(onAir), .reapply(reason: "r", delay: .zero, fields: [], at: rng.next() % 1_000_000_000)] }
+                if w.backendOpen { choices += [.lost(refused), .lost(unanswered), .onAirChanged(onAir), .reapply(reason: "r", delay: .zero, fields: [], at: .microseconds(rng.next() % 1_000_000_000))] }
                 if rng.next() % 40 == 0 { choices.append(.terminate(signal: "SIGTERM")) }
                 if w.timerArmed && rng.next() % 3 == 0 {
                     w.fire()

@@ -139,7 +139,7 @@ struct LifecycleWordingTests {
         #expect(LifecycleWording.advertisingStatus(conf(ibeacon), device: hci0, configPath: "/c", onAir: onAir, clockSynchronized: true)
                 == "Advertising E2C56DB5-DFFB-48D2-B060-D0F5A71096E0 major 1 minor 1 every 100 ms on hci0 (extended)")
         let two = OnAir(interval: AdvertisingInterval(units: 160)!, details: ["extended"],
-                        beacons: [BeaconOnAir(every: .milliseconds(100), details: [], address: "C6:12:34:56:78:9A"),
+                        beacons: [BeaconOnAir(every: .milliseconds(100), details: [], address: .random(BluetoothAddress(parsing: "C6:12:34:56:78:9A")!)),
                                   BeaconOnAir(every: .milliseconds(200), details: [])])
         #expect(LifecycleWording.advertisingSummary(conf(twoBeacons), device: hci0, onAir: two)
                 == "Advertising 2 beacons on hci0: iBeacon every 100 ms from C6:12:34:56:78:9A, iBeacon every 200 ms (extended)")
@@ -190,9 +190,9 @@ struct RetriesTests {
     func takings() {
         var r = Retries(seed: 1)
         var waits: [Duration?] = []
-        for k in 0..<6 { waits.append(r.reapplied(at: UInt64(k) * 1_000_000)) }
+        for k in 0..<6 { waits.append(r.reapplied(at: .seconds(k))) }
         #expect(waits.prefix(5).allSatisfy { $0 == nil } && waits[5] != nil)
-        let later = r.reapplied(at: 200_000_000)
+        let later = r.reapplied(at: .seconds(200))
         #expect(later == nil, "a minute later the count starts over")
     }
 
@@ -214,16 +214,16 @@ struct AirContentTests {
     @Test("an unknown synchronization said once, an unsynchronized clock warned once until synchronized again")
     func clock() {
         var c = AirContent(cipher: nil, seal: nil)
-        let unknown = c.tell(clock: 1000, synchronized: nil, hasEID: true).compactMap(message)
+        let unknown = c.tell(clock: .seconds(1000), synchronized: nil, hasEID: true).compactMap(message)
         #expect(unknown.count == 1 && unknown[0].hasPrefix("Cannot tell whether the system clock is synchronized"))
-        let unknownAgain = c.tell(clock: 1001, synchronized: nil, hasEID: true)
+        let unknownAgain = c.tell(clock: .seconds(1001), synchronized: nil, hasEID: true)
         #expect(c.clockSynchronized == nil && unknownAgain.isEmpty)
-        let off = c.tell(clock: 1002, synchronized: false, hasEID: true)
+        let off = c.tell(clock: .seconds(1002), synchronized: false, hasEID: true)
         #expect(off.count == 1 && c.clockSynchronized == false)
-        let offAgain = c.tell(clock: 1003, synchronized: false, hasEID: true)
-        let on = c.tell(clock: 1004, synchronized: true, hasEID: true).compactMap(message)
+        let offAgain = c.tell(clock: .seconds(1003), synchronized: false, hasEID: true)
+        let on = c.tell(clock: .seconds(1004), synchronized: true, hasEID: true).compactMap(message)
         #expect(offAgain.isEmpty && on == ["The system clock is synchronized now"] && c.clockSynchronized == true)
-        let noEID = c.tell(clock: 1005, synchronized: false, hasEID: false)
+        let noEID = c.tell(clock: .seconds(1005), synchronized: false, hasEID: false)
         #expect(noEID.isEmpty, "without EID beacons: nothing to say")
     }
 }

@@ -116,7 +116,7 @@ struct RandomWalkTests {
             var w = Walker(lc: Lifecycle(config: walkConfig(UInt64(walk), device: devices[walk % 3]), configPath: "/c", seed: UInt64(walk),
                                          cipher: { k, b in try AES128.encrypt(b, key: k) }))
             var wall: UInt64 = 1_700_000_000
-            w.send(.clock(unixSeconds: wall, synchronized: true))
+            w.send(.clock(sinceEpoch: .seconds(wall), synchronized: true))
             w.send(.start)
             for _ in 0..<80 {
                 if w.exited { break }
@@ -135,7 +135,7 @@ struct RandomWalkTests {
                 // A boundary tick, or a step of the clock (either way, at any time), with every answer about its sync.
                 wall = rng.next() % 5 == 0 ? wall &- rng.next() % 5000 : wall + rng.next() % 300
                 let sync: Bool? = [true, false, nil][Int(rng.next() % 3)]
-                choices.append(.clock(unixSeconds: wall, synchronized: sync))
+                choices.append(.clock(sinceEpoch: .seconds(wall), synchronized: sync))
                 if rng.next() % 50 == 0 { choices.append(.terminate(signal: "SIGTERM")) }
                 if w.timerArmed && rng.next() % 3 == 0 {
                     w.timerArmed = false

@@ -25,9 +25,11 @@ private let two = """
 
 private func parse(_ text: String) -> BeaconConfiguration { try! BeaconConfiguration.parse(Array(text.utf8)) }
 
-private let controller = ControllerSummary(backend: .hci, family: "extended", bluetoothVersion: "5.0", manufacturer: 2, sets: 6)
+private let controller = ControllerSummary(backend: .hci, family: .extended, bluetoothVersion: "5.0", manufacturer: 2, sets: 6)
 
-private func onAir(_ addresses: [String?]) -> OnAir {
+private func a(_ text: String) -> OwnAddress { .random(BluetoothAddress(parsing: text)!) }
+
+private func onAir(_ addresses: [OwnAddress?]) -> OnAir {
     OnAir(interval: AdvertisingInterval(units: 160)!, details: ["extended", "2 sets"],
           beacons: [BeaconOnAir(every: .milliseconds(100), details: []), BeaconOnAir(every: .milliseconds(250), details: [])],
           controller: controller, addresses: addresses)
@@ -47,7 +49,7 @@ struct RuntimeStateTests {
         var lc = Lifecycle(config: parse(two), configPath: "/etc/beacond/beacond.conf", seed: 1)
         _ = lc.handle(.start)
         _ = lc.handle(.opened())
-        _ = lc.handle(.applied(onAir(["C6:12:34:56:78:9A", "D1:00:00:00:00:01"])))
+        _ = lc.handle(.applied(onAir([a("C6:12:34:56:78:9A"), a("D1:00:00:00:00:01")])))
         let s = RuntimeState(lc, pid: 42, configDigest: "ab", now: 1000, previous: nil)
         let j = json(s)
         #expect(j["phase"]?.string == "advertising")
@@ -73,12 +75,28 @@ struct RuntimeStateTests {
         #expect(later == s)
     }
 
+    @Test("from the public address while another program scans: a static beacon says why, a public one does not")
+    func heldBack() throws {
+        let config = parse(two.split(separator: "[controller]").joined(separator: "address = \"public\"\n[controller]"))
+        var lc = Lifecycle(config: config, configPath: "/c", seed: 1)
+        _ = lc.handle(.start)
+        _ = lc.handle(.opened())
+        var air = onAir([.public, .public])
+        air.addressesHeldBack = "another program scans on hci0"
+        _ = lc.handle(.applied(air))
+        let b = try #require(json(RuntimeState(lc, pid: 1, configDigest: "a", now: 5, previous: nil))["beacons"]?.array)
+        #expect(b.map { $0["address"]?.string } == ["public", "public"])
+        #expect(b.map { $0["address_kind"]?.string } == ["static", "public"])
+        #expect(b[0]["address_held_back"]?.string == "another program scans on hci0")
+        #expect(b[1]["address_held_back"]?.isNull == true)
+    }
+
     @Test("a reload: in progress, then applied; a refused one keeps the old beacons with the errors and the time it came")
     func reloads() throws {
         var lc = Lifecycle(config: parse(two), configPath: "/c", seed: 1)
         _ = lc.handle(.start)
         _ = lc.handle(.opened())
-        _ = lc.handle(.applied(onAir(["C6:12:34:56:78:9A", "D1:00:00:00:00:01"])))
+        _ = lc.handle(.applied(onAir([a("C6:12:34:56:78:9A"), a("D1:00:00:00:00:01")])))
         let s0 = RuntimeState(lc, pid: 1, configDigest: "a", now: 10, previous: nil)
         #expect(json(s0)["reload"]?["count"]?.int == 0)
         #expect(json(s0)["reload"]?["result"]?.isNull == true)
@@ -100,7 +118,7 @@ struct RuntimeStateTests {
         _ = lc.handle(.hangup)
         let again = lc.handle(.configLoaded(parse(two.split(separator: "\n", omittingEmptySubsequences: false).map { $0 == "minor = 2" ? "minor = 3" : String($0) }.joined(separator: "\n"))))
         #expect(again.contains { if case .apply = $0 { true } else { false } })
-        _ = lc.handle(.applied(onAir(["C6:12:34:56:78:9B", "D1:00:00:00:00:01"])))
+        _ = lc.handle(.applied(onAir([a("C6:12:34:56:78:9B"), a("D1:00:00:00:00:01")])))
         let s3 = RuntimeState(lc, pid: 1, configDigest: "b", now: 20, previous: s2)
         let k = json(s3)
         #expect(k["reload"]?["count"]?.int == 2)
@@ -120,7 +138,7 @@ struct RuntimeStateTests {
         var lc = Lifecycle(config: parse(two), configPath: "/c", seed: 1)
         _ = lc.handle(.start)
         _ = lc.handle(.opened())
-        _ = lc.handle(.applied(onAir(["C6:12:34:56:78:9A", "D1:00:00:00:00:01"])))
+        _ = lc.handle(.applied(onAir([a("C6:12:34:56:78:9A"), a("D1:00:00:00:00:01")])))
         _ = lc.handle(.hangup)
         let errors = (1...5000).map { ConfigDiagnostic("'identity_key_file' in [beacon]: /etc/beacond/keys/\(key) does not exist", at: SourceLocation(line: $0, column: 21)) }
         let actions = lc.handle(.configRefused(ConfigError(path: "/c", diagnostics: errors)))
@@ -160,7 +178,7 @@ struct RuntimeStateTests {
             config.beacons[0].beacon = .eddystoneEID(e)
         }
         var lc = Lifecycle(config: config, configPath: "/c", seed: 1, cipher: { _, b in b })
-        _ = lc.handle(.clock(unixSeconds: 1_700_000_000, synchronized: false))
+        _ = lc.handle(.clock(sinceEpoch: .seconds(1_700_000_000), synchronized: false))
         let s = RuntimeState(lc, pid: 1, configDigest: "a", now: 5, previous: nil)
         #expect(!s.json.contains("00112233445566778899aabbccddeeff"))
         let j = json(s)
@@ -179,11 +197,11 @@ struct RuntimeStateTests {
             config.beacons[0].beacon = .eddystoneEID(e)
         }
         var lc = Lifecycle(config: config, configPath: "/c", seed: 1, cipher: { _, b in b })
-        _ = lc.handle(.clock(unixSeconds: 1_700_000_000, synchronized: nil))
+        _ = lc.handle(.clock(sinceEpoch: .seconds(1_700_000_000), synchronized: nil))
         _ = lc.handle(.start)
         _ = lc.handle(.opened())
         let ready = lc.handle(.applied(OnAir(interval: AdvertisingInterval(units: 160)!, details: [], beacons: [BeaconOnAir(every: .milliseconds(100), details: [])],
-                                             controller: controller, addresses: ["C0:00:00:00:00:01"])))
+                                             controller: controller, addresses: [a("C0:00:00:00:00:01")])))
         let status = ready.compactMap { a -> String? in if case .notify(let n) = a { n.first { $0.hasPrefix("STATUS=") } } else { nil } }.first ?? ""
         #expect(status.contains("whether the system clock is synchronized is unknown"), "\(status)")
         let j = json(RuntimeState(lc, pid: 1, configDigest: "a", now: 5, previous: nil))
@@ -221,7 +239,7 @@ struct RuntimeStatePublishingTests {
         var lc = Lifecycle(config: config, configPath: "/c", seed: 1)
         _ = lc.handle(.start)
         _ = lc.handle(.opened())
-        let air = OnAir(interval: AdvertisingInterval(units: 160)!, details: [], beacons: [], controller: controller, addresses: ["A", "B", "C"])
+        let air = OnAir(interval: AdvertisingInterval(units: 160)!, details: [], beacons: [], controller: controller, addresses: [a("C0:00:00:00:00:0A"), a("C0:00:00:00:00:0B"), a("C0:00:00:00:00:0C")])
         _ = lc.handle(.applied(air))
         let s0 = RuntimeState(lc, pid: 1, configDigest: "a", now: 100, previous: nil)
         #expect(RuntimeState.publishes(lc))
@@ -239,7 +257,7 @@ struct RuntimeStatePublishingTests {
         _ = lc.handle(.start)
         _ = lc.handle(.opened())
         _ = lc.handle(.applied(onAir([nil, nil])))
-        _ = lc.handle(.reapply(reason: "another program disabled advertising", delay: .milliseconds(500), fields: [], at: 1))
+        _ = lc.handle(.reapply(reason: "another program disabled advertising", delay: .milliseconds(500), fields: [], at: .microseconds(1)))
         #expect(lc.phase == .reapplyWait)
         _ = lc.handle(.hangup)
         _ = lc.handle(.configLoaded(parse(two)))

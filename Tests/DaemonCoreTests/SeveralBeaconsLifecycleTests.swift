@@ -132,7 +132,7 @@ struct RotatingAddressTests {
         _ = lc.handle(.start)
         _ = lc.handle(.opened())
         let beacons = ["C6:00:00:00:00:01", "D7:00:00:00:00:02", "E8:00:00:00:00:03"].map {
-            BeaconOnAir(every: .milliseconds(100), details: ["set 0", "static address \($0)"], txPower: 0, address: $0)
+            BeaconOnAir(every: .milliseconds(100), details: ["set 0", "static address \($0)"], txPower: 0, address: .random(BluetoothAddress(parsing: $0)!))
         }
         let a = lc.handle(.applied(OnAir(interval: AdvertisingInterval(units: 160)!, details: ["extended", "3 sets"], beacons: beacons)))
         let status = a.compactMap { if case .notify(let n) = $0 { n.last } else { nil } }.first
@@ -142,7 +142,7 @@ struct RotatingAddressTests {
         #expect(lines.filter { $0.hasPrefix("Beacon 1's measured_power of -100 dBm at 1 m is 59 dB weaker than a 0 dBm transmitter") }.count == 1)
         #expect(!lines.contains { $0.hasPrefix("Beacon 2's measured_power") || $0.hasPrefix("Beacon 3's measured_power") })
         // The same again (another program's reset, a reapply): the line again, the warning not.
-        _ = lc.handle(.reapply(reason: "test", delay: .zero, fields: [], at: 0))
+        _ = lc.handle(.reapply(reason: "test", delay: .zero, fields: [], at: .zero))
         _ = lc.handle(.timerFired)
         let again = logs(lc.handle(.applied(OnAir(interval: AdvertisingInterval(units: 160)!, details: ["extended", "3 sets"], beacons: beacons))))
         #expect(again.contains { $0.hasPrefix("TX power on hci0") })

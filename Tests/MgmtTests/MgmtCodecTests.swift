@@ -24,10 +24,10 @@ struct MgmtCodecTests {
          "3e00 0000 2900 05 00000000 0000 0000 1e 00" + "0201061aff4c000215e2c56db5dffb48d2b060d0f5a71096e000010001c5"),
         // Add Extended Advertising Parameters: exactly 18 bytes; intervals (bit 14) and TX power (bit 15) valid.
         (.addExtendedAdvertisingParameters(instance: 5, flags: [.intervalsValid, .txPowerValid], duration: 0, timeout: 0,
-                                           minInterval: 160, maxInterval: 160, txPower: -4), 0,
+                                           minInterval: AdvertisingInterval(units: 160)!, maxInterval: AdvertisingInterval(units: 160)!, txPower: -4), 0,
          "5400 0000 1200 05 00c00000 0000 0000 a0000000 a0000000 fc"),
         (.addExtendedAdvertisingParameters(instance: 2, flags: [.connectable, .intervalsValid], duration: 0, timeout: 0,
-                                           minInterval: 0x20, maxInterval: 0x20, txPower: 0), 3,
+                                           minInterval: AdvertisingInterval(units: 0x20)!, maxInterval: AdvertisingInterval(units: 0x20)!, txPower: 0), 3,
          "5400 0300 1200 02 01400000 0000 0000 20000000 20000000 00"),
         // Add Extended Advertising Data: instance, adv len, scan rsp len, data: 3 + 30 bytes.
         (.addExtendedAdvertisingData(instance: 5, data: beacon, scanResponse: []), 0,

@@ -1,4 +1,5 @@
 // The mgmt command flow and the advertising plan, driven by hand (no socket).
+import BluetoothHCI
 @testable import Mgmt
 import Testing
 
@@ -58,7 +59,7 @@ struct MgmtFlowTests {
 
 @Suite("mgmt advertising plan")
 struct MgmtPlanTests {
-    let instance = MgmtAdvertisingPlan.Instance(number: 4, flags: [.intervalsValid], interval: 160, txPower: 0, data: [2, 1, 6])
+    let instance = MgmtAdvertisingPlan.Instance(number: 4, flags: [.intervalsValid], interval: AdvertisingInterval(units: 160)!, txPower: 0, data: [2, 1, 6])
 
     @Test("extended: parameters, data padded by one byte (may fail), data")
     func extended() {
