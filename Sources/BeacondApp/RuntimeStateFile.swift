@@ -107,7 +107,7 @@ enum RuntimeStateFile {
         if let b = where_.handRunBase {
             let baseFD = try FileDescriptor.openTrustedDirectory(b)
             let name = String(where_.path.split(separator: "/").last ?? "")
-            do { try baseFD.makeSubdirectory(name, mode: 0o700) } catch where error.errno == .exists {}
+            try baseFD.makeSubdirectoryUnlessPresent(name, mode: 0o700)
             dir = try baseFD.openSubdirectory(name)
             guard try dir.status().ownerAndMode.uid == processEffectiveUserID() else {
                 throw SystemError("open(\(where_.path)): not this user's directory", errno: .notPermitted)
