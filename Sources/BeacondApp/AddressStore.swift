@@ -31,12 +31,8 @@ enum AddressStore {
     }
 
     private static func failure(_ p: StateProblem) -> Failure {
-        switch p.kind {
-        case .absent:
-            Failure(description: "Cannot keep a static address: \(p); or set address = \"public\" or \"rotating\"", fallsBack: true)
-        case .unusable, .busy:
-            Failure(description: "Cannot keep a static address: \(p)")
-        }
+        let refusal = p.staticAddressRefusal
+        return Failure(description: refusal.message, fallsBack: refusal.fallsBack)
     }
 
     /// The kept address of each of `keys`, made and stored first for those that have none. Never replaces a file

@@ -25,9 +25,9 @@ final class OwnershipStore {
         var r = OwnershipRecord()
         do throws(StateProblem) {
             r = read(try StateLock.open(directory, create: false))
-        } catch where error.kind != .absent {
-            log.warning("Cannot read \(path): \(error); what an earlier run left on the controller is not removed")
-        } catch {}
+        } catch {
+            if let warning = error.ownershipUnread(path) { log.warning(warning) }
+        }
         record = r
         return r
     }

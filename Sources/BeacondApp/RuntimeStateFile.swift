@@ -119,11 +119,7 @@ enum RuntimeStateFile {
         }
         let lock: FileLock
         do { lock = try FileLock.exclusive(lockName, in: dir, waitMilliseconds: 1000) } catch {
-            switch error {
-            case .held(let pid): throw SystemError("flock(\(where_.path)/\(lockName)): held by \(pid.map { "pid \($0)" } ?? "another process")", errno: .wouldBlock)
-            case .system(let e): throw e
-            default: throw SystemError("open(\(where_.path)/\(lockName)): not a lock file of this user's", errno: .notPermitted)
-            }
+            throw error.systemError("\(where_.path)/\(lockName)")
         }
         if base != nil {
             // Only what a killed run with this pid left can be here now: it is this process's to replace.

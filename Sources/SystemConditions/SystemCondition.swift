@@ -29,3 +29,17 @@ public struct SystemCondition: Sendable, Hashable, CustomStringConvertible {
         (self.kind, self.description) = (kind, description)
     }
 }
+
+/// Why a lock file's lock was not taken (SystemCalls' FileLock.Failure.refusal), in the pure modules' words.
+public enum LockRefusal: Sendable, Hashable {
+    /// Another open file description holds it: the holder's pid, when the kernel names it.
+    case held(by: Int32?)
+    /// A FIFO, device, socket or directory.
+    case notRegularFile
+    /// A hard link: this many links.
+    case links(UInt64)
+    /// Not this process's user's: the owner.
+    case owner(UInt32)
+    /// A system call failed: what it means, and the failure's own words (call and errno).
+    case system(SystemCondition, text: String)
+}

@@ -52,3 +52,28 @@ struct SystemConditionTests {
         #expect(failure == .noEntry)
     }
 }
+
+@Suite("lock failures")
+struct LockFailureTests {
+    @Test("each FileLock failure in the pure modules' words, a failed call with its condition and its own text")
+    func refusal() {
+        #expect(FileLock.Failure.held(by: 42).refusal == .held(by: 42))
+        #expect(FileLock.Failure.held(by: nil).refusal == .held(by: nil))
+        #expect(FileLock.Failure.notRegularFile.refusal == .notRegularFile)
+        #expect(FileLock.Failure.links(2).refusal == .links(2))
+        #expect(FileLock.Failure.owner(1000).refusal == .owner(1000))
+        let e = SystemError("openat(lock.records)", errno: .accessDenied)
+        #expect(FileLock.Failure.system(e).refusal == .system(e.condition, text: "openat(lock.records): Permission denied"))
+    }
+
+    @Test("as one SystemError: held is EWOULDBLOCK naming the holder, no lock of this user's EPERM, a call's own as it is")
+    func systemError() {
+        #expect(FileLock.Failure.held(by: 42).systemError("/run/b/lock") == SystemError("flock(/run/b/lock): held by pid 42", errno: .wouldBlock))
+        #expect(FileLock.Failure.held(by: nil).systemError("/run/b/lock") == SystemError("flock(/run/b/lock): held by another process", errno: .wouldBlock))
+        for f in [FileLock.Failure.notRegularFile, .links(2), .owner(7)] {
+            #expect(f.systemError("/run/b/lock") == SystemError("open(/run/b/lock): not a lock file of this user's", errno: .notPermitted))
+        }
+        let e = SystemError("openat(lock)", errno: .accessDenied)
+        #expect(FileLock.Failure.system(e).systemError("/run/b/lock") == e)
+    }
+}
