@@ -19,7 +19,9 @@ let package = Package(
         // Headers only: what Swift's Glibc module leaves out (adjtimex, getrandom).
         .systemLibrary(name: "CLinux"),
         // The one module that makes system calls: errno, owned fds, read/write loops, atomic file replace.
-        .target(name: "SystemCalls", dependencies: ["CLinux"]),
+        .target(name: "SystemCalls", dependencies: ["CLinux", "SystemConditions"]),
+        // Pure: what a system call's failure means, in words the pure modules decide from (SystemError.condition).
+        .target(name: "SystemConditions"),
 
         // Pure: the HCI codec and H4 framing, and the device spec that names a controller.
         .target(name: "BluetoothHCI"),
@@ -28,7 +30,7 @@ let package = Package(
         // libm's pow, for the ranging model (headers only: the C library's math, no system calls).
         .systemLibrary(name: "CMath"),
         // Pure: config grammar, schema and diagnostics; the beacon frames.
-        .target(name: "BeaconCore", dependencies: ["BluetoothHCI", "CMath"]),
+        .target(name: "BeaconCore", dependencies: ["BluetoothHCI", "CMath", "SystemConditions"]),
         .target(name: "SystemdSupport", dependencies: ["CSystemd", "SystemCalls"]),
         // Pure: the HCI command flows and advertising plans.
         .target(name: "HCIHost", dependencies: ["BluetoothHCI"]),
@@ -37,22 +39,22 @@ let package = Package(
         // The shells that run the command flows on an fd and a timer (HCI and mgmt).
         .target(name: "Connections", dependencies: ["BluetoothHCI", "HCIHost", "Mgmt", "HCITransport", "SystemCalls", "SystemdSupport"]),
         // Pure: the daemon's lifecycle as a state machine, and the ownership record.
-        .target(name: "DaemonCore", dependencies: ["BeaconCore", "BluetoothHCI", "HCIHost", "Mgmt"]),
+        .target(name: "DaemonCore", dependencies: ["BeaconCore", "BluetoothHCI", "HCIHost", "Mgmt", "SystemConditions"]),
 
         // The program: CLI, the lifecycle's executor, the backends, scan, logging. main.swift only calls into
         // BeacondApp so tests can reach it.
         .target(name: "BeacondApp", dependencies: ["AESCipher", "BeaconCore", "BluetoothHCI", "Connections", "DaemonCore", "HCIHost", "Mgmt",
-                                                   "HCITransport", "SystemCalls", "SystemdSupport"]),
+                                                   "HCITransport", "SystemCalls", "SystemConditions", "SystemdSupport"]),
         .executableTarget(name: "beacond", dependencies: ["BeacondApp"]),
 
         // A helper the test targets share (no test framework in it).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "BluetoothHCITests", dependencies: ["BluetoothHCI"]),
-        .testTarget(name: "BeaconCoreTests", dependencies: ["BeaconCore", "BluetoothHCI", "TestSupport", "AESCipher"]),
+        .testTarget(name: "BeaconCoreTests", dependencies: ["BeaconCore", "BluetoothHCI", "TestSupport", "AESCipher", "SystemConditions"]),
         .testTarget(name: "HCIHostTests", dependencies: ["HCIHost"]),
         .testTarget(name: "MgmtTests", dependencies: ["Mgmt"]),
-        .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore", "BeaconCore", "BluetoothHCI", "HCIHost", "Mgmt", "AESCipher", "TestSupport"]),
-        .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"]),
+        .testTarget(name: "DaemonCoreTests", dependencies: ["DaemonCore", "BeaconCore", "BluetoothHCI", "HCIHost", "Mgmt", "AESCipher", "SystemConditions", "TestSupport"]),
+        .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls", "SystemConditions"]),
         .testTarget(name: "AESCipherTests", dependencies: ["AESCipher"]),
         .testTarget(name: "SystemdSupportTests", dependencies: ["SystemdSupport"]),
         .testTarget(name: "BeacondAppTests", dependencies: ["BeacondApp", "DaemonCore", "TestSupport"]),

@@ -1,5 +1,6 @@
 // Whole-file checks made before parsing: size, UTF-8, control characters. Each gives one clear error.
 import BluetoothHCI
+import SystemConditions
 
 public enum ConfigFile {
     /// A beacond config is a few lines; anything this large is the wrong file.
@@ -51,5 +52,20 @@ public enum ConfigFile {
         case 0xF4: return cont(i + 1, 0x80, 0x8F) && cont(i + 2) && cont(i + 3) ? 4 : 0
         default: return 0
         }
+    }
+}
+
+extension ConfigError {
+    /// Why the config file at `path` cannot be opened, as the one diagnostic of its error: what it is instead, or
+    /// what to do when there is none.
+    public init(opening path: String, _ c: SystemCondition) {
+        let message = switch c.kind {
+        case .isDirectory: "is a directory, not a config file"
+        case .invalidArgument: "is not a regular file (a FIFO, a device or a socket), not a config file"
+        case .notFound: "no such file (copy the example from the package's config/beacond.conf, then run 'beacond gen-uuid --set \(path)')"
+        case .accessDenied: "permission denied reading the file"
+        default: "cannot open the file: \(c)"
+        }
+        self.init(path: path, diagnostics: [ConfigDiagnostic(message, at: nil)])
     }
 }

@@ -7,6 +7,7 @@ import BeaconCore
 import BluetoothHCI
 import DaemonCore
 import SystemCalls
+import SystemConditions
 
 enum AddressStore {
     /// `$STATE_DIRECTORY` (its first entry) when systemd set it (StateDirectory=beacond), else /var/lib/beacond.
@@ -30,12 +31,8 @@ enum AddressStore {
     }
 
     private static func failure(_ p: StateProblem) -> Failure {
-        switch p.kind {
-        case .absent:
-            Failure(description: "Cannot keep a static address: \(p); or set address = \"public\" or \"rotating\"", fallsBack: true)
-        case .unusable, .busy:
-            Failure(description: "Cannot keep a static address: \(p)")
-        }
+        let refusal = p.staticAddressRefusal
+        return Failure(description: refusal.message, fallsBack: refusal.fallsBack)
     }
 
     /// The kept address of each of `keys`, made and stored first for those that have none. Never replaces a file
@@ -106,28 +103,22 @@ enum AddressStore {
     /// The book (empty when there is no file yet) and, when there is no book, the earlier version's address.
     private static func read(in dir: FileDescriptor, path directory: String) throws(Failure) -> (AddressBook, legacy: BluetoothAddress?) {
         let path = "\(directory)/\(fileName)"
+        let read: [UInt8]?
+        do { read = try dir.readFileIfPresent(named: fileName, limit: 1 << 20) } catch {
+            throw Failure(description: AddressBook.unreadable(path, error.condition, text: "\(error)"))
+        }
+        guard let bytes = read else { return (AddressBook(), try readLegacy(in: dir, path: directory)) }
         do {
-            let bytes = try dir.readFile(named: fileName, limit: 1 << 20)
-            do {
-                return (try AddressBook(parsing: String(decoding: bytes, as: UTF8.self)), nil)
-            } catch {
-                throw Failure(description: "\(path):\(error.line): \(error.reason); fix or remove that line (a removed line gives its beacon a new address)")
-            }
-        } catch let e as Failure {
-            throw e
-        } catch let e as SystemError where e.errno == .noEntry {
-            return (AddressBook(), try readLegacy(in: dir, path: directory))
-        } catch let e as SystemError where e.errno == .tooLarge {
-            throw Failure(description: "\(path) is larger than 1 MiB, far more than beacond writes: fix it, or remove it (every beacon then gets a new address)")
+            return (try AddressBook(parsing: String(decoding: bytes, as: UTF8.self)), nil)
         } catch {
-            throw Failure(description: "Cannot read \(path): \(error)")
+            throw Failure(description: "\(path):\(error.line): \(error.reason); fix or remove that line (a removed line gives its beacon a new address)")
         }
     }
 
     private static func readLegacy(in dir: FileDescriptor, path directory: String) throws(Failure) -> BluetoothAddress? {
         let path = "\(directory)/\(legacyFileName)"
         do {
-            let bytes = try dir.readFile(named: legacyFileName, limit: 64)
+            guard let bytes = try dir.readFileIfPresent(named: legacyFileName, limit: 64) else { return nil }
             let text = String(decoding: bytes, as: UTF8.self).split(whereSeparator: { $0 == "\n" || $0 == " " }).first.map(String.init) ?? ""
             guard let a = BluetoothAddress(parsing: text), a.isStatic else {
                 throw Failure(description: "\(path) does not hold a random static address (one line like C3:12:34:56:78:9A, the top two bits set); remove it to make a new one")
@@ -135,8 +126,6 @@ enum AddressStore {
             return a
         } catch let e as Failure {
             throw e
-        } catch let e as SystemError where e.errno == .noEntry {
-            return nil
         } catch {
             throw Failure(description: "Cannot read \(path): \(error)")
         }

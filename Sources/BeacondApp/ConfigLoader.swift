@@ -3,26 +3,17 @@
 import AESCipher
 import BeaconCore
 import SystemCalls
+import SystemConditions
 
 enum ConfigLoader {
     private static func fail(_ path: String, _ message: String) -> ConfigError {
         ConfigError(path: path, diagnostics: [ConfigDiagnostic(message, at: nil)])
     }
 
-    private static func openError(_ path: String, _ e: SystemError) -> ConfigError {
-        switch e.errno {
-        case .isDirectory: fail(path, "is a directory, not a config file")
-        case .invalidArgument: fail(path, "is not a regular file (a FIFO, a device or a socket), not a config file")
-        case .noEntry: fail(path, "no such file (copy the example from the package's config/beacond.conf, then run 'beacond gen-uuid --set \(path)')")
-        case .accessDenied: fail(path, "permission denied reading the file")
-        default: fail(path, "cannot open the file: \(e.errno)")
-        }
-    }
-
     /// The file's bytes, refusing anything over the size limit without reading it all.
     static func readBytes(_ path: String, limit: Int = ConfigFile.maximumSize) throws(ConfigError) -> [UInt8] {
         let fd: FileDescriptor
-        do { fd = try FileDescriptor.openRegularFile(path) } catch { throw openError(path, error) }
+        do { fd = try FileDescriptor.openRegularFile(path) } catch { throw ConfigError(opening: path, error.condition) }
         do { return try fd.readAll(limit: limit) } catch { throw fail(path, "cannot read the file: \(error.errno)") }
     }
 
@@ -54,7 +45,7 @@ enum ConfigLoader {
         let file: EditableFile
         do { file = try EditableFile(opening: path) } catch {
             switch error {
-            case .system(let e) where e.call.hasPrefix("open("): throw openError(path, e)
+            case .system(let e) where e.call.hasPrefix("open("): throw ConfigError(opening: path, e.condition)
             case .notRegularFile: throw fail(path, "is not a regular file, not a config file")
             default: throw fail(path, "\(error)")
             }
@@ -118,57 +109,8 @@ extension ConfigLoader {
         if !problems.isEmpty { throw ConfigError(path: configPath, diagnostics: problems) }
     }
 
-    /// What is wrong with a key file, said without its name: an `identity_key_file` value may be a key pasted where
-    /// the name belongs (review #43), so no message carries it or a path made from it; the PATH:LINE:COL before the
-    /// message points at the line that has it.
-    enum KeyProblem: Error, Equatable {
-        case missing
-        /// Missing from the unit's credentials: a copy made at its start.
-        case notACredential
-        case notRegularFile
-        case permissionDenied
-        case cannotOpen(Errno)
-        case ownedByOther(owner: UInt32, me: UInt32)
-        case credentialReadable(mode: UInt32)
-        case readable(mode: UInt32)
-        case cannotRead(Errno)
-        case hexDigits(Int)
-        case rawBytes
-        case notAKey(bytes: Int)
-
-        /// The rest of a sentence whose subject is the file `value` names, a relative one in `directory`.
-        /// `kind` names the key ("an Eddystone-EID identity key", "a BTHome bindkey").
-        func sentence(_ value: String, in directory: String, kind: String = "an Eddystone-EID identity key") -> String {
-            let relative = !value.hasPrefix("/")
-            return (relative ? "the file it names in \(directory)" : "the file it names") + " " + predicate(value, in: directory, kind: kind)
-        }
-
-        /// What the file is or lacks: the sentence without its subject (`beacond irk FILE` puts the FILE it was given
-        /// before it).
-        func predicate(_ value: String, in directory: String, kind: String = "an Eddystone-EID identity key") -> String {
-            let relative = !value.hasPrefix("/")
-            let file = relative ? "\(directory)/NAME" : "FILE"
-            let what: String
-            switch self {
-            case .missing:
-                what = "does not exist: make one with 'beacond gen-key \(file)', \(relative ? "NAME" : "FILE") as on that line (a name is never shown: it may be a key)"
-            case .notACredential:
-                what = "is not among the keys the unit was started with: make it with 'sudo beacond gen-key /etc/beacond/keys/NAME', NAME as on that line, if it is new, then restart the unit (systemctl restart; a reload does not read new keys)"
-            case .notRegularFile: what = "is not a regular file"
-            case .permissionDenied: what = "cannot be read by beacond (permission denied)"
-            case .cannotOpen(let e): what = "cannot be opened: \(e)"
-            case .ownedByOther(let owner, let me):
-                what = "is owned by user \(owner), neither root nor the user beacond runs as (\(me)): whoever owns a key can change it; chown root it"
-            case .credentialReadable(let mode): what = "can be read by others (mode \(String(mode, radix: 8))): a credential must be private to the unit"
-            case .readable(let mode): what = "can be read by its group or by others (mode \(String(mode, radix: 8))): a key must be private to its owner; chmod 600 it"
-            case .cannotRead(let e): what = "cannot be read: \(e)"
-            case .hexDigits(let n): what = "holds \(n) hex digits; \(kind) is 128 bits: 32 hex digits"
-            case .rawBytes: what = "holds 16 raw bytes; write the key as 32 hex digits (as 'beacond gen-key' does)"
-            case .notAKey(let n): what = "is not \(kind == "an Eddystone-EID identity key" ? "an identity key" : kind): expected 32 hex digits (as 'beacond gen-key' writes), found \(n) bytes of something else"
-            }
-            return what
-        }
-    }
+    /// What is wrong with a key file (BeaconCore decides, from what reading it found).
+    typealias KeyProblem = KeyFileProblem
 
     /// True for a file in $CREDENTIALS_DIRECTORY: systemd's copy, in a directory only the unit's user (and root) can
     /// enter. systemd 257 makes such files 0440, readable by the unit's own group (252 made them 0400).
@@ -183,14 +125,7 @@ extension ConfigLoader {
     static func readKey(_ path: String) -> Result<IdentityKey, KeyProblem> {
         let fd: FileDescriptor
         do { fd = try FileDescriptor.openRegularFile(path) } catch {
-            switch error.errno {
-            // The unit's credentials are a copy made at its start, read-only: a key added since is not in it.
-            case .noEntry where isCredential(path): return .failure(.notACredential)
-            case .noEntry: return .failure(.missing)
-            case .isDirectory, .invalidArgument: return .failure(.notRegularFile)
-            case .accessDenied: return .failure(.permissionDenied)
-            default: return .failure(.cannotOpen(error.errno))
-            }
+            return .failure(KeyFileProblem(opening: error.condition, isCredential: isCredential(path)))
         }
         let bytes: [UInt8]
         do {
@@ -207,7 +142,7 @@ extension ConfigLoader {
             }
             bytes = try fd.readAll(limit: 4096)
         } catch {
-            return .failure(.cannotRead(error.errno))
+            return .failure(.cannotRead(error.condition))
         }
         var text = bytes
         while let last = text.last, last == 0x0A || last == 0x0D || last == 0x20 || last == 0x09 { text.removeLast() }

@@ -25,9 +25,9 @@ final class OwnershipStore {
         var r = OwnershipRecord()
         do throws(StateProblem) {
             r = read(try StateLock.open(directory, create: false))
-        } catch where error.kind != .absent {
-            log.warning("Cannot read \(path): \(error); what an earlier run left on the controller is not removed")
-        } catch {}
+        } catch {
+            if let warning = error.ownershipUnread(path) { log.warning(warning) }
+        }
         record = r
         return r
     }
@@ -35,12 +35,12 @@ final class OwnershipStore {
     /// The record in the directory `dir` is open on (none yet: an empty one).
     private func read(_ dir: FileDescriptor) -> OwnershipRecord {
         do {
-            let r = OwnershipRecord(parsing: String(decoding: try dir.readFile(named: Self.fileName, limit: 1 << 16), as: UTF8.self))
+            guard let bytes = try dir.readFileIfPresent(named: Self.fileName, limit: 1 << 16) else { return OwnershipRecord() }
+            let r = OwnershipRecord(parsing: String(decoding: bytes, as: UTF8.self))
             if r.skippedLines > 0 {
                 log.warning("\(path): \(r.skippedLines) line\(r.skippedLines == 1 ? "" : "s") not understood and skipped; what they named is not removed")
             }
             return r
-        } catch where error.errno == .noEntry {
         } catch {
             log.warning("Cannot read \(path): \(error); what an earlier run left on the controller is not removed")
         }

@@ -107,7 +107,7 @@ enum RuntimeStateFile {
         if let b = where_.handRunBase {
             let baseFD = try FileDescriptor.openTrustedDirectory(b)
             let name = String(where_.path.split(separator: "/").last ?? "")
-            do { try baseFD.makeSubdirectory(name, mode: 0o700) } catch where error.errno == .exists {}
+            try baseFD.makeSubdirectoryUnlessPresent(name, mode: 0o700)
             dir = try baseFD.openSubdirectory(name)
             guard try dir.status().ownerAndMode.uid == processEffectiveUserID() else {
                 throw SystemError("open(\(where_.path)): not this user's directory", errno: .notPermitted)
@@ -119,11 +119,7 @@ enum RuntimeStateFile {
         }
         let lock: FileLock
         do { lock = try FileLock.exclusive(lockName, in: dir, waitMilliseconds: 1000) } catch {
-            switch error {
-            case .held(let pid): throw SystemError("flock(\(where_.path)/\(lockName)): held by \(pid.map { "pid \($0)" } ?? "another process")", errno: .wouldBlock)
-            case .system(let e): throw e
-            default: throw SystemError("open(\(where_.path)/\(lockName)): not a lock file of this user's", errno: .notPermitted)
-            }
+            throw error.systemError("\(where_.path)/\(lockName)")
         }
         if base != nil {
             // Only what a killed run with this pid left can be here now: it is this process's to replace.

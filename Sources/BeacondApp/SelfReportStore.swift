@@ -48,8 +48,7 @@ enum SelfReportStore {
         return try StateLock.whileWritingRecords(in: directory, failure: failure) { (dir) throws(Failure) -> CounterReservation in
             var text = ""
             do throws(SystemError) {
-                text = String(decoding: try dir.readFile(named: fileName, limit: 1 << 20), as: UTF8.self)
-            } catch where error.errno == .noEntry {
+                text = String(decoding: try dir.readFileIfPresent(named: fileName, limit: 1 << 20) ?? [], as: UTF8.self)
             } catch {
                 throw Failure(description: "Cannot read \(path): \(error)")
             }

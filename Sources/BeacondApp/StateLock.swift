@@ -7,29 +7,14 @@
 // The directory is trusted only when it is this process's user's and no one else may write it: another user's
 // `addresses` would choose the address root's beacons advertise from, their `owned` what root removes, and their
 // lock files what root waits on (review #43). A lock that cannot be taken is an error, never no lock.
+import DaemonCore
 import SystemCalls
 import SystemdSupport
 
-/// Why the state directory, or a lock in it, cannot be used.
-struct StateProblem: Error, CustomStringConvertible {
-    enum Kind {
-        /// There is no such directory and none can be made: nothing is kept, and nothing is shared through it.
-        case absent
-        /// Not this user's, writable by others, or a lock file that is no lock: not used at all.
-        case unusable
-        /// Another process holds a lock past the deadline.
-        case busy
-    }
-    var kind: Kind
-    var description: String
-}
-
 /// What a state directory must be: the pure part of opening one.
 enum StateDirectoryTrust {
-    /// What to do instead, said at the end of each refusal. With sudo, `$(mktemp -d)` runs as the caller and makes a
-    /// directory root's beacond refuses: the directory must be made by beacond's own user.
-    static let remedy = "give beacond a state directory of its own, made by the user it runs as (STATE_DIRECTORY=$(mktemp -d); "
-        + "with sudo: STATE_DIRECTORY=$(sudo mktemp -d)), or the unit's StateDirectory="
+    /// What to do instead, said at the end of each refusal (DaemonCore's StateProblem.remedy).
+    static let remedy = StateProblem.remedy
 
     /// Nil when a directory reached through `steps` (FileDescriptor.walkToDirectory: every directory passed, the last
     /// one the state directory itself, and every symlink followed) is one `me` may keep its records in. Whoever owns a
@@ -105,27 +90,10 @@ final class StateLock {
         return dir
     }
 
-    /// Why `name` in `path` is no lock this process can take.
+    /// Why `name` in `path` is no lock this process can take (DaemonCore decides).
     private static func problem(_ failure: FileLock.Failure, _ name: String, in path: String, device: String? = nil) -> StateProblem {
-        let file = "\(path)/\(name)"
-        switch failure {
-        case .held(let pid):
-            let who = pid.map { "another beacond (pid \($0))" } ?? "another beacond"
-            if let device {
-                return StateProblem(kind: .busy, description: "\(who) is running on \(device) with the state directory \(path): stop it first, "
-                                    + "or give this one a state directory of its own (STATE_DIRECTORY=$(mktemp -d))")
-            }
-            return StateProblem(kind: .busy, description: "\(file) is held by \(pid.map { "pid \($0)" } ?? "another process") for more than \(recordsWaitMilliseconds / 1000) s")
-        case .notRegularFile:
-            return StateProblem(kind: .unusable, description: "\(file) is not a regular file, so it is no lock: remove it")
-        case .links(let n):
-            return StateProblem(kind: .unusable, description: "\(file) has \(n) links (a hard link to another file), so it is no lock: remove it")
-        case .owner(let uid):
-            return StateProblem(kind: .unusable, description: "\(file) belongs to user \(uid), not to the user this beacond runs as (\(processEffectiveUserID())): "
-                                + "remove it (a beacond run by hand in another user's state directory leaves such files); \(StateDirectoryTrust.remedy)")
-        case .system(let e):
-            return StateProblem(kind: .unusable, description: "\(file) cannot be locked: \(e)")
-        }
+        StateProblem(lock: failure.refusal, file: "\(path)/\(name)", directory: path, device: device, me: processEffectiveUserID(),
+                     waitMilliseconds: recordsWaitMilliseconds)
     }
 
     /// Takes `device`'s locks, one per name it has (DeviceIdentity: two spellings of one controller are one device),

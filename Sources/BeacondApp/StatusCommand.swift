@@ -67,14 +67,14 @@ struct DaemonView {
             alive = nil  // this user can tell only from the pid, as before the lock
         }
         do {
-            let bytes = try dir.readFile(named: RuntimeStateFile.fileName, limit: RuntimeStateFile.maximumSize)
+            guard let bytes = try dir.readFileIfPresent(named: RuntimeStateFile.fileName, limit: RuntimeStateFile.maximumSize) else {
+                return nil  // not written yet
+            }
             guard let v = JSONValue(parsing: bytes), v[.pid]?.int != nil else {
                 view.unreadable = "\(view.path) is not a state file beacond writes"
                 return alive == true ? view : nil
             }
             view.state = v
-        } catch where error.errno == .noEntry {
-            return nil  // not written yet
         } catch {
             view.unreadable = error.errno == .tooLarge ? "\(view.path) is larger than \(RuntimeStateFile.maximumSize / (1 << 20)) MiB" : "\(view.path): \(error)"
             return alive == true ? view : nil

@@ -5,6 +5,7 @@ import BluetoothHCI
 import DaemonCore
 import HCIHost
 import SystemCalls
+import SystemConditions
 
 enum Tools {
     /// Prints every diagnostic of a config error on stderr and returns the config exit code.
@@ -299,10 +300,7 @@ enum Tools {
             return .failure
         }
         do { try createNewFile(path, contents: Array((hexString(key) + "\n").utf8), mode: 0o600) } catch {
-            switch error.errno {
-            case .exists: Output.err("Error: \(path) exists: gen-key never replaces a key (the beacon's EIDs and every resolver's copy depend on it); remove it first if you mean to\n")
-            default: Output.err("Error: cannot write \(path): \(error.errno)\n")
-            }
+            Output.err("Error: \(KeyFileWriting.refusal(path, error.condition))\n")
             return .failure
         }
         Output.out("Wrote a new identity key to \(path) (mode 0600). Give the same key to the resolver that is to recognize the beacon.\n")

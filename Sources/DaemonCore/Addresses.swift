@@ -4,6 +4,7 @@
 import BeaconCore
 import BluetoothHCI
 import HCIHost
+import SystemConditions
 
 /// The state directory's `addresses` file: one random static address per beacon identity, made at that beacon's
 /// first start and kept, so a beacon keeps its address across restarts, reboots, a new adapter, a reordered file and
@@ -269,5 +270,15 @@ public struct AddressChoice: Sendable {
             if let a = make(bytes), !rotating.values.contains(where: { $0.address == a }) { return a }
         }
         return nil
+    }
+}
+
+extension AddressBook {
+    /// Why the book at `path` (its file there, `text` the failure's own words) cannot be read: one far larger than
+    /// beacond writes is damaged, to fix or remove; anything else is said as it is.
+    public static func unreadable(_ path: String, _ c: SystemCondition, text: String) -> String {
+        c.kind == .tooLarge
+            ? "\(path) is larger than 1 MiB, far more than beacond writes: fix it, or remove it (every beacon then gets a new address)"
+            : "Cannot read \(path): \(text)"
     }
 }

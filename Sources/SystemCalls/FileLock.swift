@@ -2,6 +2,7 @@
 // beside it. The lock goes with the descriptor: it is released when the process exits, however it exits. Who holds a
 // lock is read from the lock itself (/proc/locks), never from what a file says.
 import Glibc
+import SystemConditions
 
 public final class FileLock {
     public let name: String
@@ -138,5 +139,28 @@ public enum ProcLocks {
     /// glibc's makedev(3): st_dev from a major and a minor number.
     public static func makeDevice(major: UInt64, minor: UInt64) -> UInt64 {
         (major & 0xFFF) << 8 | (major & ~0xFFF) << 32 | (minor & 0xFF) | (minor & ~0xFF) << 12
+    }
+}
+
+extension FileLock.Failure {
+    /// The failure in the pure modules' words: they decide what it means.
+    public var refusal: LockRefusal {
+        switch self {
+        case .held(let pid): .held(by: pid)
+        case .notRegularFile: .notRegularFile
+        case .links(let n): .links(n)
+        case .owner(let uid): .owner(uid)
+        case .system(let e): .system(e.condition, text: "\(e)")
+        }
+    }
+
+    /// The failure as the one error type of system calls, for the lock file at `path`: held is EWOULDBLOCK (naming the
+    /// holder), a file that is no lock of this user's EPERM, a failed call its own error.
+    public func systemError(_ path: String) -> SystemError {
+        switch self {
+        case .held(let pid): SystemError("flock(\(path)): held by \(pid.map { "pid \($0)" } ?? "another process")", errno: .wouldBlock)
+        case .system(let e): e
+        case .notRegularFile, .links, .owner: SystemError("open(\(path)): not a lock file of this user's", errno: .notPermitted)
+        }
     }
 }

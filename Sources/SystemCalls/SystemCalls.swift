@@ -3,6 +3,7 @@
 // nowhere else; EBADF and EFAULT are bugs in beacond (trap); every other failure is the world's and is thrown.
 import CLinux
 import Glibc
+import SystemConditions
 
 /// An errno value with its symbolic meaning.
 public struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
@@ -61,6 +62,25 @@ public struct SystemError: Error, Sendable, Hashable, CustomStringConvertible {
         if r < 0 { throw SystemError(call, errno: -r) }
     }
     public var description: String { "\(call): \(errno)" }
+
+    /// What the failure is, in the pure modules' words (SystemConditions): they decide from it.
+    public var condition: SystemCondition { errno.condition }
+}
+
+extension Errno {
+    /// The errno in the pure modules' words: the kinds beacond tells apart, and strerror's text.
+    public var condition: SystemCondition {
+        let kind: SystemCondition.Kind = switch self {
+        case .noEntry: .notFound
+        case .exists: .exists
+        case .accessDenied: .accessDenied
+        case .isDirectory: .isDirectory
+        case .invalidArgument: .invalidArgument
+        case .tooLarge: .tooLarge
+        default: .other
+        }
+        return SystemCondition(kind, description)
+    }
 }
 
 /// Runs `body` until it does not fail with EINTR; a negative result becomes a SystemError naming `call`.
@@ -176,6 +196,11 @@ public final class FileDescriptor {
         return bytes
     }
 
+    /// The same, nil when there is no entry `name` (ENOENT): a file not written yet. Every other failure is thrown.
+    public func readFileIfPresent(named name: String, limit: Int) throws(SystemError) -> [UInt8]? {
+        do { return try readFile(named: name, limit: limit) } catch where error.errno == .noEntry { return nil }
+    }
+
     /// A directory in the directory this descriptor is open on, opened without following a symlink.
     public func openSubdirectory(_ name: String) throws(SystemError) -> FileDescriptor {
         try openAt(name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
@@ -184,6 +209,11 @@ public final class FileDescriptor {
     /// mkdirat(2): a new directory `name` here with `mode` (less the umask); EEXIST when the name is taken.
     public func makeSubdirectory(_ name: String, mode: mode_t) throws(SystemError) {
         if mkdirat(rawValue, name, mode) != 0 { throw SystemError("mkdirat(\(name))", errno: .current) }
+    }
+
+    /// makeSubdirectory, with an entry `name` already there (EEXIST) no failure: whatever it is, opening it says.
+    public func makeSubdirectoryUnlessPresent(_ name: String, mode: mode_t) throws(SystemError) {
+        do { try makeSubdirectory(name, mode: mode) } catch where error.errno == .exists {}
     }
 
     /// unlinkat(2) with AT_REMOVEDIR of an empty directory `name` here; false when it stays (not empty, gone, refused).
