@@ -26,7 +26,7 @@ let package = Package(
         // Pure: the HCI codec and H4 framing, and the device spec that names a controller.
         .target(name: "BluetoothHCI"),
         // Bytes to controllers: kernel sockets and H4 streams.
-        .target(name: "HCITransport", dependencies: ["CBluetooth", "BluetoothHCI", "SystemCalls"]),
+        .target(name: "HCITransport", dependencies: ["CBluetooth", "BluetoothHCI", "SystemCalls", "SystemConditions"]),
         // libm's pow, for the ranging model (headers only: the C library's math, no system calls).
         .systemLibrary(name: "CMath"),
         // Pure: config grammar, schema and diagnostics; the beacon frames.
@@ -37,7 +37,7 @@ let package = Package(
         // Pure: the mgmt codec, command flow and instance plans.
         .target(name: "Mgmt", dependencies: ["BluetoothHCI", "HCIHost"]),
         // The shells that run the command flows on an fd and a timer (HCI and mgmt).
-        .target(name: "Connections", dependencies: ["BluetoothHCI", "HCIHost", "Mgmt", "HCITransport", "SystemCalls", "SystemdSupport"]),
+        .target(name: "Connections", dependencies: ["BluetoothHCI", "HCIHost", "Mgmt", "HCITransport", "SystemCalls", "SystemConditions", "SystemdSupport"]),
         // Pure: the daemon's lifecycle as a state machine, and the ownership record.
         .target(name: "DaemonCore", dependencies: ["BeaconCore", "BluetoothHCI", "HCIHost", "Mgmt", "SystemConditions"]),
 

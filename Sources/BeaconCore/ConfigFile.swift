@@ -68,4 +68,13 @@ extension ConfigError {
         }
         self.init(path: path, diagnostics: [ConfigDiagnostic(message, at: nil)])
     }
+
+    /// `path` could not be opened for an edit (`gen-uuid --set`).
+    public init(editing path: String, _ r: EditRefusal) {
+        switch r {
+        case .opening(let c): self.init(opening: path, c)
+        case .notRegularFile: self.init(path: path, diagnostics: [ConfigDiagnostic("is not a regular file, not a config file", at: nil)])
+        case .other(let text): self.init(path: path, diagnostics: [ConfigDiagnostic(text, at: nil)])
+        }
+    }
 }

@@ -43,13 +43,7 @@ enum ConfigLoader {
     /// followed at this open only.
     static func openForEdit(_ path: String) throws(ConfigError) -> (EditableFile, [UInt8]) {
         let file: EditableFile
-        do { file = try EditableFile(opening: path) } catch {
-            switch error {
-            case .system(let e) where e.call.hasPrefix("open("): throw ConfigError(opening: path, e.condition)
-            case .notRegularFile: throw fail(path, "is not a regular file, not a config file")
-            default: throw fail(path, "\(error)")
-            }
-        }
+        do { file = try EditableFile(opening: path) } catch { throw ConfigError(editing: path, error.refusal) }
         do { return (file, try file.read(limit: ConfigFile.maximumSize)) } catch {
             throw fail(path, "cannot read the file: \(error.errno)")
         }

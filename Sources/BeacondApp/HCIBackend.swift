@@ -43,10 +43,7 @@ final class HCIBackend: AdvertisingBackend {
         // The backend may be gone by the time the connection reports (the daemon drops it on the first failure).
         c.onClosed = { [weak self] reason in
             guard let self, !self.closed else { return }
-            switch reason {
-            case .hung(let d): self.onEvent(.lost(HCIDecisions.hung(self.name, after: d)))
-            case .transport(let e): self.onEvent(.lost(HCIDecisions.lost(self.name, e.problem, text: "\(e)")))
-            }
+            self.onEvent(.lost(HCIDecisions.lost(self.name, reason.loss)))
         }
         c.onUnsolicited = { [weak self] event in self?.unsolicited(event) }
         c.onMalformed = { [weak self] code, reason in

@@ -124,8 +124,7 @@ final class Scanner {
         c.onUnsolicited = { [unowned self] event in event.advertisingReports.forEach { self.record($0) } }
         c.probe(then: ScanPlan.eventMasks(ownsController: transport.ownsController)) { [unowned self] result in
             switch result {
-            case .failure(.step(let f)): self.fail("Failed to probe the controller on \(self.options.device): \(f.error)", .unavailable)
-            case .failure(.malformedReply): self.fail("The controller on \(self.options.device) sent a malformed probe reply", .unavailable)
+            case .failure(let f): self.fail(HCIDecisions.scanProbeFailed(f, device: "\(self.options.device)"), .unavailable)
             case .success(let info):
                 self.plan = ScanPlan(family: info.preferredFamily)
                 self.startScanning()

@@ -4,10 +4,19 @@ import BluetoothHCI
 import HCIHost
 import HCITransport
 import SystemCalls
+import SystemConditions
 import SystemdSupport
 
 /// Why a connection ended without being closed by its owner.
 public enum ConnectionLoss: Error, Sendable, CustomStringConvertible {
+    /// What the loss means, in the pure modules' words.
+    public var loss: LinkLoss {
+        switch self {
+        case .transport(let e): .transport(e.problem, text: "\(e)")
+        case .hung(let d): .hung(d)
+        }
+    }
+
     /// The transport failed or the peer went away.
     case transport(TransportError)
     /// The controller kept no credit for us for this long (the kernel's ncmd timer).

@@ -4,21 +4,7 @@
 import BeaconCore
 import BluetoothHCI
 import HCIHost
-
-/// Why a controller could not be opened or was lost, as the transport says it (HCITransport's TransportError,
-/// without its system types).
-public enum TransportProblem: Sendable, Hashable {
-    /// hciN does not exist (yet).
-    case absent
-    /// hciN is down, and bringing it up needs this capability.
-    case down(capability: String)
-    /// The operation needs a capability the process lacks.
-    case permission(capability: String, detail: String)
-    /// No AF_BLUETOOTH in this kernel or network namespace.
-    case noBluetooth
-    /// Anything else, as the transport describes it.
-    case other(String)
-}
+import SystemConditions
 
 public enum HCIDecisions {
     /// Opening `device` failed.
@@ -45,6 +31,23 @@ public enum HCIDecisions {
             return BackendFailure(message: "Cannot send commands to \(device): \(detail); beacond needs \(cap)", fatal: .noPermission)
         }
         return BackendFailure(message: "Lost the controller (\(text))", level: .warning)
+    }
+
+    /// An open connection was lost: the transport failed, or the controller kept the command credit (LinkLoss, as
+    /// Connections says it).
+    public static func lost(_ device: String, _ loss: LinkLoss) -> BackendFailure {
+        switch loss {
+        case .hung(let d): hung(device, after: d)
+        case .transport(let problem, let text): lost(device, problem, text: text)
+        }
+    }
+
+    /// What a failed probe means for `scan`: the message it exits with.
+    public static func scanProbeFailed(_ f: ProbeFailure, device: String) -> String {
+        switch f {
+        case .step(let s): "Failed to probe the controller on \(device): \(s.error)"
+        case .malformedReply: "The controller on \(device) sent a malformed probe reply"
+        }
     }
 
     /// The controller took a command and gave no command credit back.

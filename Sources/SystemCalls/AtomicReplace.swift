@@ -1,6 +1,7 @@
 // Editing a file in place without a window: open it once, work from that descriptor and its directory's
 // descriptor (openat, renameat), and check before the rename that the name still is the file that was read.
 import Glibc
+import SystemConditions
 
 /// A file opened once for an atomic edit: its bytes, and where it lives.
 public final class EditableFile {
@@ -19,6 +20,16 @@ public final class EditableFile {
         /// The name in the directory is no longer the file that was opened: someone swapped it.
         case replacedMeanwhile(String)
         case notRegularFile(String)
+
+        /// What the failure means for the file's opener, in the pure modules' words.
+        public var refusal: EditRefusal {
+            switch self {
+            case .system(let e) where e.call.hasPrefix("open("): .opening(e.condition)
+            case .notRegularFile: .notRegularFile
+            default: .other(description)
+            }
+        }
+
         public var description: String {
             switch self {
             case .system(let e): "\(e)"

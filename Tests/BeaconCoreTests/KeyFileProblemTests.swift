@@ -25,6 +25,10 @@ struct KeyFileProblemTests {
             ConfigError(opening: "/etc/b.conf", SystemCondition(kind, text)).diagnostics.map(\.message).first
         }
         #expect(ConfigError(opening: "/etc/b.conf", SystemCondition(.notFound, "x")).diagnostics.count == 1)
+        // Opened for an edit (gen-uuid --set): the open's condition as above, or the refusal's own words.
+        #expect(ConfigError(editing: "/etc/b.conf", .opening(SystemCondition(.accessDenied, "x"))) == ConfigError(opening: "/etc/b.conf", SystemCondition(.accessDenied, "x")))
+        #expect(ConfigError(editing: "/etc/b.conf", .notRegularFile).diagnostics.map(\.message) == ["is not a regular file, not a config file"])
+        #expect(ConfigError(editing: "/etc/b.conf", .other("/etc/b.conf was replaced")).diagnostics.map(\.message) == ["/etc/b.conf was replaced"])
         #expect(message(.isDirectory) == "is a directory, not a config file")
         #expect(message(.invalidArgument) == "is not a regular file (a FIFO, a device or a socket), not a config file")
         #expect(message(.notFound) == "no such file (copy the example from the package's config/beacond.conf, then run 'beacond gen-uuid --set /etc/b.conf')")

@@ -3,6 +3,7 @@ import BeaconCore
 import BluetoothHCI
 import DaemonCore
 import HCIHost
+import SystemConditions
 import Testing
 
 @Suite("raw HCI decisions")
@@ -24,6 +25,17 @@ struct HCIDecisionsTests {
         #expect(HCIDecisions.lost("hci0", .permission(capability: "CAP_NET_RAW", detail: "write: EPERM"), text: "").fatal == .noPermission)
         let hung = HCIDecisions.hung("hci0", after: .seconds(4))
         #expect(hung.unanswered && hung.message == "The controller on hci0 gave no command credit back within 4 s and is treated as hung")
+        // A lost link as Connections says it: the same decisions.
+        #expect(HCIDecisions.lost("hci0", LinkLoss.hung(.seconds(4))) == hung)
+        #expect(HCIDecisions.lost("hci0", LinkLoss.transport(.other("closed"), text: "hci0: connection closed")).message == "Lost the controller (hci0: connection closed)")
+        #expect(HCIDecisions.lost("hci0", LinkLoss.transport(.permission(capability: "CAP_NET_RAW", detail: "write: EPERM"), text: "")).fatal == .noPermission)
+    }
+
+    @Test("scan's failed probe: the step's command and answer, or a malformed reply")
+    func scanProbe() {
+        let refused = StepFailure(index: 0, step: Step(.reset), error: CommandError(opcode: .reset, reason: .status(.commandDisallowed)))
+        #expect(HCIDecisions.scanProbeFailed(.step(refused), device: "tcp:h:1") == "Failed to probe the controller on tcp:h:1: \(refused.error)")
+        #expect(HCIDecisions.scanProbeFailed(.malformedReply, device: "hci0") == "The controller on hci0 sent a malformed probe reply")
     }
 
     @Test("a failed command names the command and the status in the message and the journal fields")

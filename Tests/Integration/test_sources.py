@@ -77,13 +77,6 @@ FAILURE_SWITCHES = (
     re.compile(r'\bcatch\b[^{]*\bwhere\b'),
 )
 
-# Those still there (file: count), each a mapping of a system module's error (EditableFile's, HCITransport's,
-# Connections'), which the pure modules cannot see: each goes when its module says what its errors mean in neutral
-# terms, as SystemCalls' do (SystemConditions: SystemError.condition, FileLock.Failure.refusal). The list only
-# shrinks: a new one fails, and so does one gone but still listed.
-NOT_YET_MOVED = {'ConfigLoader.swift': 1, 'HCIBackend.swift': 1, 'Scanner.swift': 2, 'TransportProblems.swift': 1}
-
-
 def failure_switches() -> dict[str, int]:
     found: dict[str, int] = {}
     for f in sorted((SOURCES / 'BeacondApp').glob('*.swift')):
@@ -97,7 +90,7 @@ def test_beacondapp_switches_over_no_failures():
     """Shells by rule (#45): what a failure means (which exit, which message, retry or not) is decided in the pure
     modules, with unit tests (HCIDecisions, MgmtDecisions, StartupExit, the Lifecycle); a BeacondApp file carries
     the decision out and switches over no failure's kinds."""
-    assert failure_switches() == NOT_YET_MOVED
+    assert failure_switches() == {}
 
 
 def test_the_failure_switch_rule_sees_switches():

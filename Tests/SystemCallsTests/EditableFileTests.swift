@@ -2,6 +2,7 @@
 // (after the read, just before the rename) makes the edit fail with nothing else written.
 import Glibc
 @testable import SystemCalls
+import SystemConditions
 import Testing
 
 private func tempDir() -> String {
@@ -162,4 +163,19 @@ private func listing(_ d: String) throws -> [String] {
         if name != "." && name != ".." { names.append(name) }
     }
     return names
+}
+
+@Suite("editable file: what a failure means")
+struct EditRefusalTests {
+    @Test("the open's errno as a condition, a non-regular file, and anything else in its own words")
+    func refusal() throws {
+        let d = tempDir()
+        var missing: EditableFile.Failure?
+        do { _ = try EditableFile(opening: "\(d)/none.conf") } catch { missing = error }
+        guard case .opening(let c)? = missing?.refusal else { Issue.record("not an open's refusal: \(String(describing: missing))"); return }
+        #expect(c.kind == .notFound)
+        #expect(EditableFile.Failure.notRegularFile("\(d)").refusal == .notRegularFile)
+        let swapped = EditableFile.Failure.replacedMeanwhile("\(d)/b.conf")
+        #expect(swapped.refusal == .other(swapped.description))
+    }
 }

@@ -1,10 +1,11 @@
-// HCITransport's errors in DaemonCore's words (TransportProblem), for the decisions HCIBackend and `scan` share.
-import DaemonCore
-import HCITransport
+// HCITransport's errors in the pure modules' words (TransportProblem), for the decisions the raw-HCI backend and
+// `scan` share (DaemonCore's HCIDecisions).
 import SystemCalls
+import SystemConditions
 
 extension TransportError {
-    var problem: TransportProblem {
+    /// What the failure means, in the pure modules' words (SystemConditions' TransportProblem).
+    public var problem: TransportProblem {
         switch self {
         case .deviceAbsent: .absent
         case .deviceDown(_, let cap): .down(capability: cap)
