@@ -47,7 +47,7 @@ private func fuzzConfig(_ bytes: [UInt8]) {
                 _ = plan.kind(k, throughKernel: kernel)
                 _ = plan.sentence(k, throughKernel: kernel, kept: .notYet(file: "f"))
             }
-            _ = plan.settingName(k)
+            _ = plan.settingKind(k)
             if let u = plan.sharesWith[k] { precondition(u < plan.wanted.count && plan.wanted[u] == plan.wanted[k], "telemetry not on its UID's address") }
         }
     }

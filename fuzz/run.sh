@@ -28,11 +28,11 @@ mkdir -p "$out/src"
 rm -f "$out"/src/*.swift
 # One module: the pure sources, without their cross-module imports, plus the entry points (BeaconCore's libm comes
 # through the CMath module map, -I).
-for f in Sources/BluetoothHCI/*.swift Sources/BeaconCore/*.swift \
+for f in Sources/SystemConditions/*.swift Sources/BluetoothHCI/*.swift Sources/BeaconCore/*.swift \
          Sources/HCIHost/CommandFlow.swift Sources/HCIHost/StepSequence.swift Sources/HCIHost/AdvertisingPlan.swift Sources/HCIHost/HCIEventMeaning.swift \
          Sources/Mgmt/MgmtCodec.swift Sources/Mgmt/MgmtCommandFlow.swift Sources/Mgmt/MgmtAdvertisingPlan.swift \
          Sources/Mgmt/MgmtInstancePlan.swift; do
-    sed '/^import BluetoothHCI$/d; /^import HCITransport$/d; /^import HCIHost$/d; /^import SystemCalls$/d' "$f" > "$out/src/$(basename "$(dirname "$f")")-$(basename "$f")"
+    sed '/^import BluetoothHCI$/d; /^import HCITransport$/d; /^import HCIHost$/d; /^import SystemCalls$/d; /^import SystemConditions$/d' "$f" > "$out/src/$(basename "$(dirname "$f")")-$(basename "$f")"
 done
 if [ ! -x "$out/$binary" ] || [ -n "$(find fuzz Sources -newer "$out/$binary" -name '*.swift' | head -n 1)" ]; then
     echo "fuzz: building the targets (-sanitize=$sanitize)"
