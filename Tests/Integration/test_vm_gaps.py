@@ -36,3 +36,15 @@ def test_the_probe_reads_its_own_file(tmp_path):
     f.write_text('100 200\n300 450\n')
     assert btsnoop.read_stalls(str(f)) == [(100, 200), (300, 450)]
     assert btsnoop.read_stalls(str(tmp_path / 'none')) == []
+
+
+def test_the_controllers_time_is_each_command_until_its_answer():
+    # A command (btsnoop monitor opcode 2) and its Command Complete (opcode 3, event 0x0E): 50 ms the controller's.
+    records = [(100_000, 0, 2, bytes([0x0A, 0x20, 0x01, 0x00])),
+               (150_000, 0, 3, bytes([0x0E, 0x04, 0x01, 0x0A, 0x20, 0x00])),
+               (400_000, 0, 2, bytes([0x0A, 0x20, 0x01, 0x01])),
+               (410_000, 0, 3, bytes([0x0E, 0x04, 0x01, 0x0A, 0x20, 0x00]))]
+    assert btsnoop.round_trips(records, 0, 1_000_000) == [(100_000, 150_000), (400_000, 410_000)]
+    assert btsnoop.round_trips(records, 200_000, 1_000_000) == [(400_000, 410_000)]
+    # A 440 ms gap in which beacond waited 60 ms for the controller counts 380 ms.
+    assert btsnoop.beyond_stalls((100_000, 540_000), btsnoop.round_trips(records, 0, 1_000_000)) == 380.0

@@ -70,6 +70,7 @@ class Replayer:
         self.sets = {}
         self.timeline = []
         self.commands = []  # (ts, opcode, params, status)
+        self.round_trips = []  # (command sent µs, its Command Complete or Status µs): the controller's time
 
     def on_air(self):
         datas = set()
@@ -120,6 +121,7 @@ class Replayer:
                 continue
             cts, p = self.pending.pop(opcode)
             self.commands.append((cts, opcode, p, status))
+            self.round_trips.append((cts, ts))
             if status != 0:
                 continue
             if self.held is not None:
@@ -169,6 +171,14 @@ def replay(records, index=0):
     if r is None or r.seen > len(records):
         r = _replayers[key] = Replayer(index)
     return r.feed(records)
+
+
+def round_trips(records, since_us, until_us, index=0):
+    """Each (sent µs, answered µs) of a command to hciINDEX answered within the window: while the controller (and the
+    kernel between) had it, beacond was waiting, not deciding."""
+    replay(records, index)
+    r = _replayers[(id(records), index)]
+    return [(s, e) for s, e in r.round_trips if e >= since_us and s <= until_us]
 
 
 def transitions(records, expected, since_us, index=0):

@@ -1023,9 +1023,11 @@ def with_stall_probe(fn):
 
 
 def longest_gaps(frames, since, until):
-    """Each frame's longest time off the air in the window, less what of it the guest stood still (the stall probe),
-    and that longest gap as measured: ({frame: ms beacond is answerable for}, {frame: ms measured})."""
-    stalls = btsnoop.read_stalls(STALLS)
+    """Each frame's longest time off the air in the window, less what of it the guest stood still (the stall probe)
+    and the controller had a command of beacond's (the emulated controller and the kernel answer in milliseconds here,
+    tens of them on a loaded host; a Pi's radio in about one), and that longest gap as measured: ({frame: ms beacond is
+    answerable for}, {frame: ms measured})."""
+    stalls = btsnoop.read_stalls(STALLS) + btsnoop.round_trips(snoop.update(), since, until)
     own, raw = {}, {}
     for f in frames:
         gaps = btsnoop.gap_intervals(snoop.update(), f, since, until)
