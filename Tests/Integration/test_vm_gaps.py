@@ -48,3 +48,11 @@ def test_the_controllers_time_is_each_command_until_its_answer():
     assert btsnoop.round_trips(records, 200_000, 1_000_000) == [(400_000, 410_000)]
     # A 440 ms gap in which beacond waited 60 ms for the controller counts 380 ms.
     assert btsnoop.beyond_stalls((100_000, 540_000), btsnoop.round_trips(records, 0, 1_000_000)) == 380.0
+
+
+def test_a_frame_seen_in_its_slot_counts_though_another_is_on_the_air_now():
+    a, b = b'\x02\x01\x06A', b'\x02\x01\x06B'
+    timeline = [(100, {a}), (200, {b}), (300, {a}), (400, {b})]
+    assert btsnoop.ever_on(timeline, a, 250) and btsnoop.ever_on(timeline, a, 150)  # put on at 300; on already at 150
+    assert btsnoop.ever_on(timeline, a, 350) and not btsnoop.ever_on(timeline, a, 450)  # on until 400; only b from then
+    assert btsnoop.ever_on(timeline, b, 450) and not btsnoop.ever_on([], a, 0)

@@ -181,6 +181,12 @@ def round_trips(records, since_us, until_us, index=0):
     return [(s, e) for s, e in r.round_trips if e >= since_us and s <= until_us]
 
 
+def ever_on(timeline, expected, since_us):
+    """`expected` was on the air at some moment at or after since_us: on already then, or put on after."""
+    before = [datas for ts, datas in timeline if ts < since_us]
+    return bool(before and expected in before[-1]) or any(expected in datas for ts, datas in timeline if ts >= since_us)
+
+
 def transitions(records, expected, since_us, index=0):
     """[(ts, True|False)] each time `expected` went on or off the air of hciINDEX after since_us."""
     timeline, _ = replay(records, index)
@@ -251,10 +257,15 @@ def main(argv):
     p.add_argument('--since', type=int, help='also fail (3) when other frames were on the air after this Unix time in µs')
     p.add_argument('--gaps', action='store_true', help='print how long the first frame was off the air each time')
     p.add_argument('--also', action='append', default=[], help='a frame that may be on the air too')
+    p.add_argument('--seen-since', type=int, help='each frame on the air at some moment after this Unix time in µs, '
+                   'not necessarily now (a beacon that takes turns with others is on the air in its own slot only)')
     p.add_argument('frames', nargs='*')
     a = p.parse_intermixed_args(argv)
     records = Snoop(a.snoop).update()
     timeline, _ = replay(records, a.index)
+    if a.seen_since is not None:
+        wanted = [bytes.fromhex(f) for f in a.frames]
+        return 0 if all(ever_on(timeline, w, a.seen_since) for w in wanted) else 1
     now = timeline[-1][1] if timeline else set()
     for d in sorted(now):
         print(d.hex())

@@ -830,9 +830,7 @@ def leaving_one_beacon(fn):
 
 def ever_on_air(expected, since_us):
     """`expected` was on the air at some moment after since_us (on already then, or put on after)."""
-    timeline, _ = replay(snoop.update())
-    before = [datas for ts, datas in timeline if ts < since_us]
-    return bool(before and expected in before[-1]) or any(expected in datas for ts, datas in timeline if ts >= since_us)
+    return btsnoop.ever_on(replay(snoop.update())[0], expected, since_us)
 
 
 def random_addresses(since_us, frames):
