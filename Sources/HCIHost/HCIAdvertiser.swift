@@ -27,6 +27,8 @@ public struct HCIAdvertiser: Sendable {
     /// flight (the steps a timer sends).
     private var slicer = LegacySlicer()
     private var timedStepsInFlight = false
+    /// The refresh came due while beacons take turns from one address: the next slot restarts the advertiser.
+    private var refreshOwed = false
     /// An apply or a stop asked for while a slot's or a refresh's commands were out: it goes out when they are back
     /// (`resume`). One sequence of commands at a time, whoever asks: a disable or a new advertiser sent between a
     /// slot's or a refresh's commands would be overtaken by their enable.
@@ -362,7 +364,11 @@ public struct HCIAdvertiser: Sendable {
     /// still out: that slot is skipped). Report them with `sliceFinished`.
     public mutating func nextSlice() -> [Step] {
         guard legacyBase != nil, pending == nil, !timedStepsInFlight, waiting == nil else { return [] }
-        let steps = slicer.next()
+        var steps = slicer.next()
+        if refreshOwed {
+            refreshOwed = false
+            if steps.first?.command != .leSetAdvertisingEnable(false) { steps = Self.restart(steps) }
+        }
         if !steps.isEmpty { timedStepsInFlight = true }
         return steps
     }
@@ -389,15 +395,23 @@ public struct HCIAdvertiser: Sendable {
     public static let refreshPeriod = Duration.seconds(2)
 
     /// The refresh timer fired: the steps that turn beacond's advertising off and on again, or none (nothing on the
-    /// air, an apply or a slot's commands out, or time slices that restart the advertiser anyway, each beacon from its
-    /// own address). Report them with `refreshFinished`.
+    /// air, an apply or another refresh out, or beacons taking turns). Report them with `refreshFinished`. While
+    /// beacons take turns the refresh rides on the next slot, which `nextSlice` makes a restart (its own timer would
+    /// otherwise land on a slot's: 2 s is a whole number of slots, and a slot due while the refresh is out is
+    /// skipped, a beacon's turn lost); slots that restart the advertiser anyway, each beacon from its own address,
+    /// need none.
     public mutating func refreshSteps() -> [Step] {
-        guard applied != nil, pending == nil, !timedStepsInFlight, waiting == nil else { return [] }
+        guard applied != nil else { return [] }
+        if let slicing = slicer.slicing {
+            refreshOwed = !slicing.restartsPerSlot
+            return []
+        }
+        guard pending == nil, !timedStepsInFlight, waiting == nil else { return [] }
         let steps: [Step]
         switch family {
         case .legacy:
-            guard legacyBase != nil, slicer.slicing?.restartsPerSlot != true else { return [] }
-            steps = [Step(.leSetAdvertisingEnable(false), tolerating: [.commandDisallowed]), Step(.leSetAdvertisingEnable(true))]
+            guard legacyBase != nil else { return [] }
+            steps = Self.restart([])
         case .extended:
             guard !setHandles.isEmpty else { return [] }
             let sets = setHandles.map { AdvertisingSetEnable(handle: $0) }
@@ -410,6 +424,11 @@ public struct HCIAdvertiser: Sendable {
 
     /// The refresh's steps came back (either way: a refused one is tried again at the next refresh).
     public mutating func refreshFinished() { timedStepsInFlight = false }
+
+    /// `steps` with the legacy advertiser turned off before them and on after (the disable tolerated when it was off).
+    private static func restart(_ steps: [Step]) -> [Step] {
+        [Step(.leSetAdvertisingEnable(false), tolerating: [.commandDisallowed])] + steps + [Step(.leSetAdvertisingEnable(true))]
+    }
 
     /// Whether anything of beacond's is on the air (the refresh timer runs exactly then).
     public var isAdvertising: Bool { applied != nil }

@@ -136,7 +136,7 @@ def test_a_controller_that_stops_advertising_without_saying_so_is_put_back(chip,
     """bug: a controller that stops advertising and says nothing (noble/bleno#387 on a Pi, bluez/bluez#1015) left
     every beacon off the air for good: nothing in HCI reports it. Each must be back soon after the refresh (2 s; the
     bound leaves room for a loaded machine): one beacon, and three time-sliced from one address (whose slots write
-    only the data and never restart)."""
+    only the data, the refresh riding on one of them every 2 s)."""
     lab, device, p = chip
     start(chip, tmp_path, processes, text)
     heard_all(lab, frames, timeout=10)
