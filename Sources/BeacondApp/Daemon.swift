@@ -50,6 +50,11 @@ final class Daemon {
     private var runtime: RuntimeStateFile.Claim?
     private var lastState: RuntimeState?
     private var stateFailureSaid = false
+    /// The state file follows the lifecycle within `stateSettle`, not at each of its steps: the steps of one sequence
+    /// (a start's probe and apply, a reload's) make one write, after their commands went out. What READY=1 tells
+    /// systemd, the file says first (`systemctl start beacond && beacond status`).
+    private var stateTimer: EventSource?
+    static let stateSettle = Duration.milliseconds(10)
 
     private init(loop: EventLoop, log: Logger, options: RunOptions, config: BeaconConfiguration, digest: String) {
         configDigest = digest
@@ -112,6 +117,7 @@ final class Daemon {
         _ = try loop.addSignal(ProcessSignal.interrupt) { [unowned self] in self.handle(.terminate(signal: "SIGINT")) }
         _ = try loop.addSignal(ProcessSignal.hangup) { [unowned self] in self.handle(.hangup) }
         timer = try loop.addIdleTimer { [unowned self] in self.handle(.timerFired) }
+        stateTimer = try loop.addIdleTimer { [unowned self] in self.writeState() }
         telemetryTimer = try loop.addIdleTimer { [unowned self] in self.telemetryTick() }
         addressTimer = try loop.addIdleTimer { [unowned self] in self.handle(.addressPeriod) }
         eidTimer = try loop.addIdleTimer { [unowned self] in self.clockTick() }
@@ -149,8 +155,15 @@ final class Daemon {
         }
     }
 
-    /// Writes the state file when what it says changed (`beacond status`, `beacond reload`).
+    /// The state file is written within `stateSettle` when what it says changed (`beacond status`, `beacond reload`).
     private func publishState() {
+        guard let t = stateTimer else { return writeState() }
+        if !t.isArmed { t.rearm(after: Self.stateSettle) }
+    }
+
+    /// Writes the state file now, if what it says changed.
+    private func writeState() {
+        stateTimer?.disarm()
         guard let runtime, RuntimeState.publishes(lifecycle) else { return }
         let state = RuntimeState(lifecycle, pid: processID(), configDigest: configDigest, now: wallClock().seconds, previous: lastState)
         guard state != lastState else { return }
@@ -225,7 +238,9 @@ final class Daemon {
         case .armPeriodic(let k, let d): periodic(k)?.rearm(after: d)
         case .cancelPeriodic(let k): periodic(k)?.disarm()
         case .supplySelfReport(let needs): handle(.selfReportSupplied(SelfReportStore.supply(needs)))
-        case .notify(let assignments): Notifier.send(assignments)
+        case .notify(let assignments):
+            if assignments.contains("READY=1") { writeState() }
+            Notifier.send(assignments)
         case .notifyReloading: Notifier.send(["RELOADING=1", "MONOTONIC_USEC=\(monotonicMicroseconds())"])
         case .log(let level, let message, let fields): log.log(level, message, fields)
         case .setLogLevel(let level): log.maxLevel = level

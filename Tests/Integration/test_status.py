@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
+import socket
 import stat
 import subprocess
 import time
@@ -111,6 +113,43 @@ def test_status_matches_the_controller_through_reloads_and_a_loss(tmp_path, proc
         assert not (run_dir / 'state.json').exists()
         r = cli('status', '--config', str(conf), env=env)
         assert r.returncode == 3 and 'No beacond is running' in r.stdout
+
+
+def test_when_systemd_hears_ready_the_state_file_already_says_so(tmp_path, processes):
+    """`systemctl start beacond` returns at READY=1 (Type=notify), as `systemctl reload` does at a reload's READY=1,
+    and a script's next line is often `beacond status`: by then the state file must say what READY=1 says (on the
+    air; the reload applied, or refused). It was written after the datagram went out, at the end of the lifecycle's
+    step: a reader woken by READY=1 could find the state before it. Each READY=1 here is read from a socket of the
+    test's own, and the state file at once."""
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(IB)
+    run_dir = tmp_path / 'run'
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener.bind(str(tmp_path / 'notify.sock'))
+    listener.settimeout(20)
+    env = {'RUNTIME_DIRECTORY': str(run_dir), 'NOTIFY_SOCKET': str(tmp_path / 'notify.sock')}
+
+    def state_at_ready():
+        while 'READY=1' not in listener.recv(4096).decode().split('\n'):
+            pass
+        return output_schema.loads('state', (run_dir / 'state.json').read_text())
+
+    sock = tmp_path / 'hci.sock'
+    try:
+        with Lab(f'unix-server:{sock}'):
+            b = processes('run', '-c', str(conf), '-d', f'unix:{sock}', env=env)
+            st = state_at_ready()
+            assert st['phase'] == 'advertising' and st['beacons'][0]['on_air'] is True, st
+            conf.write_text(IB.replace('minor = 2', 'minor = 3'))
+            b.signal(signal.SIGHUP)
+            st = state_at_ready()
+            assert st['reload'] == {'count': 1, 'result': 'applied'} and st['beacons'][0]['identity']['minor'] == 3, st
+            conf.write_text(IB.replace('minor = 2', 'minor = "three"'))
+            b.signal(signal.SIGHUP)
+            st = state_at_ready()
+            assert st['reload']['count'] == 2 and st['reload']['result'] == 'refused', st
+    finally:
+        listener.close()
 
 
 def test_reload_of_a_refused_file_then_a_fixed_one_and_status_without_json_lists_problems(tmp_path, processes):
