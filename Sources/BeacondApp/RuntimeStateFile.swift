@@ -84,8 +84,10 @@ enum RuntimeStateFile {
         }
 
         /// Replaces the file atomically, readable by every local user (mode 0644 whatever the umask: the units' is 0077).
+        /// Not synced: the runtime directory does not outlive a boot, and the state is written before the first
+        /// command to the controller.
         func write(_ state: RuntimeState) throws(SystemError) {
-            try createFileDurably(named: fileName, in: directory, contents: Array(state.json.utf8), mode: 0o644, exactMode: true, replacing: true)
+            try replaceFileAtomically(named: fileName, in: directory, contents: Array(state.json.utf8), mode: 0o644, exactMode: true)
         }
 
         /// At exit: the state file goes, and a hand run's directory with it (a unit's is systemd's).

@@ -146,12 +146,25 @@ public func createFileDurably(named name: String, in directory: String, contents
 /// The same, in the directory `dir` is open on (see `FileDescriptor.openTrustedDirectory`).
 public func createFileDurably(named name: String, in dir: FileDescriptor, contents bytes: [UInt8], mode: mode_t = 0o644,
                               exactMode: Bool = false, replacing: Bool = false) throws(SystemError) {
+    try place(name, in: dir, bytes, mode: mode, exactMode: exactMode, replacing: replacing, synced: true)
+}
+
+/// Replaces `name` in `dir` with `bytes` as `createFileDurably(replacing: true)` does (a reader sees the old contents
+/// or the new, never a mix), but syncs nothing: for a directory that does not outlive a boot (the runtime directory,
+/// a tmpfs under systemd), where a power cut leaves no file to be whole or torn, and each fsync only delays the writer.
+public func replaceFileAtomically(named name: String, in dir: FileDescriptor, contents bytes: [UInt8], mode: mode_t = 0o644,
+                                  exactMode: Bool = false) throws(SystemError) {
+    try place(name, in: dir, bytes, mode: mode, exactMode: exactMode, replacing: true, synced: false)
+}
+
+private func place(_ name: String, in dir: FileDescriptor, _ bytes: [UInt8], mode: mode_t, exactMode: Bool, replacing: Bool,
+                   synced: Bool) throws(SystemError) {
     let (file, temporary) = try dir.createTemporary(beside: name, mode: mode)
     var committed = false
     defer { if !committed { _ = unlinkat(dir.rawValue, temporary, 0) } }
     if exactMode, fchmod(file.rawValue, mode) != 0 { throw SystemError("fchmod(\(temporary))", errno: .current) }
     try file.writeAll(bytes)
-    try file.sync()
+    if synced { try file.sync() }
     file.close()
     if replacing {
         if renameat(dir.rawValue, temporary, dir.rawValue, name) != 0 { throw SystemError("renameat(\(name))", errno: .current) }
@@ -163,7 +176,7 @@ public func createFileDurably(named name: String, in dir: FileDescriptor, conten
         committed = true
         _ = unlinkat(dir.rawValue, temporary, 0)
     }
-    try dir.sync()
+    if synced { try dir.sync() }
 }
 
 extension FileDescriptor {

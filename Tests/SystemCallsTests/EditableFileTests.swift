@@ -137,6 +137,20 @@ struct EditableFileTests {
         }
     }
 
+    @Test("an atomic replace without sync (the runtime directory's state file): the new contents whole, the exact mode whatever the umask, no temporary file left")
+    func atomicReplaceUnsynced() throws {
+        let d = tempDir()
+        let dir = try FileDescriptor.openTrustedDirectory(d)
+        write("\(d)/state.json", "{\"old\":1}", mode: 0o600)
+        let old = umask(0o077)
+        defer { umask(old) }
+        try replaceFileAtomically(named: "state.json", in: dir, contents: Array("{\"new\":2}".utf8), mode: 0o644, exactMode: true)
+        #expect(read("\(d)/state.json") == "{\"new\":2}")
+        var st = stat()
+        #expect(stat("\(d)/state.json", &st) == 0 && st.st_mode & 0o7777 == 0o644)
+        #expect(try listing(d) == ["state.json"])
+    }
+
     /// Two beacond processes (the service and a hand-run `beacond run` on the same state directory) write the same
     /// record. With one fixed temporary name (NAME.new) the second deleted the first's temporary file mid-write, and the
     /// first then renamed the second's half-written file into place.
