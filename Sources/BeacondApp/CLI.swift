@@ -45,16 +45,17 @@ struct UsageError: Error, Equatable {
 }
 
 /// One option, declared once: its names, the name of its value (nil for a flag), its help line, and what it does
-/// to the command's options. The OPTIONS text of the help is made from these.
+/// to the command's options. The OPTIONS text of the help is made from these. Help texts are made when shown, not
+/// at every start (a daemon's start made every command's, in ~0.6 ms: docs/benchmarks.md).
 struct Option<Options>: Sendable {
     let names: [String]
     let value: String?
-    let help: String
+    let help: @Sendable () -> String
     /// Applies the option: the options so far, the parser (for more arguments), the name as typed, and the value
     /// ("" for a flag).
     let apply: @Sendable (inout Options, inout OptionParser, String, String) throws(UsageError) -> Void
 
-    init(_ names: [String], _ value: String? = nil, _ help: String,
+    init(_ names: [String], _ value: String? = nil, _ help: @autoclosure @escaping @Sendable () -> String,
          _ apply: @escaping @Sendable (inout Options, inout OptionParser, String, String) throws(UsageError) -> Void) {
         self.names = names
         self.value = value
@@ -74,31 +75,34 @@ struct Command: Sendable {
     let abstract: String
     let usage: String
     /// Paragraphs between OVERVIEW and USAGE, separated by blank lines (wrapped when shown).
-    let description: String
-    /// (flags, help) of each option, in the order declared, `--help` last.
-    let options: [(flags: String, help: String)]
+    let description: @Sendable () -> String
+    /// (flags, help) of each option, in the order declared, `--help` last: made when asked for, as the options
+    /// themselves are when this command is parsed (not every command's at every start).
+    let options: @Sendable () -> [(flags: String, help: @Sendable () -> String)]
     /// What a signal does (run only).
-    let signals: String
-    let exitStatus: String
+    let signals: @Sendable () -> String
+    let exitStatus: @Sendable () -> String
     /// Parses the options after the command name.
     let parse: @Sendable (inout OptionParser) throws(UsageError) -> Invocation
 
-    static let helpLine = (flags: "-h, --help", help: "Show help information.")
+    static let helpLine: (flags: String, help: @Sendable () -> String) = ("-h, --help", { "Show help information." })
 
     /// A command whose arguments are all declared options: each is applied in turn to `start`, and `finish` makes
     /// the invocation (and refuses combinations that make no sense).
-    init<Options>(_ name: String, abstract: String, usage: String, description: String, options: [Option<Options>],
-                  signals: String = "", exitStatus: String = "", start: Options,
+    init<Options>(_ name: String, abstract: String, usage: String, description: @autoclosure @escaping @Sendable () -> String,
+                  options: @autoclosure @escaping @Sendable () -> [Option<Options>], signals: @autoclosure @escaping @Sendable () -> String = "",
+                  exitStatus: @autoclosure @escaping @Sendable () -> String = "", start: Options,
                   finish: @escaping @Sendable (Options) throws(UsageError) -> Invocation) where Options: Sendable {
         self.name = name
         self.abstract = abstract
         self.usage = usage
         self.description = description
-        self.options = options.map { ($0.flags, $0.help) } + [Self.helpLine]
+        self.options = { options().map { ($0.flags, $0.help) } + [Self.helpLine] }
         self.signals = signals
         self.exitStatus = exitStatus
         self.parse = { p throws(UsageError) in
             var o = start
+            let options = options()
             while let typed = try p.nextOption() {
                 if typed == "-h" || typed == "--help" { return .help(name) }
                 guard let option = options.first(where: { $0.names.contains(typed) }) else { throw p.unknown(typed) }
@@ -110,14 +114,14 @@ struct Command: Sendable {
     }
 
     /// A command that reads its own arguments (positional ones).
-    init(_ name: String, abstract: String, usage: String, description: String, exitStatus: String = "",
-         parse: @escaping @Sendable (inout OptionParser) throws(UsageError) -> Invocation) {
+    init(_ name: String, abstract: String, usage: String, description: @autoclosure @escaping @Sendable () -> String,
+         exitStatus: @autoclosure @escaping @Sendable () -> String = "", parse: @escaping @Sendable (inout OptionParser) throws(UsageError) -> Invocation) {
         self.name = name
         self.abstract = abstract
         self.usage = usage
         self.description = description
-        self.options = [Self.helpLine]
-        self.signals = ""
+        self.options = { [Self.helpLine] }
+        self.signals = { "" }
         self.exitStatus = exitStatus
         self.parse = parse
     }
@@ -145,16 +149,18 @@ private struct GenUUIDOptions: Sendable {
 
 enum CLI {
     /// The options several commands share, each declared once.
-    private static func configOption<O>(_ keyPath: WritableKeyPath<O, String> & Sendable) -> Option<O> {
-        Option(["-c", "--config"], "PATH", "Config file (default: \(defaultConfigPath)).") { o, _, _, v in o[keyPath: keyPath] = v }
+    // Each takes a setter, not a key path: a key path is instantiated at run time, and the table is made at every
+    // start (docs/benchmarks.md).
+    private static func configOption<O>(_ set: @escaping @Sendable (inout O, String) -> Void) -> Option<O> {
+        Option(["-c", "--config"], "PATH", "Config file (default: \(defaultConfigPath)).") { o, _, _, v in set(&o, v) }
     }
-    private static func selectDevice<O>(_ keyPath: WritableKeyPath<O, String?> & Sendable, _ help: String) -> Option<O> {
-        Option(["-d", "--device"], "SPEC", help) { o, p, typed, v throws(UsageError) in
-            o[keyPath: keyPath] = try p.device(typed, v).description
-        }
+    private static func selectDevice<O>(_ help: @autoclosure @escaping @Sendable () -> String,
+                                        _ set: @escaping @Sendable (inout O, String) -> Void) -> Option<O> {
+        Option(["-d", "--device"], "SPEC", help()) { o, p, typed, v throws(UsageError) in set(&o, try p.device(typed, v).description) }
     }
-    private static func selectConfig<O>(_ keyPath: WritableKeyPath<O, String?> & Sendable, _ help: String) -> Option<O> {
-        Option(["-c", "--config"], "PATH", help) { o, _, _, v in o[keyPath: keyPath] = v }
+    private static func selectConfig<O>(_ help: @autoclosure @escaping @Sendable () -> String,
+                                        _ set: @escaping @Sendable (inout O, String) -> Void) -> Option<O> {
+        Option(["-c", "--config"], "PATH", help()) { o, _, _, v in set(&o, v) }
     }
     private static func seconds(_ p: OptionParser, _ typed: String, _ v: String, max: Double, expected: String) throws(UsageError) -> Double {
         guard let d = Double(v), d > 0, d <= max else { throw p.invalid(typed, v, expected: expected) }
@@ -170,7 +176,7 @@ enum CLI {
                 air in the foreground.
                 """,
             options: [
-                configOption(\RunOptions.configPath),
+                configOption { $0.configPath = $1 },
                 Option(["-d", "--device"], "SPEC", "Controller, overriding [controller] device: \(DeviceSpec.formsText).") {
                     o, p, typed, v throws(UsageError) in o.device = try p.device(typed, v)
                 },
@@ -197,7 +203,7 @@ enum CLI {
             usage: "beacond check-config [--config PATH] [--keys DIR]\n       beacond check-config --schema",
             description: "Every mistake is reported at once as PATH:LINE:COL: error: MESSAGE.",
             options: [
-                configOption(\CheckConfigOptions.path),
+                configOption { $0.path = $1 },
                 Option(["--keys"], "DIR", """
                     Where a relative identity_key_file is (default: the keys directory beside the config): for a file \
                     checked before it is put in place.
@@ -217,7 +223,7 @@ enum CLI {
             }),
         Command(
             "payload", abstract: "Print the advertising bytes as hex, hcitool commands or JSON.",
-            usage: "beacond payload [--config PATH] [--format \(PayloadFormat.allCases.map(\.rawValue).joined(separator: "|"))] [--time T]",
+            usage: "beacond payload [--config PATH] [--format \(PayloadFormat.allCases.map { $0.rawValue }.joined(separator: "|"))] [--time T]",
             description: """
                 hex prints the advertising data bytes, a line per beacon (30 for an iBeacon, 31 for an AltBeacon or \
                 an Eddystone-UID, 25 for an Eddystone-TLM, 21 for an Eddystone-EID); hcitool prints the \
@@ -225,7 +231,7 @@ enum CLI {
                 fields and the hex.
                 """,
             options: [
-                configOption(\PayloadOptions.path),
+                configOption { $0.path = $1 },
                 Option(["-f", "--format"], "FORMAT", "\(PayloadFormat.namesText) (default: hex).") { o, p, typed, v throws(UsageError) in
                     guard let f = PayloadFormat(rawValue: v) else { throw p.invalid(typed, v, expected: PayloadFormat.namesText) }
                     o.format = f
@@ -433,8 +439,8 @@ enum CLI {
                 Option(["--check"], nil, """
                     Check the adapter and the config instead (the config: --config, else \(defaultConfigPath)).
                     """) { o, _, _, _ in o.check = true },
-                selectDevice(\StatusOptions.device, "Only the beacond on this controller."),
-                selectConfig(\StatusOptions.configPath, "Only the beacond that runs this config file."),
+                selectDevice("Only the beacond on this controller.") { $0.device = $1 },
+                selectConfig("Only the beacond that runs this config file.") { $0.configPath = $1 },
                 Option(["--expect-sha256"], "SHA256", """
                     Also a problem: a beacond shown whose running config is not the file with this SHA-256 (64 hex \
                     digits, as sha256sum prints it): what a deployment waits on (the Ansible role does).
@@ -458,8 +464,8 @@ enum CLI {
                 'systemctl reload beacond' tells the truth.
                 """,
             options: [
-                selectDevice(\ReloadOptions.device, "The beacond on this controller."),
-                selectConfig(\ReloadOptions.configPath, "The beacond that runs this config file."),
+                selectDevice("The beacond on this controller.") { $0.device = $1 },
+                selectConfig("The beacond that runs this config file.") { $0.configPath = $1 },
                 Option(["--pid"], "PID", "The beacond with this pid (the units pass $MAINPID).") { o, p, typed, v throws(UsageError) in
                     guard let n = Int32(v), n > 0 else { throw p.invalid(typed, v, expected: "a process id") }
                     o.pid = n
@@ -502,23 +508,24 @@ enum CLI {
                 wrap("OVERVIEW: beacond keeps Bluetooth LE beacons (\(BeaconFormat.names("and"))) on the air.", indent: 0),
                 "USAGE: \(usage(nil))",
                 "COMMANDS:\n" + commandLines,
-                "OPTIONS:\n" + (optionLines(Command.helpLine) + optionLines(("--version", "Show the version."))).dropLast(),
+                "OPTIONS:\n" + (optionLines(Command.helpLine) + optionLines(("--version", { "Show the version." }))).dropLast(),
                 "  See 'beacond help <command>' for detailed help.",
             ].joined(separator: "\n\n") + "\n"
         }
         var sections = ["OVERVIEW: \(c.abstract)"]
-        sections += c.description.pieces(separatedBy: "\n\n").filter { !$0.isEmpty }.map { wrap($0, indent: 0) }
+        sections += c.description().pieces(separatedBy: "\n\n").filter { !$0.isEmpty }.map { wrap($0, indent: 0) }
         sections.append("USAGE: \(c.usage)")
-        if c.name != "help" { sections.append("OPTIONS:\n" + c.options.map(optionLines).joined().dropLast()) }
-        if !c.signals.isEmpty { sections.append("SIGNALS:\n" + wrap(c.signals, indent: 2)) }
-        if !c.exitStatus.isEmpty { sections.append("EXIT STATUS:\n" + wrap(c.exitStatus, indent: 2)) }
+        if c.name != "help" { sections.append("OPTIONS:\n" + c.options().map(optionLines).joined().dropLast()) }
+        let (signals, exitStatus) = (c.signals(), c.exitStatus())
+        if !signals.isEmpty { sections.append("SIGNALS:\n" + wrap(signals, indent: 2)) }
+        if !exitStatus.isEmpty { sections.append("EXIT STATUS:\n" + wrap(exitStatus, indent: 2)) }
         return sections.joined(separator: "\n\n") + "\n"
     }
 
     /// "  -c, --config PATH       Config file …", the help wrapped under itself.
-    static func optionLines(_ o: (flags: String, help: String)) -> String {
+    static func optionLines(_ o: (flags: String, help: @Sendable () -> String)) -> String {
         let lead = "  " + o.flags
-        let body = wrap(o.help, indent: helpColumn)
+        let body = wrap(o.help(), indent: helpColumn)
         return lead.count < helpColumn - 1 ? pad(lead, helpColumn) + body.dropFirst(helpColumn) + "\n" : lead + "\n" + body + "\n"
     }
 

@@ -86,8 +86,8 @@ struct CLITests {
 
     @Test("each command's usage line names exactly the options it declares")
     func usageMatchesOptions() {
-        for c in CLI.commands where !c.options.dropLast().isEmpty {
-            let declared = Self.longOptions(c.options.map(\.flags).joined(separator: " ")).subtracting(["--help"])
+        for c in CLI.commands where !c.options().dropLast().isEmpty {
+            let declared = Self.longOptions(c.options().map(\.flags).joined(separator: " ")).subtracting(["--help"])
             #expect(Self.longOptions(c.usage) == declared, "\(c.name)")
         }
     }
