@@ -61,12 +61,12 @@ public struct BeaconUUID: Sendable, Hashable, CustomStringConvertible {
     public var description: String { formatted(uppercase: true) }
 
     public func formatted(uppercase: Bool) -> String {
-        var s = ""
-        for (i, b) in bytes.enumerated() {
-            if i == 4 || i == 6 || i == 8 || i == 10 { s += "-" }
-            s += hexString([b], uppercase: uppercase)
+        var out: [UInt8] = []
+        for (i, c) in hexString(bytes, uppercase: uppercase).utf8.enumerated() {
+            if i == 8 || i == 12 || i == 16 || i == 20 { out.append(0x2D) }
+            out.append(c)
         }
-        return s
+        return String(decoding: out, as: UTF8.self)
     }
 
     private static func hexValue(_ c: Unicode.Scalar) -> UInt8? {

@@ -76,15 +76,18 @@ public struct ByteReader: Sendable {
 /// Lowercase hex without separators, e.g. `0201061a`.
 public func hexString<C: Collection>(_ bytes: C, separator: String = "", uppercase: Bool = false) -> String
 where C.Element == UInt8 {
-    let digits: [Character] = Array(uppercase ? "0123456789ABCDEF" : "0123456789abcdef")
-    var out = ""
-    out.reserveCapacity(bytes.count * (2 + separator.count))
+    // ASCII bytes, made into one String at the end (Characters appended one at a time cost ~10× as much).
+    let ten: UInt8 = uppercase ? 0x41 : 0x61
+    let sep = Array(separator.utf8)
+    var out: [UInt8] = []
+    out.reserveCapacity(bytes.count * (2 + sep.count))
+    func digit(_ n: UInt8) -> UInt8 { n < 10 ? 0x30 + n : ten + n - 10 }
     for (i, b) in bytes.enumerated() {
-        if i > 0 { out += separator }
-        out.append(digits[Int(b >> 4)])
-        out.append(digits[Int(b & 0x0F)])
+        if i > 0 { out += sep }
+        out.append(digit(b >> 4))
+        out.append(digit(b & 0x0F))
     }
-    return out
+    return String(decoding: out, as: UTF8.self)
 }
 
 /// `0x2008`-style formatting for opcodes and similar fields.

@@ -13,4 +13,13 @@ struct TextTests {
         #expect("a\n\nb\n\n\nc".pieces(separatedBy: "\n\n") == ["a", "b", "\nc"])
         #expect("".pieces(separatedBy: "\n\n") == [""] && "\n\n".pieces(separatedBy: "\n\n") == ["", ""])
     }
+
+    @Test("hexString: two digits a byte, either case, with or without a separator; a UUID in its 8-4-4-4-12 form")
+    func hex() {
+        #expect(hexString([0x0A, 0xFF, 0x00, 0x9B]) == "0aff009b")
+        #expect(hexString([0x0A, 0xFF, 0x00, 0x9B], separator: ":", uppercase: true) == "0A:FF:00:9B")
+        #expect(hexString([UInt8]()) == "" && hexString([0x01], separator: "::") == "01")
+        #expect(hexString(Array(UInt8.min...UInt8.max)).count == 512)
+        #expect(hex16(0x2008) == "0x2008")
+    }
 }
