@@ -212,6 +212,9 @@ def main() -> int:
         args.runs, args.idle_seconds = 3, 2
     beacond = args.beacond
     tmp = tempfile.mkdtemp(prefix='beacond-bench-')
+    # Every beacond here keeps its addresses in a state directory of its own, as the unit's StateDirectory= gives it,
+    # so that what earlier runs on this machine left in /var/lib/beacond is not in the numbers.
+    os.environ['STATE_DIRECTORY'] = os.path.join(tmp, 'state')
     raw = os.path.join(tmp, 'raw_h4_client')
     subprocess.run(['cc', '-O2', '-o', raw, str(ROOT / 'bench' / 'raw_h4_client.c')], check=True)
     data_hex = ibeacon().hex()
