@@ -77,7 +77,7 @@ public enum OutputReport: String, Sendable, CaseIterable {
 
     public var lead: String {
         switch self {
-        case .state: "What `run` writes to `$RUNTIME_DIRECTORY/state.json` (one object and a newline) whenever its state changes."
+        case .state: "What `run` writes to `$RUNTIME_DIRECTORY/state.json` (one object and a newline) within 10 ms of a change of its state, and before it tells systemd READY=1."
         case .status: "One object: the verdict, and each running beacond's state file with where it was read."
         case .check: "One object: the controller's own answers and what `run` would do with the config, without advertising."
         case .payload: "One object per beacon, one line each: the frame and the advertising settings."
