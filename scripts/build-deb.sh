@@ -57,9 +57,11 @@ amd64|arm64) ;;
 *) echo "build-deb: architecture amd64 or arm64, not $arch" >&2; exit 2 ;;
 esac
 if [ "$arch" = "$host_arch" ] && command -v "${SWIFT:-swift}" >/dev/null 2>&1; then
-    # This machine's own Swift, for its own architecture.
-    (cd "$top" && "${SWIFT:-swift}" build $swift_flags >&2)
-    cp "$top/.build/release/beacond" "$work/beacond"
+    # This machine's own Swift, for its own architecture; in the build tree when `make test` gives one
+    # (scripts/build-tree.sh), else in the checkout.
+    tree=${BEACOND_BUILD_TREE:-$top}
+    "${SWIFT:-swift}" build --package-path "$tree" $swift_flags >&2
+    cp "$tree/.build/release/beacond" "$work/beacond"
     strip $strip_flags "$work/beacond"
     how="this machine's $("${SWIFT:-swift}" --version 2>&1 | sed -n 's/.*\(Swift version [^ ]*\).*/\1/p' | head -n 1)"
 elif [ "$arch" = amd64 ] && [ "$host_arch" = amd64 ]; then

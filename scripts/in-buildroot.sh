@@ -1,8 +1,7 @@
 #!/bin/sh
 # Runs a command in the trixie build root of ARCH (scripts/buildroot.sh), in /src/beacond, a copy of the checkout's
-# tracked files as they are in the working tree. The root's .build stays between runs, and a file whose content did
-# not change keeps its old copy and timestamp, so a build after a fresh clone (new timestamps everywhere) only
-# recompiles the modules whose files really changed (a whole native arm64 build under qemu-user takes about 13 minutes).
+# files (scripts/sync-tree.sh): the root's .build stays between runs, so a build after a fresh clone only recompiles
+# the modules whose files really changed (a whole native arm64 build under qemu-user takes about 13 minutes).
 #   sh scripts/in-buildroot.sh ARCH 'COMMAND'      (root; ARCH amd64 or arm64)
 # The command's output goes to the terminal; its exit status is this script's.
 #   sh scripts/in-buildroot.sh --exec ARCH PROGRAM [ARG...]
@@ -17,7 +16,6 @@ shift
 top=$(cd "$(dirname "$0")/.." && pwd)
 root=$(sh "$top/scripts/buildroot.sh" "$arch")
 src="$root/src/beacond"
-incoming="$root/src/incoming"
 # One command at a time per root: the copy below, SwiftPM's .build and the /proc mount are shared (the CI runs stages
 # in parallel).
 mkdir -p "$root/src"
@@ -31,18 +29,5 @@ if $exec_only; then
     exit
 fi
 command=$1
-rm -rf "$incoming"
-mkdir -p "$src" "$incoming"
-(cd "$top" && git ls-files -z --cached --others --exclude-standard | xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh | tar --null -cf - -T -) | (cd "$incoming" && tar -xf -)
-# Replace what differs, add what is new, drop what is gone; leave identical files (and .build) alone.
-(cd "$incoming" && find . -type f -print) | while IFS= read -r f; do
-    if ! cmp -s "$incoming/$f" "$src/$f"; then
-        mkdir -p "$(dirname "$src/$f")"
-        cp -p "$incoming/$f" "$src/$f"
-    fi
-done
-(cd "$src" && find . -path ./.build -prune -o -type f -print) | while IFS= read -r f; do
-    [ -e "$incoming/$f" ] || rm -f "$src/$f"
-done
-rm -rf "$incoming"
+sh "$top/scripts/sync-tree.sh" "$src"
 chroot "$root" sh -c "cd /src/beacond && $command"
