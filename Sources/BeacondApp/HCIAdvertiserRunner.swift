@@ -69,7 +69,9 @@ final class HCIAdvertiserRunner {
         // Before the steps go out: a run killed halfway still names every set they may enable.
         if let a = advertiser, !a.ownsController { owned[name, .hciSets] = a.usedHandles }
         switch outcome {
-        case .done: done(.success(()))
+        case .done:
+            done(.success(()))
+            owedWork()
         case .deferred:
             // The lifecycle asks for one apply at a time; a second one replaces the first, which is answered.
             waitingApply?(.failure(BackendFailure(message: "A newer apply on \(device) replaced this one before it went out")))
@@ -114,10 +116,15 @@ final class HCIAdvertiserRunner {
     }
 
     private func nextSlice() {
-        let c = connection
         guard !closed, let d = advertiser?.slotDuration else { return }
         slices.rearm(after: d)
-        let steps = advertiser!.nextSlice()
+        runSlice(advertiser!.nextSlice())
+    }
+
+    /// A slot's steps; the next slot comes a whole slot after this one's beacon went on the air, however long the
+    /// controller took (a slow one stretches the round, and no beacon's turn is cut short or lost).
+    private func runSlice(_ steps: [Step]) {
+        let c = connection
         guard !steps.isEmpty else { return }
         let started = monotonicMicroseconds()
         c.run(steps, withholding: withholding) { [weak self] result in
@@ -129,8 +136,17 @@ final class HCIAdvertiserRunner {
                 self.advertiser?.sliceFinished(true, took: .microseconds(Int64(monotonicMicroseconds() &- started)))
                 self.say()
             }
+            if let d = self.advertiser?.slotDuration { self.slices.rearm(after: d) }
             self.resumeWaiting()
         }
+    }
+
+    /// After a sequence's commands came back: what came due meanwhile, the retry of the own addresses
+    /// (HCIAdvertiser.owedRetry) or else the slot (owedSlice).
+    private func owedWork() {
+        guard !closed, advertiser != nil else { return }
+        if let o = advertiser!.owedRetry() { return carryOnItsOwn(o, on: connection) }
+        runSlice(advertiser!.owedSlice())
     }
 
     private func retryAddresses() {
@@ -172,7 +188,9 @@ final class HCIAdvertiserRunner {
             let done = waitingStop ?? {}
             waitingStop = nil
             runStop(steps, done)
-        case nil: publicIfDue()
+        case nil:
+            publicIfDue()
+            owedWork()
         }
     }
 

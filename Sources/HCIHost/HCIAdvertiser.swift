@@ -29,6 +29,10 @@ public struct HCIAdvertiser: Sendable {
     private var timedStepsInFlight = false
     /// The refresh came due while beacons take turns from one address: the next slot restarts the advertiser.
     private var refreshOwed = false
+    /// The slot timer fired while another sequence's commands were out (`owedSlice`).
+    private var sliceOwed = false
+    /// The address retry came due while other commands were out (`owedRetry`).
+    private var retryOwed = false
     /// An apply or a stop asked for while a slot's or a refresh's commands were out: it goes out when they are back
     /// (`resume`). One sequence of commands at a time, whoever asks: a disable or a new advertiser sent between a
     /// slot's or a refresh's commands would be overtaken by their enable.
@@ -310,7 +314,25 @@ public struct HCIAdvertiser: Sendable {
     public mutating func retryOwnAddresses() -> Outcome? {
         guard publicWhileScanning, family == .legacy else { return nil }
         // Every period counts, whatever is in flight: a scan that restarts leaves a sign in each.
-        guard scanner.tick(), pending == nil, !timedStepsInFlight, waiting == nil, let wanted = applied else { return nil }
+        guard scanner.tick() else { return nil }
+        return retryNowOrOwe()
+    }
+
+    /// After other commands of beacond's came back: the retry that came due while they were out, if one did (see
+    /// `retryOwnAddresses`), rather than another period later.
+    public mutating func owedRetry() -> Outcome? {
+        guard retryOwed else { return nil }
+        guard publicWhileScanning, family == .legacy, scanner.scanning != true else { retryOwed = false; return nil }
+        return retryNowOrOwe()
+    }
+
+    private mutating func retryNowOrOwe() -> Outcome? {
+        guard pending == nil, !timedStepsInFlight, waiting == nil else {
+            retryOwed = true
+            return nil
+        }
+        retryOwed = false
+        guard let wanted = applied else { return nil }
         publicWhileScanning = false
         retryingAddresses = true
         forget()
@@ -360,10 +382,15 @@ public struct HCIAdvertiser: Sendable {
         return .microseconds(Int64(base.interval.units) * 625)
     }
 
-    /// The slot timer fired: the next beacon's steps (empty when nothing needs sending, or the last slot's commands are
-    /// still out: that slot is skipped). Report them with `sliceFinished`.
+    /// The slot timer fired: the next beacon's steps (empty when nothing needs sending, or another sequence's commands
+    /// are still out: then the slot is owed, `owedSlice`). Report them with `sliceFinished`.
     public mutating func nextSlice() -> [Step] {
-        guard legacyBase != nil, pending == nil, !timedStepsInFlight, waiting == nil else { return [] }
+        guard pending == nil, !timedStepsInFlight, waiting == nil else {
+            sliceOwed = true
+            return []
+        }
+        sliceOwed = false
+        guard legacyBase != nil else { return [] }
         var steps = slicer.next()
         if refreshOwed {
             refreshOwed = false
@@ -371,6 +398,14 @@ public struct HCIAdvertiser: Sendable {
         }
         if !steps.isEmpty { timedStepsInFlight = true }
         return steps
+    }
+
+    /// After another sequence's commands came back: the slot that came due while they were out, if one did
+    /// (`nextSlice`'s steps; report them with `sliceFinished`). So no beacon loses its turn to a slow controller, an
+    /// apply or a move to the public address.
+    public mutating func owedSlice() -> [Step] {
+        guard sliceOwed, pending == nil, !timedStepsInFlight, waiting == nil else { return [] }
+        return nextSlice()
     }
 
     /// How many restarts are timed before the cost is said.

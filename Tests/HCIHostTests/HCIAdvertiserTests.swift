@@ -291,6 +291,24 @@ struct HCIAdvertiserTests {
         #expect(a.retryOwnAddresses() == nil)
     }
 
+    @Test("bug (#45): a retry of the own addresses due while other commands are out is owed, not put off for another period (a loaded run missed test_while_another_program_scans' 20 s)")
+    func owedRetry() {
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: false), capacity: 1, ownsController: false)
+        let s = steps(a.apply([request(1)], dataOnlyAllowed: false))
+        let k = s.firstIndex { $0.command.opcode == .leSetRandomAddress }!
+        let refused = StepFailure(index: k, step: s[k], error: CommandError(opcode: .leSetRandomAddress, reason: .status(.commandDisallowed)))
+        _ = a.finished(ok(steps(a.finished(.failure(refused)))))
+        #expect(a.publicWhileScanning && a.retryOwnAddresses() == nil)  // the refusal's period
+        #expect(a.owedRetry() == nil)  // none owed
+        _ = a.refreshSteps()
+        #expect(a.retryOwnAddresses() == nil)  // due, but the refresh's commands are out
+        #expect(a.owedRetry() == nil)  // still out
+        a.refreshFinished()
+        guard let retry = a.owedRetry() else { Issue.record("the retry was lost"); return }
+        #expect(opcodes(steps(retry)).contains(.leSetRandomAddress))
+        #expect(a.owedRetry() == nil)
+    }
+
     /// Three beacons time-sliced from their own addresses on a legacy controller, on the air.
     static func threeOnTheirOwnAddresses() -> HCIAdvertiser {
         var a = HCIAdvertiser(device: "hci0", info: info(extended: false), capacity: 1, ownsController: false)
@@ -402,6 +420,25 @@ struct HCIAdvertiserTests {
         #expect(a.sliceFailed(StepFailure(index: k, step: slice[k], error: CommandError(opcode: .leSetAdvertisingData, reason: .status(.commandDisallowed)))) == nil)
         #expect(!a.publicWhileScanning)
     }
+    @Test("bug (#45): a slot due while another sequence's commands are out is owed, not lost: it goes out when they are back (a loaded VM run: a beacon off the air 504 ms, its turn lost to the switch to the public address and to a slow slot)")
+    func owedSlot() {
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: false), capacity: 1, ownsController: false)
+        _ = a.finished(ok(steps(a.apply([request(1), request(2), request(3)], dataOnlyAllowed: false))))
+        #expect(a.owedSlice().isEmpty)  // nothing came due
+        #expect(opcodes(a.nextSlice()) == [.leSetAdvertisingData])  // beacon 2
+        #expect(a.nextSlice().isEmpty)  // due again while beacon 2's data is out
+        #expect(a.owedSlice().isEmpty)  // not while it is out
+        a.sliceFinished(true)
+        #expect(a.owedSlice() == [Step(.leSetAdvertisingData(request(3).data))])
+        a.sliceFinished(true)
+        #expect(a.owedSlice().isEmpty)  // once
+        // Due while an apply's commands are out (another program's scan moved every beacon, or a reload).
+        let s = steps(a.apply([request(1), request(2), request(4)], dataOnlyAllowed: false))
+        #expect(a.nextSlice().isEmpty)
+        _ = a.finished(ok(s))
+        #expect(!a.owedSlice().isEmpty)
+    }
+
     @Test("bug (#45): a refresh due while beacons take turns from one address rides on the next slot, so no beacon loses its turn to it (a VM run: one beacon off the air 303 ms of every 2 s, not 200)")
     func refreshRidesOnTheSlot() {
         var a = HCIAdvertiser(device: "hci0", info: info(extended: false), capacity: 1, ownsController: false)
