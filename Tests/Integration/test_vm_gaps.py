@@ -56,3 +56,16 @@ def test_a_frame_seen_in_its_slot_counts_though_another_is_on_the_air_now():
     assert btsnoop.ever_on(timeline, a, 250) and btsnoop.ever_on(timeline, a, 150)  # put on at 300; on already at 150
     assert btsnoop.ever_on(timeline, a, 350) and not btsnoop.ever_on(timeline, a, 450)  # on until 400; only b from then
     assert btsnoop.ever_on(timeline, b, 450) and not btsnoop.ever_on([], a, 0)
+
+
+def test_a_frame_that_stayed_is_one_seen_lately_with_nothing_else_since():
+    # The fleet's "the old frame stays on the air" on a legacy-only radio: its frame takes turns with the host's other
+    # beacon, so at the capture's last moment the other may be on; a loaded cold run asked "now" for 10 s and missed.
+    a, eid, c = b'\x02\x01\x06A', b'\x02\x01\x06E', b'\x02\x01\x06C'
+    timeline = [(100, {a}), (200, {eid}), (300, {a}), (400, {eid})]
+    assert btsnoop.verdict(timeline, [a], {eid})[0] == 1  # not on the air now
+    assert btsnoop.verdict(timeline, [a], {eid}, seen_since=250, since=50)[0] == 0
+    assert btsnoop.verdict(timeline, [a], {eid}, seen_since=450, since=50)[0] == 1  # not lately
+    assert btsnoop.verdict(timeline + [(500, {c})], [a], {eid}, seen_since=250, since=50)[:1] == (3,)  # another frame
+    assert btsnoop.verdict(timeline + [(500, {c})], [a], {eid}, seen_since=250, since=50)[2] == {c}
+    assert btsnoop.verdict(timeline + [(500, {a})], [a], (), since=450) == (0, {a}, set())

@@ -3,11 +3,12 @@
 HCI commands each controller accepted into its advertising state, so a test sees what is on the air without asking
 beacond. Imported by scenarios.py; run by the fleet test over SSH:
 
-    python3 btsnoop.py SNOOP [--index N] [--since UNIX_US [--gaps]] [--also HEX]... HEX...
+    python3 btsnoop.py SNOOP [--index N] [--seen-since UNIX_US] [--since UNIX_US [--gaps]] [--also HEX]... HEX...
 
 prints what hciN advertises now (one hex line per frame) and exits 0 when every HEX frame is among them, 1 when one
-is not, and with --since, 3 when anything else went on the air after UNIX_US (only these frames, or nothing while
-the kernel restarts advertising, were on the air since). --gaps also prints, for the first HEX, each time it was off
+is not (with --seen-since: was on the air at no moment after it, for beacons that take turns), and with --since, 3
+when anything else went on the air after UNIX_US (only these frames, or nothing while the kernel restarts
+advertising, were on the air since). --gaps also prints, for the first HEX, each time it was off
 the air after UNIX_US and for how long ("gap 23.4 ms"). --also names a frame that may be on the air too (one of them,
 for a beacon whose frame changes: an Eddystone-EID's at a period boundary).
 """
@@ -249,6 +250,24 @@ def read_stalls(path):
         return []
 
 
+def verdict(timeline, wanted, also, seen_since=None, since=None):
+    """main's answer: (exit status, what is on the air now, what else was on the air since `since`). 1 when a wanted
+    frame is not on the air now, or, with seen_since, was at no moment after it (a beacon that takes turns is on the
+    air in its own slot only); 3 when, with since, a frame neither wanted nor in `also` was on the air after it."""
+    now = timeline[-1][1] if timeline else set()
+    if seen_since is not None:
+        if not all(ever_on(timeline, w, seen_since) for w in wanted):
+            return 1, now, set()
+    elif not all(w in now for w in wanted):
+        return 1, now, set()
+    if since is not None:
+        allowed = set(wanted) | set(also)
+        others = {d for ts, datas in timeline if ts >= since for d in datas if d not in allowed}
+        if others:
+            return 3, now, others
+    return 0, now, set()
+
+
 def main(argv):
     import argparse
     p = argparse.ArgumentParser(description='What a controller advertises, from a btmon capture.')
@@ -258,31 +277,23 @@ def main(argv):
     p.add_argument('--gaps', action='store_true', help='print how long the first frame was off the air each time')
     p.add_argument('--also', action='append', default=[], help='a frame that may be on the air too')
     p.add_argument('--seen-since', type=int, help='each frame on the air at some moment after this Unix time in µs, '
-                   'not necessarily now (a beacon that takes turns with others is on the air in its own slot only)')
+                   'not necessarily now (a beacon that takes turns with others is on the air in its own slot only); '
+                   'with --since, also nothing else after that')
     p.add_argument('frames', nargs='*')
     a = p.parse_intermixed_args(argv)
     records = Snoop(a.snoop).update()
     timeline, _ = replay(records, a.index)
-    if a.seen_since is not None:
-        wanted = [bytes.fromhex(f) for f in a.frames]
-        return 0 if all(ever_on(timeline, w, a.seen_since) for w in wanted) else 1
-    now = timeline[-1][1] if timeline else set()
-    for d in sorted(now):
-        print(d.hex())
     wanted = [bytes.fromhex(f) for f in a.frames]
-    if not all(w in now for w in wanted):
-        return 1
-    if a.since is not None and a.gaps and wanted:
+    rc, now, others = verdict(timeline, wanted, {bytes.fromhex(f) for f in a.also}, a.seen_since, a.since)
+    if a.seen_since is None:
+        for d in sorted(now):
+            print(d.hex())
+    if rc != 1 and a.since is not None and a.gaps and wanted:
         for g in gaps(records, wanted[0], a.since, index=a.index):
             print(f'gap {g:.1f} ms')
-    if a.since is not None:
-        allowed = set(wanted) | {bytes.fromhex(f) for f in a.also}
-        others = {d for ts, datas in timeline if ts >= a.since for d in datas if d not in allowed}
-        if others:
-            print('also on the air since then: ' + ' '.join(sorted(d.hex() for d in others)))
-            return 3
-    return 0
-
+    if others:
+        print('also on the air since then: ' + ' '.join(sorted(d.hex() for d in others)))
+    return rc
 
 if __name__ == '__main__':
     sys.exit(main(sys.argv[1:]))
