@@ -179,10 +179,13 @@ def test_while_another_program_scans_every_beacon_stays_on_the_air(personality, 
         refused = lambda: any(op == hci.HCI_LE_SET_RANDOM_ADDRESS_COMMAND for _, op, _ in lab.state()['commands'][-40:]) \
             and 'another program scans' in b.log()
         wait_for(refused, 10, what='beacond to meet the refused address')
+        # Twice, each beacon heard from the public address (a round takes 0.3 s; the 10 s leave room for a test
+        # process starved beside four VM guests: a warm CI run heard not all three within 3 s once, and 6 of 6 runs of
+        # this test side by side passed in 21 s each).
         lab.clear_received()
-        during = heard_all(lab, frames, timeout=3)
+        during = heard_all(lab, frames, timeout=10)
         lab.clear_received()
-        during = heard_all(lab, frames, timeout=3)
+        during = heard_all(lab, frames, timeout=10)
         assert all(during[f] == {'F0:F1:F2:F3:F4:F5/P'} for f in frames), during  # the lab radio's public address
         lab.kernel_scan(False)
         wait_for(lambda: 'each beacon from its own address again' in b.log(), 20, what='the own addresses taken again')
