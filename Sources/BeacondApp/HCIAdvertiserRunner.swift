@@ -121,8 +121,9 @@ final class HCIAdvertiserRunner {
         runSlice(advertiser!.nextSlice())
     }
 
-    /// A slot's steps; the next slot comes a whole slot after this one's beacon went on the air, however long the
-    /// controller took (a slow one stretches the round, and no beacon's turn is cut short or lost).
+    /// A slot's steps. The slots keep their cadence (the timer is rearmed when it fires): a slow controller shortens a
+    /// beacon's time on the air rather than lengthening every other's time off it (a round stretched by each restart
+    /// put a loaded VM run's gaps over 400 ms); a slot due while these are out is owed (`owedWork`).
     private func runSlice(_ steps: [Step]) {
         let c = connection
         guard !steps.isEmpty else { return }
@@ -136,7 +137,6 @@ final class HCIAdvertiserRunner {
                 self.advertiser?.sliceFinished(true, took: .microseconds(Int64(monotonicMicroseconds() &- started)))
                 self.say()
             }
-            if let d = self.advertiser?.slotDuration { self.slices.rearm(after: d) }
             self.resumeWaiting()
         }
     }
