@@ -262,10 +262,7 @@ struct HCIAdvertiserTests {
 
     @Test("bug: LE Set Random Address refused while another program scans: every beacon goes out from the public address at once, said once, and the own addresses come back on a retry")
     func addressRefusedWhileScanning() {
-        var a = HCIAdvertiser(device: "hci0", info: info(extended: false), capacity: 1, ownsController: false)
-        let s = steps(a.apply([request(1)], dataOnlyAllowed: false))
-        let k = s.firstIndex { $0.command.opcode == .leSetRandomAddress }!
-        let refused = StepFailure(index: k, step: s[k], error: CommandError(opcode: .leSetRandomAddress, reason: .status(.commandDisallowed)))
+        var (a, refused) = Self.oneBeaconItsAddressRefused()
         let pub = steps(a.finished(.failure(refused)))
         #expect(!opcodes(pub).contains(.leSetRandomAddress))
         #expect(pub.contains { if case .leSetAdvertisingParameters(let p) = $0.command { p.ownAddressType == 0 } else { false } })
@@ -293,10 +290,7 @@ struct HCIAdvertiserTests {
 
     @Test("bug (#45): a retry of the own addresses due while other commands are out is owed, not put off for another period (a loaded run missed test_while_another_program_scans' 20 s)")
     func owedRetry() {
-        var a = HCIAdvertiser(device: "hci0", info: info(extended: false), capacity: 1, ownsController: false)
-        let s = steps(a.apply([request(1)], dataOnlyAllowed: false))
-        let k = s.firstIndex { $0.command.opcode == .leSetRandomAddress }!
-        let refused = StepFailure(index: k, step: s[k], error: CommandError(opcode: .leSetRandomAddress, reason: .status(.commandDisallowed)))
+        var (a, refused) = Self.oneBeaconItsAddressRefused()
         _ = a.finished(ok(steps(a.finished(.failure(refused)))))
         #expect(a.publicWhileScanning && a.retryOwnAddresses() == nil)  // the refusal's period
         #expect(a.owedRetry() == nil)  // none owed
@@ -307,6 +301,16 @@ struct HCIAdvertiserTests {
         guard let retry = a.owedRetry() else { Issue.record("the retry was lost"); return }
         #expect(opcodes(steps(retry)).contains(.leSetRandomAddress))
         #expect(a.owedRetry() == nil)
+    }
+
+    /// One beacon applied on a legacy controller, and the controller's refusal of its random address (another program
+    /// scans), for `finished` to take.
+    static func oneBeaconItsAddressRefused() -> (HCIAdvertiser, StepFailure) {
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: false), capacity: 1, ownsController: false)
+        let s = steps(a.apply([request(1)], dataOnlyAllowed: false))
+        let k = s.firstIndex { $0.command.opcode == .leSetRandomAddress }!
+        let refused = StepFailure(index: k, step: s[k], error: CommandError(opcode: .leSetRandomAddress, reason: .status(.commandDisallowed)))
+        return (a, refused)
     }
 
     /// Three beacons time-sliced from their own addresses on a legacy controller, on the air.
