@@ -1,6 +1,6 @@
 # beacond — build, test, demo and install entry points.
 #   make build      debug build
-#   make release    static-stdlib release binary in build/beacond (its Depends are the package's: docs/packaging.md)
+#   make release    static-stdlib release binary in build/beacond, libstdc++ linked in (scripts/release-build.sh; its Depends are the package's: docs/packaging.md)
 #   make test       the whole test suite: unit tests (Swift 6.3, and 6.0 in a build root), fuzzing, both
 #                   packages, the VM end-to-end tests (root, qemu, debootstrap), the benchmark in smoke mode,
 #                   integration tests on Bumble; stages run side by side (TEST_JOBS, default 10: every stage starts when what it needs is there) and the run ends
@@ -79,7 +79,7 @@ build: $(STAGE_DEPS)
 	$(SWIFT) build --package-path $(BUILD_TREE)
 
 release: $(STAGE_DEPS)
-	$(SWIFT) build --package-path $(BUILD_TREE) $$(cat scripts/release-flags)
+	SWIFT=$(SWIFT) sh scripts/release-build.sh $(BUILD_TREE)
 	mkdir -p build
 	cp $(BUILD_TREE)/.build/release/beacond build/beacond
 	strip build/beacond
@@ -197,7 +197,7 @@ soak: release venv deb-arm64
 	$(PY) bench/soak.py --beacond build/beacond --arm64 build/deb-arm64/beacond
 
 bench-smoke: release venv
-	$(STAGE) bench-smoke sh -c '$(PY) bench/run.py --beacond build/beacond --smoke && $(PY) bench/soak.py --beacond build/beacond --minutes 0.7'
+	$(STAGE) bench-smoke sh -c '$(PY) bench/run.py --beacond build/beacond --smoke && $(PY) bench/variants.py --runs 1 release=build/beacond && $(PY) bench/soak.py --beacond build/beacond --minutes 0.7'
 
 # systemd-analyze verify must be clean and security --offline exposure at most 1.5 (printed for the CI log).
 check-units: build

@@ -30,6 +30,7 @@ start=$(date +%s)
 # scripts/release-flags, shared with make release: the static Swift stdlib keeps the package Swift-free; optimized for
 # size, each function in a section of its own and the unused ones dropped by the linker (8.3 MB stripped against 8.7
 # with -O; docs/benchmarks.md has the measurement); bind now, as Debian's hardening flags ask.
+# On this machine's Swift, through scripts/release-build.sh: libstdc++ linked in statically.
 swift_flags=$(cat "$top/scripts/release-flags")
 strip_flags='--remove-section=.comment --remove-section=.note --strip-unneeded'
 host_arch=$(dpkg --print-architecture)
@@ -60,7 +61,7 @@ if [ "$arch" = "$host_arch" ] && command -v "${SWIFT:-swift}" >/dev/null 2>&1; t
     # This machine's own Swift, for its own architecture; in the build tree when `make test` gives one
     # (scripts/build-tree.sh), else in the checkout.
     tree=${BEACOND_BUILD_TREE:-$top}
-    "${SWIFT:-swift}" build --package-path "$tree" $swift_flags >&2
+    sh "$top/scripts/release-build.sh" "$tree"
     cp "$tree/.build/release/beacond" "$work/beacond"
     strip $strip_flags "$work/beacond"
     how="this machine's $("${SWIFT:-swift}" --version 2>&1 | sed -n 's/.*\(Swift version [^ ]*\).*/\1/p' | head -n 1)"
@@ -145,6 +146,12 @@ else
     shlibs=$(cd "$work/src" && dpkg-shlibdeps -O "$work/beacond" 2>"$work/shlibdeps.log" | sed -n 's/^shlibs:Depends=//p')
 fi
 [ -n "$shlibs" ] || { cat "$work/shlibdeps.log" >&2; echo "build-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
+if [ "$arch" = amd64 ] && [ -z "$shlibs_root" ]; then
+    # The amd64 package's promise (docs/packaging.md): glibc 2.35 and later, so Ubuntu 22.04 too.
+    libc=$(echo "$shlibs" | sed -n 's/.*libc6 (>= \([^)]*\)).*/\1/p')
+    dpkg --compare-versions "${libc:-0}" le 2.35 ||
+        { echo "build-deb: the amd64 binary needs glibc $libc (Depends: $shlibs); the package promises 2.35" >&2; exit 1; }
+fi
 if [ -n "$target_root" ]; then
     # Every symbol version the binary needs is defined by bookworm's library, and every Depends fits bookworm.
     python3 "$top/scripts/check-abi.py" "$work/beacond" "$target_root/root" "$target_root/versions" "$shlibs" >&2 ||
