@@ -31,6 +31,8 @@ def main() -> int:
     args = ap.parse_args()
     variants = [tuple(v.split('=', 1)) for v in args.variants]
     tmp = tempfile.mkdtemp(prefix='beacond-variants-')
+    # A state directory of its own, as bench/run.py gives (and the unit's StateDirectory=): not /var/lib/beacond.
+    os.environ['STATE_DIRECTORY'] = os.path.join(tmp, 'state')
     raw = os.path.join(tmp, 'raw_h4_client')
     subprocess.run(['cc', '-O2', '-o', raw, str(ROOT / 'bench' / 'raw_h4_client.c')], check=True)
     conf = os.path.join(tmp, 'beacond.conf')
@@ -46,7 +48,7 @@ def main() -> int:
             else:
                 argv = [binary, 'run', '-c', conf, '-d', f'tcp:127.0.0.1:{port}']
             with Lab(f'tcp-server:127.0.0.1:{port}', scan=False) as lab:
-                adv, _, hwm = start_times(label, lambda: argv, lab, 1)
+                adv, _, hwm, _, _ = start_times(label, lambda: argv, lab, 1)
             results[label][0].extend(adv)
             results[label][1].extend(hwm)
     floor = statistics.median(results['floor'][0])
