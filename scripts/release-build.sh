@@ -1,26 +1,31 @@
 #!/bin/sh
-# Builds beacond's release binary with scripts/release-flags, libstdc++ linked in statically:
+# Builds beacond's release binary with scripts/release-flags; on amd64 with libstdc++ linked in statically:
 #   sh scripts/release-build.sh TREE [SWIFT-BUILD-OPTION...]     (the binary: TREE/.build/release/beacond)
 # The static Swift stdlib still names libstdc++ (`-lstdc++`, for the runtime's few C++ parts). Loading the shared
 # libstdc++.so.6 and running its initializers cost 0.5 ms of every start (docs/benchmarks.md), more than the parts the
 # runtime uses; linked from libstdc++.a (GCC's runtime library exception allows it) only those parts come in and the
 # package no longer depends on libstdc++6. SwiftPM gives the linker its products' directory before the compiler's
 # own: the archive is linked there under the name the linker looks for, so `-lstdc++` finds the archive first.
-# Used by make release and scripts/build-deb.sh; checked: the binary must not need libstdc++.so.6.
+# Used by make release and scripts/build-deb.sh; checked: the binary must not need libstdc++.so.6. On other
+# architectures (a Pi building its own package with Debian's swiftlang) the release flags alone, as before: not
+# measured there.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 tree=$1
 shift
 swift=${SWIFT:-swift}
 flags=$(cat "$top/scripts/release-flags")
-archive=$(${CC:-cc} -print-file-name=libstdc++.a)
-[ -f "$archive" ] || { echo "release-build: no libstdc++.a where the C compiler looks ($archive): install libstdc++-12-dev" >&2; exit 1; }
-# lld where the toolchain has it: with --gc-sections it drops the undefined symbols only collected sections used. GNU
-# gold kept one: the archive's std::random_device (pulled in by std::logic_error's strings, never called) names
-# arc4random, and the amd64 package would need glibc 2.36 instead of 2.35 (Ubuntu 22.04).
-if [ -x "$(dirname "$(readlink -f "$(command -v "$swift")")")/ld.lld" ]; then
-    flags="$flags -Xswiftc -use-ld=lld"
+if [ "$(dpkg --print-architecture)" != amd64 ]; then
+    exec "$swift" build --package-path "$tree" $flags "$@" >&2
 fi
+archive=$(${CC:-cc} -print-file-name=libstdc++.a)
+[ -f "$archive" ] || { echo "release-build: no libstdc++.a where the C compiler looks ($archive): install the C compiler's libstdc++ development package (libstdc++-12-dev on Debian 12)" >&2; exit 1; }
+# lld, which the swift.org toolchains carry: with --gc-sections it drops the undefined symbols only collected sections
+# used. GNU gold kept one: the archive's std::random_device (pulled in by std::logic_error's strings, never called)
+# names arc4random, and the amd64 package would need glibc 2.36 instead of 2.35 (Ubuntu 22.04).
+lld="$(dirname "$(readlink -f "$(command -v "$swift")")")/ld.lld"
+[ -x "$lld" ] || { echo "release-build: this Swift toolchain has no ld.lld ($lld)" >&2; exit 1; }
+flags="$flags -Xswiftc -use-ld=lld"
 bin=$("$swift" build --package-path "$tree" $flags "$@" --show-bin-path)
 mkdir -p "$bin"
 ln -sf "$archive" "$bin/libstdc++.a"

@@ -34,3 +34,17 @@ def test_the_build_packages_are_what_building_needs():
     build = text.split('build="', 1)[1].split('"', 1)[0].split()
     assert not {'prometheus', 'qemu-system-x86', 'qemu-system-arm', 'debootstrap', 'python3-venv'} & set(build), build
     assert {'libbluetooth-dev', 'libsystemd-dev', 'libgcrypt20-dev', 'dpkg-dev', 'binutils'} <= set(build), build
+
+
+def test_the_stage_table_says_what_each_stage_cost_the_cpus(tmp_path):
+    # make test's table (scripts/stage.sh, stage-report.sh): wall time and CPU time side by side, so that on a 2-core
+    # machine the stage that makes the others wait shows. A busy second counts; a sleeping one does not.
+    env = {'BEACOND_STAGES': str(tmp_path / 'stages.tsv'), 'PATH': '/usr/bin:/bin'}
+    busy = 'import time\nt = time.process_time()\nwhile time.process_time() - t < 1.6: pass'
+    for name, cmd in [('busy', ['python3', '-c', busy]), ('idle', ['sleep', '1'])]:
+        subprocess.run(['sh', str(ROOT / 'scripts' / 'stage.sh'), name, *cmd], env=env, check=True, capture_output=True, timeout=60)
+    rows = {r.split('\t')[0]: r.split('\t') for r in (tmp_path / 'stages.tsv').read_text().splitlines()}
+    assert int(rows['busy'][4]) >= 2 and int(rows['idle'][4]) == 0, rows
+    report = subprocess.run(['sh', str(ROOT / 'scripts' / 'stage-report.sh'), str(tmp_path / 'stages.tsv')], capture_output=True,
+                            text=True, check=True).stdout
+    assert 'CPU     2 s' in report and 'CPU 2 s' in report.splitlines()[-1], report
