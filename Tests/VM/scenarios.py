@@ -865,17 +865,26 @@ def random_addresses(since_us, frames):
     return out
 
 
-def legacy_addresses(since_us, until_us, frames):
+def legacy_addresses(since_us, until_us, frames, own=None, raced=None):
     """frame → the addresses (MSB first, or 'public') it was on the air from between since_us and until_us, from every
     accepted command the capture has (the kernel's and beacond's): the legacy advertiser's data, enable, own address
-    type (LE Set Advertising Parameters) and random address (LE Set Random Address, whoever wrote it)."""
+    type (LE Set Advertising Parameters) and random address (LE Set Random Address, whoever wrote it).
+    With `own` (beacond's addresses) and a list `raced`: an enable whose random address another program wrote after
+    beacond wrote one of `own` since the last disable (the kernel starting its scan between a time slice's address and
+    its enable, which no host sharing a controller can exclude: the enable was already out) is left out of the result
+    and appended to `raced` as (frame, address, µs on the air from it)."""
     _, commands = replay(snoop.update())
     fmt = lambda b: ':'.join(f'{x:02X}' for x in reversed(b))
-    state = {'random': None, 'own': 0, 'data': b'', 'on': False}
+    state = {'random': None, 'own': 0, 'data': b'', 'on': False, 'race': False}
+    written = []  # the random addresses written since the last disable
     out, since = {}, None
     def close(ts):
         if since is not None and state['on'] and state['data'] in frames and ts > since_us and since < until_us:
-            out.setdefault(state['data'], set()).add(fmt(state['random']) if state['own'] == 1 and state['random'] else 'public')
+            address = fmt(state['random']) if state['own'] == 1 and state['random'] else 'public'
+            if state['race'] and raced is not None:
+                raced.append((state['data'], address, min(ts, until_us) - max(since, since_us)))
+            else:
+                out.setdefault(state['data'], set()).add(address)
     for ts, op, p, st in commands:
         if st != 0 or op not in (0x2005, 0x2006, 0x2008, 0x200A):
             continue
@@ -883,12 +892,17 @@ def legacy_addresses(since_us, until_us, frames):
         since = ts
         if op == 0x2005 and len(p) >= 6:
             state['random'] = bytes(p[:6])
+            written.append(fmt(p[:6]))
         elif op == 0x2006 and len(p) >= 6:
             state['own'] = p[5]
         elif op == 0x2008 and p:
             state['data'] = bytes(p[1:1 + p[0]])
         elif op == 0x200A and p:
             state['on'] = p[0] == 1
+            state['race'] = bool(state['on'] and own and state['own'] == 1 and written and written[-1] not in own
+                                 and any(a in own for a in written[:-1]))
+            if not state['on']:
+                written = []
     close(until_us)
     return out
 
@@ -1105,12 +1119,20 @@ def s23_pi_default_beside_bluetoothd():
     t4 = now_us()
     sh('bluetoothctl --timeout 23 scan le >/dev/null 2>&1', timeout=60)
     t5 = now_us()
-    during = legacy_addresses(t4, t5, frames)
+    raced = []
+    during = legacy_addresses(t4, t5, frames, own=set(own.values()), raced=raced)
     kernel = kernel_random_addresses(t4, t5) - set(own.values())
     gaps3, raw3 = longest_gaps(frames, t4, t5)
     starts = sum(1 for ts, op, p, st in replay(snoop.update())[1] if op == 0x200C and p[:1] == b'\x01' and t4 <= ts <= t5)
     assert starts >= 2, f'discovery did not restart the scan ({starts} starts seen in btmon)'
     assert all(not (a & kernel) for a in during.values()), f'a beacon went out from the kernel\'s address {kernel}: {during}'
+    # Where the kernel's address landed between a slice's own address and its enable (a CI run saw it once, under
+    # load), the beacon leaves it within about a slot: the slot ends, and beacond, seeing the kernel's command, moves
+    # every beacon to the public address (which `later` below checks).
+    held = {}
+    for frame, address, us in raced:
+        held[(frame.hex()[:14], address)] = held.get((frame.hex()[:14], address), 0) + us
+    assert all(us <= 200_000 for us in held.values()), f'a beacon stayed on the kernel\'s address it raced with (µs): {held}'
     # The first start moves each beacon from its own address to the public one, once; from the second start on, one.
     t_second = sorted(ts for ts, op, p, st in replay(snoop.update())[1] if op == 0x200C and p[:1] == b'\x01' and t4 <= ts <= t5)[1]
     later = legacy_addresses(t_second - 1_000_000, t5, frames)
