@@ -1130,7 +1130,8 @@ def s23_pi_default_beside_bluetoothd():
     # every beacon to the public address (which `later` below checks).
     held = {}
     for frame, address, us in raced:
-        held[(frame.hex()[:14], address)] = held.get((frame.hex()[:14], address), 0) + us
+        key = (frame.hex()[:14], address)
+        held[key] = held.get(key, 0) + us
     assert all(us <= 200_000 for us in held.values()), f'a beacon stayed on the kernel\'s address it raced with (µs): {held}'
     # The first start moves each beacon from its own address to the public one, once; from the second start on, one.
     t_second = sorted(ts for ts, op, p, st in replay(snoop.update())[1] if op == 0x200C and p[:1] == b'\x01' and t4 <= ts <= t5)[1]
