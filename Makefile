@@ -171,20 +171,27 @@ deb-arm64: $(DEB_ARM64)
 deb: $(DEB_AMD64) $(DEB_ARM64)
 	$(STAGE) lintian sh scripts/lint-deb.sh $(DEB_AMD64) $(DEB_ARM64)
 
+# Guests two at a time on a machine of fewer than four cores (Tests/VM/run.sh's BEACOND_VM_SLOT): four emulated guests
+# at once on two cores took 1,292 s of CPU in a warm run, the same four one after another 632 s (docs/testing.md).
+# The pairs balance what each took alone: the amd64 suite (287 s) then the arm64 Debian 13 one (82 s); the fleet guest
+# (227 s) then the arm64 Debian 12 one (140 s).
+VM_PAIRED := $(shell [ "$$(nproc 2>/dev/null || echo 1)" -lt 4 ] && echo yes)
+vm_slot = $(if $(VM_PAIRED),env BEACOND_VM_SLOT=$(1),)
+
 vm-test: $(DEB_AMD64) vm-image-amd64 venv
-	$(STAGE) vm-amd64 sh Tests/VM/run.sh --arch amd64 $(DEB_AMD64)
+	$(STAGE) vm-amd64 $(call vm_slot,a) sh Tests/VM/run.sh --arch amd64 $(DEB_AMD64)
 
 # The fleet scenario in an amd64 guest of its own, beside the amd64 suite: the Ansible role against a fresh host.
 vm-test-fleet: $(DEB_AMD64) vm-image-amd64 venv
 	rm -rf $(FLEET_DIR)
-	$(STAGE) vm-amd64-fleet env BEACOND_VM_FLEET=$(FLEET_DIR) sh Tests/VM/run.sh --arch amd64 $(DEB_AMD64)
+	$(STAGE) vm-amd64-fleet $(call vm_slot,b) env BEACOND_VM_FLEET=$(FLEET_DIR) sh Tests/VM/run.sh --arch amd64 $(DEB_AMD64)
 
 vm-test-arm64: $(DEB_ARM64) vm-image-arm64 venv
-	$(STAGE) vm-arm64 sh Tests/VM/run.sh --arch arm64 $(DEB_ARM64)
+	$(STAGE) vm-arm64 $(call vm_slot,a) sh Tests/VM/run.sh --arch arm64 $(DEB_ARM64)
 
 # The same arm64 package in a Debian 12 guest: it must install and run where most Pis are.
 vm-test-arm64-bookworm: $(DEB_ARM64) vm-image-arm64-bookworm venv
-	$(STAGE) vm-arm64-bookworm sh Tests/VM/run.sh --arch arm64-bookworm $(DEB_ARM64)
+	$(STAGE) vm-arm64-bookworm $(call vm_slot,b) sh Tests/VM/run.sh --arch arm64-bookworm $(DEB_ARM64)
 
 repo: $(DEB_AMD64) $(DEB_ARM64)
 	sh scripts/make-repo.sh $(REPO_DIR) $(DEB_AMD64) $(DEB_ARM64)

@@ -71,6 +71,19 @@ fi
 flock -u 8
 $image_only && exit 0
 
+# BEACOND_VM_SLOT=NAME: one guest at a time per NAME (make test pairs the four guests on a machine of fewer than four
+# cores). Emulated guests beside each other on two cores cost more CPU than the same guests one after another, not
+# just more time: a vCPU thread descheduled while its guest holds a lock leaves the other spinning (docs/testing.md).
+if [ -n "${BEACOND_VM_SLOT:-}" ]; then
+    exec 6>"${TMPDIR:-/tmp}/beacond-vm-slot-$BEACOND_VM_SLOT.lock"
+    if ! flock -n 6; then
+        echo "vm: waiting for guest slot $BEACOND_VM_SLOT (another guest has it)"
+        waited=$(date +%s)
+        flock 6
+        echo "vm: guest slot $BEACOND_VM_SLOT after $(( $(date +%s) - waited )) s"
+    fi
+fi
+
 # The payload share: the scenarios, the package under test, and a stand-in for the previous release.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -107,7 +120,7 @@ if [ -n "$fleet" ]; then
         touch "$fleet/started"
         python=${BEACOND_VM_PYTHON:-"$top/.venv/bin/python"}
         [ -x "$python" ] || { echo "vm: the fleet test needs Ansible on this machine: no $python (make venv)" >&2; exit 2; }
-        "$python" "$here/fleet.py" "$fleet" > "$fleet/fleet.log" 2>&1 &
+        "$python" "$here/fleet.py" "$fleet" > "$fleet/fleet.log" 2>&1 6>&- &
         fleet_pid=$!
         echo "vm: started the fleet test's control node (Tests/VM/fleet.py, pid $fleet_pid); its log: $fleet/fleet.log"
     fi
@@ -120,24 +133,33 @@ if [ "$arch" = amd64 ] && grep -qE '^(kvm_intel|kvm_amd) ' /proc/modules 2>/dev/
 echo "vm: booting $arch under qemu ($accel); timeout ${timeout_s} s"
 start=$(date +%s)
 status=0
+# What every guest's kernel is told. Under TCG each switch of the page tables flushes qemu's emulated TLB: arm64's
+# kernel forces KPTI on whenever KASLR is on (a switch at every system call), and mitigations add more; nokaslr kpti=0
+# mitigations=off took a third to a half of the arm64 guests' CPU off (docs/testing.md). None of them changes what the
+# kernel does with Bluetooth, sockets or systemd, which is what the scenarios test.
+append="root=/dev/vda rw panic=-1 loglevel=4 systemd.show_status=false mitigations=off"
 if [ "$debarch" = amd64 ]; then
-    set -- "$qemu" -accel "$accel" -cpu max -append "root=/dev/vda rw console=ttyS0 panic=-1 loglevel=4 systemd.show_status=false"
+    # TCG: x86-64's baseline (qemu64), as the arm64 guests are a Cortex-A53: an instruction beyond the package's
+    # architecture would trap; glibc's AVX2 routines under emulation also cost 10 % more CPU than its SSE2 ones.
+    cpu=qemu64
+    [ "$accel" = kvm ] && cpu=max
+    set -- "$qemu" -accel "$accel" -cpu "$cpu" -append "$append console=ttyS0"
 else
     # The controller: Bumble on the host, behind a virtio console the guest attaches with btattach (host-controller.py
     # says why: Debian's arm64 kernel has no hci_vhci for btvirt).
     python=${BEACOND_VM_PYTHON:-"$top/.venv/bin/python"}
     [ -x "$python" ] || { echo "vm: arm64 needs Bumble on the host: no $python (make venv)" >&2; exit 2; }
     (cd "$work" && exec "$python" "$here/host-controller.py" "$work/bt.sock" "$work/out/heard-by-second-radio.txt") \
-        > "$work/out/host-controller.log" 2>&1 &
+        > "$work/out/host-controller.log" 2>&1 6>&- &
     controller_pid=$!
     trap 'kill "$controller_pid" 2>/dev/null || true; [ -z "$fleet" ] || touch "$fleet/$arch.gone"; rm -rf "$work"' EXIT
     set -- "$qemu" -M virt -accel tcg,thread=multi -cpu cortex-a53 \
-        -append "root=/dev/vda rw console=ttyAMA0 panic=-1 loglevel=4 systemd.show_status=false" \
+        -append "$append console=ttyAMA0 nokaslr kpti=0" \
         -device virtio-serial-pci -chardev "socket,id=bt,path=$work/bt.sock,server=on,wait=off" \
         -device virtconsole,chardev=bt,name=bt
 fi
 # shellcheck disable=SC2086
-timeout "$timeout_s" "$@" $netdev -m 1536 -smp 2 -no-reboot \
+timeout "$timeout_s" "$@" $netdev -nodefaults -m 1536 -smp 2 -no-reboot \
     -display none -monitor none -serial "file:$work/out/console.log" \
     -kernel "$image/vmlinuz" -initrd "$image/initrd.img" \
     -drive "file=$image/rootfs.ext4,if=none,id=disk,format=raw,snapshot=on" -device virtio-blk-pci,drive=disk \
