@@ -1,8 +1,9 @@
 #!/bin/sh
 # Builds the minimal Debian guest for the VM test: systemd, udev, kmod, dbus, bluez (bluetoothd, btmon,
 # hciconfig), bluez-test-tools (btvirt), python3, apt and init-system-helpers (the package is installed with
-# apt-get), the Debian kernel and a small initramfs; for the fleet scenario, an Ansible-managed host as a Pi is one:
-# openssh-server (not started at boot) and python3-apt (Ansible's apt module).
+# apt-get), the Debian kernel and a small initramfs; on amd64, for the fleet scenario's guest, an Ansible-managed host
+# as a Pi is one: openssh-server (not started at boot) and python3-apt (Ansible's apt module). The arm64 guests are
+# no fleet hosts, and leave those two out: every package there is configured under qemu-user.
 #   sh Tests/VM/build-image.sh OUTDIR [ARCH]   writes OUTDIR/rootfs.ext4, OUTDIR/vmlinuz, OUTDIR/initrd.img
 # ARCH amd64 (the default): Debian 12 bookworm. ARCH arm64: Debian 13 trixie (kernel 6.12, BlueZ 5.82, what
 # Raspberry Pi OS is based on now). ARCH arm64-bookworm: Debian 12 (kernel 6.1, BlueZ 5.66, glibc 2.36, systemd 252,
@@ -13,8 +14,9 @@
 set -eu
 out=$1
 arch=${2:-amd64}
+fleet_host=""
 case $arch in
-    amd64) suite=bookworm; kernel=linux-image-amd64 ;;
+    amd64) suite=bookworm; kernel=linux-image-amd64; fleet_host=,openssh-server,python3-apt ;;
     arm64) suite=trixie; kernel=linux-image-arm64
            sh "$(dirname "$0")/../../scripts/arm64-emulator.sh" >/dev/null ;;
     arm64-bookworm) suite=bookworm; kernel=linux-image-arm64
@@ -36,7 +38,7 @@ fi
 
 # libgcrypt20: the package Depends on it (Eddystone-EID's AES); the guest has no network to fetch it at install.
 debootstrap --variant=minbase --arch="$debarch" \
-    --include=systemd,systemd-sysv,udev,kmod,dbus,bluez,bluez-test-tools,libsystemd0,libgcrypt20,python3,procps,init-system-helpers,initramfs-tools,zstd,openssh-server,python3-apt \
+    --include=systemd,systemd-sysv,udev,kmod,dbus,bluez,bluez-test-tools,libsystemd0,libgcrypt20,python3,procps,init-system-helpers,initramfs-tools,zstd$fleet_host \
     "$suite" "$root" "$mirror"
 
 # A small initramfs: only what finds a virtio disk with ext4 on it.
