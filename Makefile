@@ -173,8 +173,8 @@ deb: $(DEB_AMD64) $(DEB_ARM64)
 
 # Guests two at a time on a machine of fewer than four cores (Tests/VM/run.sh's BEACOND_VM_SLOT): four emulated guests
 # at once on two cores took 1,292 s of CPU in a warm run, the same four one after another 632 s (docs/testing.md).
-# The pairs balance what each took alone: the amd64 suite (287 s) then the arm64 Debian 13 one (82 s); the fleet guest
-# (227 s) then the arm64 Debian 12 one (140 s).
+# The pairs balance what each took alone, whichever of a pair is ready first going first: the amd64 suite (287 s) and
+# the arm64 Debian 13 one (82 s); the fleet guest (227 s) and the arm64 Debian 12 one (140 s).
 VM_PAIRED := $(shell [ "$$(nproc 2>/dev/null || echo 1)" -lt 4 ] && echo yes)
 vm_slot = $(if $(VM_PAIRED),env BEACOND_VM_SLOT=$(1),)
 
