@@ -1,7 +1,8 @@
 #!/bin/sh
 # Builds the minimal Debian guest for the VM test: systemd, udev, kmod, dbus, bluez (bluetoothd, btmon,
 # hciconfig), bluez-test-tools (btvirt), python3, apt and init-system-helpers (the package is installed with
-# apt-get), the Debian kernel and a small initramfs; on amd64, for the fleet scenario's guest, an Ansible-managed host
+# apt-get), curl and sudo (the README's install lines, run verbatim against the repository served from the host, as
+# on a stock Raspberry Pi OS, which has both), the Debian kernel and a small initramfs; on amd64, for the fleet scenario's guest, an Ansible-managed host
 # as a Pi is one: openssh-server (not started at boot) and python3-apt (Ansible's apt module). The arm64 guests are
 # no fleet hosts, and leave those two out: every package there is configured under qemu-user.
 #   sh Tests/VM/build-image.sh OUTDIR [ARCH]   writes OUTDIR/rootfs.ext4, OUTDIR/vmlinuz, OUTDIR/initrd.img
@@ -38,7 +39,7 @@ fi
 
 # libgcrypt20: the package Depends on it (Eddystone-EID's AES); the guest has no network to fetch it at install.
 debootstrap --variant=minbase --arch="$debarch" \
-    --include=systemd,systemd-sysv,udev,kmod,dbus,bluez,bluez-test-tools,libsystemd0,libgcrypt20,python3,procps,init-system-helpers,initramfs-tools,zstd$fleet_host \
+    --include=systemd,systemd-sysv,udev,kmod,dbus,bluez,bluez-test-tools,libsystemd0,libgcrypt20,python3,procps,init-system-helpers,initramfs-tools,zstd,curl,sudo$fleet_host \
     "$suite" "$root" "$mirror"
 
 # A small initramfs: only what finds a virtio disk with ext4 on it.
