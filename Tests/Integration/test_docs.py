@@ -135,3 +135,74 @@ def test_every_section_named_exists_and_no_page_cites_itself():
                 selfcites.append(f'{doc.relative_to(ROOT)}:{text[:m.start()].count(chr(10)) + 1}: cites itself')
     assert not dangling, '\n'.join(dangling)
     assert not selfcites, '\n'.join(selfcites)
+
+
+# ---- the install lines (README's first screen) and the one base URL ----------------------------------------------
+
+BASE_URL_FILE = ROOT / 'deploy' / 'apt' / 'base-url'
+
+
+def install_lines(readme: str) -> list[str]:
+    """The indented block after the README's `<!-- install -->` mark: what Tests/VM/scenarios.py runs verbatim."""
+    assert '<!-- install -->' in readme, 'the README has no install lines (its <!-- install --> mark)'
+    block = readme.split('<!-- install -->', 1)[1].lstrip('\n').split('\n\n', 1)[0]
+    return [line.strip() for line in block.splitlines() if line.strip()]
+
+
+def test_the_readme_installs_in_three_lines_on_its_first_screen_from_the_one_base_url():
+    readme = (ROOT / 'README.md').read_text()
+    base = BASE_URL_FILE.read_text().strip()
+    assert base.startswith('https://') and not base.endswith('/'), base
+    assert readme.index('<!-- install -->') < len('\n'.join(readme.splitlines()[:30])), 'the install lines are not on the first screen'
+    assert install_lines(readme) == [
+        f'sudo curl -fsSLo /etc/apt/keyrings/beacond-archive-keyring.gpg {base}/beacond-archive-keyring.gpg',
+        f'sudo curl -fsSLo /etc/apt/sources.list.d/beacond.sources {base}/beacond.sources',
+        'sudo apt update && sudo apt install beacond',
+    ], install_lines(readme)
+
+
+def test_the_base_url_is_written_once_and_quoted_only_by_the_install_lines():
+    base = BASE_URL_FILE.read_text().strip()
+    host = base.split('/')[2]
+    tracked = subprocess.run(['git', 'ls-files', '-z'], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split('\0')
+    where = {}
+    for name in filter(None, tracked):
+        path = ROOT / name
+        if path.is_file() and not path.is_symlink():
+            try:
+                text = path.read_text()
+            except UnicodeDecodeError:
+                continue
+            if host in text:
+                where[name] = [line.strip() for line in text.splitlines() if host in line]
+    readme = (ROOT / 'README.md').read_text()
+    assert set(where) == {'deploy/apt/base-url', 'README.md'}, f'{host} is written in {sorted(where)}: read deploy/apt/base-url instead'
+    assert where['README.md'] == install_lines(readme)[:2], where['README.md']
+
+
+def test_set_base_url_moves_the_file_and_the_readmes_lines_together(tmp_path):
+    for name in ('scripts/set-base-url.sh', 'README.md', 'deploy/apt/base-url'):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, tmp_path / name)
+    old = (tmp_path / 'deploy/apt/base-url').read_text().strip()
+    new = old + '/fork'  # the old address inside the new one: replaced once, not for ever
+    r = subprocess.run(['sh', str(tmp_path / 'scripts/set-base-url.sh'), new], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    readme = (tmp_path / 'README.md').read_text()
+    assert (tmp_path / 'deploy/apt/base-url').read_text().strip() == new
+    assert [l for l in install_lines(readme) if 'curl' in l] == [
+        f'sudo curl -fsSLo /etc/apt/keyrings/beacond-archive-keyring.gpg {new}/beacond-archive-keyring.gpg',
+        f'sudo curl -fsSLo /etc/apt/sources.list.d/beacond.sources {new}/beacond.sources']
+    assert readme.replace(new, old) == (ROOT / 'README.md').read_text(), 'set-base-url changed more than the address'
+    r = subprocess.run(['sh', str(tmp_path / 'scripts/set-base-url.sh'), 'http://insecure.invalid/x'], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and 'https://' in r.stderr and (tmp_path / 'deploy/apt/base-url').read_text().strip() == new, r.stderr
+
+
+def test_the_readme_says_where_the_package_cannot_go():
+    top = plain((ROOT / 'README.md').read_text().split('## On a Raspberry Pi', 1)[0])
+    for said in ('32-bit Raspberry Pi OS (dpkg --print-architecture says armhf or armel): install the 64-bit Raspberry Pi OS',
+                 'older than bookworm (Debian 12)',
+                 'Home Assistant OS cannot install a .deb at all: run beacond on a second Pi'):
+        assert said in top, said
+    table = (ROOT / 'README.md').read_text().split('| model | radio |', 1)[1].split('\n\n', 1)[0]
+    assert 'Zero W |' not in table.replace('Zero 2 W', ''), 'the Pi Zero W cannot run a 64-bit OS: it has no row'
