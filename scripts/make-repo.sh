@@ -2,6 +2,8 @@
 # Makes (or adds to) a signed apt repository of beacond's packages, with Debian's own tools: apt-ftparchive (apt-utils)
 # for the indexes and the Release file, gpg for the signatures.
 #   sh scripts/make-repo.sh REPO_DIR DEB...            REPO_KEY=<key id or fingerprint> signs with your key
+#   sh scripts/make-repo.sh REPO_DIR                   no package: indexes and signs again what the pool has (a fresh
+#                                                      Date and Valid-Until, nothing added): the scheduled re-sign
 #
 # REPO_DIR afterwards, ready for any static web server or a file: URI:
 #   pool/main/b/beacond/beacond_<version>_<arch>.deb   every version ever added (so a host can go back to one); a
@@ -10,7 +12,8 @@
 #                                                      amd64 arm64, Components: main, Acquire-By-Hash: yes
 #   dists/stable/main/binary-{amd64,arm64}/Packages[.gz], and by-hash/SHA256/<hash> copies (the last 8 of each)
 #   beacond-archive-keyring.gpg, .asc                  the public key hosts install (Signed-By=)
-#   beacond.sources                                    the deb822 source for /etc/apt/sources.list.d/ (edit URIs:)
+#   beacond.sources                                    the deb822 source for /etc/apt/sources.list.d/: URIs: REPO_URL
+#                                                      (where the directory is served) when set, else file:REPO_DIR
 #
 # A rebuild of a served repository never shows a host a mix: the packages go in first, the indexes under their hash
 # (apt fetches them by the hash its InRelease names, and the previous ones stay), and the signed Release files last,
@@ -21,9 +24,16 @@
 # directory (${XDG_STATE_HOME:-~/.local/state}/beacond/repo-throwaway-gnupg, never in or beside the repository,
 # which is published), and this script says so loudly every time: fine for a test, not for a fleet.
 set -eu
-repo=${1:?usage: make-repo.sh REPO_DIR DEB...}
+repo=${1:?usage: make-repo.sh REPO_DIR [DEB...]}
 shift
-[ $# -gt 0 ] || { echo "repo: no packages given (make deb first)" >&2; exit 2; }
+# No package: the pool's are indexed and signed again (the scheduled re-sign); an empty pool is an error.
+if [ $# -eq 0 ] && ! ls "$repo/pool/main/b/beacond/"*.deb >/dev/null 2>&1; then
+    echo "repo: no packages given (make deb first)" >&2
+    exit 2
+fi
+case ${REPO_URL:-} in
+    *[[:space:]]*) echo "repo: REPO_URL must be one URL without spaces (where the repository is served), not '$REPO_URL'" >&2; exit 2 ;;
+esac
 for tool in apt-ftparchive gpg gpgv dpkg-deb; do
     command -v "$tool" >/dev/null 2>&1 || { echo "repo: $tool is missing (apt-get install apt-utils gnupg gpgv dpkg-dev)" >&2; exit 2; }
 done
@@ -155,7 +165,7 @@ gpg --batch --yes --armor --export "$key" > beacond-archive-keyring.asc.new && m
 cat > beacond.sources.new <<SOURCES
 # /etc/apt/sources.list.d/beacond.sources (deb822). URIs: where this directory is served (https://…, or file:/path).
 Types: deb
-URIs: file:$repo
+URIs: ${REPO_URL:-file:$repo}
 Suites: $suite
 Components: main
 Signed-By: /etc/apt/keyrings/beacond-archive-keyring.gpg

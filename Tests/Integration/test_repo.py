@@ -221,3 +221,47 @@ def test_repo_valid_days_is_a_decimal_count_of_days_in_a_sane_range(tmp_path, da
     until = email.utils.parsedate_to_datetime(re.search(r'^Valid-Until: (.*)$', release, re.M).group(1)).timestamp()
     date = email.utils.parsedate_to_datetime(re.search(r'^Date: (.*)$', release, re.M).group(1)).timestamp()
     assert abs(until - date - int(days, 10) * 86400) < 120, release
+
+
+def test_without_a_package_it_re_signs_what_the_pool_has(tmp_path):
+    """The scheduled re-sign: no package given, a repository that has some: indexed and signed again, with a fresh
+    Date and Valid-Until, nothing added; an empty pool is still refused."""
+    import email.utils
+    import re
+    import time
+    repo = tmp_path / 'repo'
+    r = make_repo(repo)
+    assert r.returncode == 2 and 'no packages given (make deb first)' in r.stderr, r.stderr
+    assert make_repo(repo, package(tmp_path, '0.3.0', 'amd64'), env={'REPO_VALID_DAYS': '2'}).returncode == 0
+    before = (repo / 'dists/stable/Release').read_text()
+    pool = sorted(p.name for p in (repo / 'pool/main/b/beacond').iterdir())
+    time.sleep(1.1)  # Date has a resolution of one second
+    r = make_repo(repo)
+    assert r.returncode == 0, r.stderr
+    after = (repo / 'dists/stable/Release').read_text()
+
+    def field(text: str, name: str) -> float:
+        return email.utils.parsedate_to_datetime(re.search(rf'^{name}: (.*)$', text, re.M).group(1)).timestamp()
+    assert field(after, 'Date') > field(before, 'Date') and abs(field(after, 'Date') - time.time()) < 120, (before, after)
+    assert abs(field(after, 'Valid-Until') - field(after, 'Date') - 30 * 86400) < 120, after
+    # The same indexes (nothing added), signed anew.
+    hashes = lambda text: re.findall(r'^ ([0-9a-f]{64}) +\d+ (main/\S+)$', text, re.M)  # noqa: E731
+    assert hashes(after) == hashes(before)
+    assert sorted(p.name for p in (repo / 'pool/main/b/beacond').iterdir()) == pool
+    v = subprocess.run(['gpgv', '--keyring', str(repo / 'beacond-archive-keyring.gpg'), str(repo / 'dists/stable/InRelease')],
+                       capture_output=True, text=True)
+    assert v.returncode == 0, v.stderr
+    assert 'Candidate: 0.3.0' in apt_policy(tmp_path, repo)
+
+
+def test_the_source_names_repo_url_when_it_is_served_elsewhere(tmp_path):
+    repo = tmp_path / 'repo'
+    assert make_repo(repo, package(tmp_path, '0.3.0', 'amd64')).returncode == 0
+    assert f'URIs: file:{repo}\n' in (repo / 'beacond.sources').read_text()
+    r = make_repo(repo, env={'REPO_URL': 'https://example.invalid/beacond'})
+    assert r.returncode == 0, r.stderr
+    sources = (repo / 'beacond.sources').read_text()
+    assert [l for l in sources.splitlines() if l.startswith('URIs:')] == ['URIs: https://example.invalid/beacond'], sources
+    r = make_repo(repo, env={'REPO_URL': 'https://example.invalid/a b'})
+    assert r.returncode == 2 and 'REPO_URL' in r.stderr, r.stderr
+    assert 'URIs: https://example.invalid/beacond\n' in (repo / 'beacond.sources').read_text()
