@@ -8,7 +8,9 @@
 #   make test-fast  the same without the VM test and the benchmark (no root needed)
 #   make deb        build/beacond_<version>_amd64.deb and _arm64.deb (arm64 cross-compiled in a trixie build
 #                   root against a bookworm sysroot: it installs on Debian 12 and 13; root), checked with lintian;
-#                   BEACOND_ARM64_BUILD=native builds arm64 under qemu-user
+#                   installs only what that needs, and says what and why (scripts/deps.sh --cross: the build's
+#                   packages, git, debootstrap; no VM or test packages); BEACOND_ARM64_BUILD=native builds arm64
+#                   under qemu-user
 #   make deb-arm64  on an arm64 machine (a Pi with Debian 13's swiftlang): the arm64 package with that machine's
 #                   Swift, nothing else (no build root, no VM or test packages); on amd64, the cross-build above
 #   make vm-test    the VM end-to-end test of the amd64 package in Debian 12 (Tests/VM/run.sh)
@@ -59,7 +61,7 @@ REPO_DIR ?= build/repo
 # The fleet guest's control node keeps its files here (make vm-test-fleet, make test).
 FLEET_DIR := $(CURDIR)/build/fleet
 
-.PHONY: deps deps-all deps-build deps-demo venv-demo build release deb deb-amd64 deb-arm64 repo vm-test-fleet vm-test-arm64 test test-stages test-fast unit-test integration-test fuzz fuzz-long swift60 vm-test bench bench-smoke soak check-units demo install venv venv-ha venv-ansible clean buildroot vm-image-amd64 vm-image-arm64 vm-image-arm64-bookworm vm-test-arm64-bookworm
+.PHONY: deps deps-all deps-build deps-cross deps-repo deps-demo venv-demo build release deb deb-amd64 deb-arm64 repo vm-test-fleet vm-test-arm64 test test-stages test-fast unit-test integration-test fuzz fuzz-long swift60 vm-test bench bench-smoke soak check-units demo install venv venv-ha venv-ansible clean buildroot vm-image-amd64 vm-image-arm64 vm-image-arm64-bookworm vm-test-arm64-bookworm
 
 # The Debian packages (installed when missing and run as root; otherwise the command to run is printed).
 deps:
@@ -71,6 +73,15 @@ deps-all:
 # Only what building the package needs (an arm64 Pi's native route), or what the demo needs.
 deps-build:
 	sh scripts/deps.sh --build
+
+# Only what building the packages on amd64 needs: the build's packages and the build root's (debootstrap), said as
+# they are installed; no QEMU, VM or test packages (a borrowed laptop's `make deb-arm64`).
+deps-cross:
+	sh scripts/deps.sh --cross
+
+# Only what publishing the apt repository needs (apt-utils, gnupg, gpgv, dpkg-dev): make publish, make resign.
+deps-repo:
+	sh scripts/deps.sh --repo
 
 deps-demo:
 	sh scripts/deps.sh --demo
@@ -132,8 +143,12 @@ fuzz: $(STAGE_DEPS)
 swift60: deps-all buildroot | $(SWIFT60_AFTER)
 	$(STAGE) unit-test-swift60 nice -n 10 sh scripts/build-swift60.sh
 
+# What the packages wait for on amd64: alone, only what the build and the build root need (deps.sh --cross); under make
+# test (STAGE_DEPS=deps-all) everything, as every stage does.
+CROSS_DEPS := $(if $(filter deps-all,$(STAGE_DEPS)),deps-all,deps-cross)
+
 # The trixie build root (Swift 6.0 and the arm64 cross SDK), made once and cached (scripts/buildroot.sh).
-buildroot: deps-all
+buildroot: $(CROSS_DEPS)
 	$(STAGE) buildroot sh -c 'sh scripts/buildroot.sh amd64 >/dev/null'
 
 # The VM guest images, made once and cached (Tests/VM/build-image.sh); early in a run so they build beside the rest.
@@ -153,7 +168,7 @@ fuzz-long: deps
 # The packages are files: rebuilt when a tracked file they are made from changed, so `make test` builds each once.
 PACKAGE_SOURCES := $(shell git ls-files Package.swift Sources systemd config scripts README.md deploy/prometheus 2>/dev/null)
 
-$(DEB_AMD64): $(PACKAGE_SOURCES) | deps-all
+$(DEB_AMD64): $(PACKAGE_SOURCES) | $(CROSS_DEPS)
 	$(STAGE) deb-amd64 env BEACOND_BUILD_TREE=$(BUILD_TREE) sh scripts/build-deb.sh amd64
 
 ifeq ($(HOST_ARCH),arm64)
@@ -161,7 +176,7 @@ ifeq ($(HOST_ARCH),arm64)
 $(DEB_ARM64): $(PACKAGE_SOURCES) | deps-build
 	$(STAGE) deb-arm64 sh scripts/build-deb.sh arm64
 else
-$(DEB_ARM64): $(PACKAGE_SOURCES) | deps-all buildroot
+$(DEB_ARM64): $(PACKAGE_SOURCES) | $(CROSS_DEPS) buildroot
 	$(STAGE) deb-arm64 sh scripts/build-deb.sh arm64
 endif
 

@@ -48,3 +48,30 @@ def test_the_stage_table_says_what_each_stage_cost_the_cpus(tmp_path):
     report = subprocess.run(['sh', str(ROOT / 'scripts' / 'stage-report.sh'), str(tmp_path / 'stages.tsv')], capture_output=True,
                             text=True, check=True).stdout
     assert 'CPU     2 s' in report and 'CPU 2 s' in report.splitlines()[-1], report
+
+
+def test_on_amd64_the_packages_install_only_what_the_cross_build_needs():
+    # A borrowed amd64 laptop: `make deb-arm64` (and `make deb`) install the build's packages and the build root's
+    # (deps.sh --cross), not deps-all's QEMU, VM, benchmark or Prometheus packages.
+    for target in ('deb-arm64', 'deb'):
+        steps = plan(target, 'HOST_ARCH=amd64')
+        assert 'sh scripts/deps.sh --cross' in steps and not any('deps.sh --all' in s or s == 'sh scripts/deps.sh' for s in steps), steps
+        assert steps.index('sh scripts/deps.sh --cross') < next(i for i, s in enumerate(steps) if 'buildroot.sh amd64' in s), steps
+    listed = subprocess.run(['sh', 'scripts/deps.sh', '--cross', '--list'], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert listed.returncode == 0, listed.stderr
+    cross = set(listed.stdout.split())
+    build = set(subprocess.run(['sh', 'scripts/deps.sh', '--build', '--list'], cwd=ROOT, capture_output=True, text=True,
+                               timeout=30).stdout.split()) - {'swiftlang'}
+    # The build's own, and what the build root and the bookworm sysroot are made with: debootstrap, checking the
+    # Debian archive's signatures with its keyring.
+    assert build and build <= cross and {'debootstrap', 'debian-archive-keyring'} <= cross, cross
+    assert not {'prometheus', 'qemu-system-x86', 'qemu-system-arm', 'e2fsprogs', 'python3-venv', 'strace', 'man-db'} & cross, cross
+    # make test keeps its path: every stage waits for deps-all, the cross-build too.
+    steps = plan('deb-arm64', 'HOST_ARCH=amd64', 'STAGE_DEPS=deps-all')
+    assert 'sh scripts/deps.sh --all' in steps and 'sh scripts/deps.sh --cross' not in steps, steps
+
+
+def test_publishing_needs_only_the_repository_tools():
+    listed = subprocess.run(['sh', 'scripts/deps.sh', '--repo', '--list'], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert listed.returncode == 0 and sorted(listed.stdout.split()) == ['apt-utils', 'dpkg-dev', 'gnupg', 'gpgv'], listed
+    assert plan('deps-repo') == ['sh scripts/deps.sh --repo']
