@@ -20,6 +20,14 @@
 #                   from this machine against the guest over SSH, and an upgrade through the signed repository
 #   make repo       a signed apt repository of both packages in REPO_DIR (default build/repo), signed with REPO_KEY
 #                   (a gpg key id; without it a throw-away key, with a loud warning): scripts/make-repo.sh
+#   make publish SITE=DIR   the release's apt repository into DIR (a gh-pages checkout: earlier versions stay), served
+#                   at deploy/apt/base-url's address (REPO_URL overrides it), with install.sh and .nojekyll
+#                   (scripts/publish.sh); takes build/'s two packages as they are (DEBS=…) and builds nothing
+#   make resign SITE=DIR    the same tree indexed and signed again, a fresh Valid-Until (the weekly re-sign)
+#   make release-files DIR=DIR  both packages and their SHA256SUMS into DIR (the GitHub release's files)
+#   make signing-key        imports the armored secret key in BEACOND_REPO_SIGNING_KEY into GNUPGHOME (which must be
+#                   set) and prints REPO_KEY=<fingerprint>, nothing else (scripts/signing-key.sh)
+#   make deps-repo  only what publishing needs (apt-utils gnupg gpgv dpkg-dev)
 #   make fuzz-long  every fuzz target for 10 million executions
 #   make swift60    build and unit-test with Debian 13's Swift 6.0 in a cached trixie build root (root)
 #   make bench      the full benchmark (docs/benchmarks.md)
@@ -61,7 +69,7 @@ REPO_DIR ?= build/repo
 # The fleet guest's control node keeps its files here (make vm-test-fleet, make test).
 FLEET_DIR := $(CURDIR)/build/fleet
 
-.PHONY: deps deps-all deps-build deps-cross deps-repo deps-demo venv-demo build release deb deb-amd64 deb-arm64 repo vm-test-fleet vm-test-arm64 test test-stages test-fast unit-test integration-test fuzz fuzz-long swift60 vm-test bench bench-smoke soak check-units demo install venv venv-ha venv-ansible clean buildroot vm-image-amd64 vm-image-arm64 vm-image-arm64-bookworm vm-test-arm64-bookworm
+.PHONY: deps deps-all deps-build deps-cross deps-repo deps-demo venv-demo build release deb deb-amd64 deb-arm64 repo publish resign release-files signing-key vm-test-fleet vm-test-arm64 test test-stages test-fast unit-test integration-test fuzz fuzz-long swift60 vm-test bench bench-smoke soak check-units demo install venv venv-ha venv-ansible clean buildroot vm-image-amd64 vm-image-arm64 vm-image-arm64-bookworm vm-test-arm64-bookworm
 
 # The Debian packages (installed when missing and run as root; otherwise the command to run is printed).
 deps:
@@ -210,6 +218,26 @@ vm-test-arm64-bookworm: $(DEB_ARM64) vm-image-arm64-bookworm venv
 
 repo: $(DEB_AMD64) $(DEB_ARM64)
 	sh scripts/make-repo.sh $(REPO_DIR) $(DEB_AMD64) $(DEB_ARM64)
+
+# The release (docs/packaging.md "Publishing a release"; .github/workflows/release.yml and resign.yml run these). They
+# take the packages as files and build nothing: the workflow's publish job downloads its build job's, and a missing one
+# is an error that says so. DEBS: the packages (this version's two); SITE: the published tree (a gh-pages checkout).
+DEBS ?= $(DEB_AMD64) $(DEB_ARM64)
+publish:
+	$(if $(SITE),,$(error publish: give SITE=DIR, the tree to publish into (a gh-pages checkout)))
+	sh scripts/publish.sh $(SITE) $(DEBS)
+
+resign:
+	$(if $(SITE),,$(error resign: give SITE=DIR, the published tree to sign again))
+	sh scripts/publish.sh $(SITE)
+
+release-files:
+	$(if $(DIR),,$(error release-files: give DIR=DIR, where the release's files go))
+	sh scripts/release-files.sh $(DIR) $(DEBS)
+
+# Silent (@): its one line of output, REPO_KEY=<fingerprint>, is appended to $$GITHUB_ENV.
+signing-key:
+	@sh scripts/signing-key.sh
 
 bench: release venv
 	$(PY) bench/run.py --beacond build/beacond
