@@ -582,3 +582,22 @@ def test_install_sh_refuses_a_site_that_serves_no_key_and_leaves_nothing(served_
         shutil.move(kept, key)
     assert r.returncode != 0 and 'beacond-archive-keyring.gpg' in r.stderr, r.stdout + r.stderr
     assert sandbox_files(box) == [] or all(f.startswith(('lists/', 'cache/')) for f in sandbox_files(box)), sandbox_files(box)
+
+
+def test_install_sh_fetches_with_apts_own_helper_where_there_is_no_curl_or_wget(served_site, tmp_path, request):
+    """A minimal Debian (the swift image of the release workflow, a debootstrapped root) has neither: apt-helper."""
+    served, site, script = served_site
+    # A PATH without them, that apt's methods (run as _apt) may read: outside the test's own 0700 directory.
+    bin_dir = Path(tempfile.mkdtemp(prefix='bdrel-bin-', dir='/tmp'))
+    bin_dir.chmod(0o755)
+    request.addfinalizer(lambda: shutil.rmtree(bin_dir))
+    for d in ('/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'):
+        if Path(d).is_dir() and not Path(d).is_symlink():
+            for tool in Path(d).iterdir():
+                if tool.name not in ('curl', 'wget') and not (bin_dir / tool.name).exists():
+                    (bin_dir / tool.name).symlink_to(tool)
+    r, box = in_sandbox(tmp_path, script, env={'PATH': str(bin_dir)}, then='apt-cache policy beacond')
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not re.search(r'^[WE]:', r.stderr, re.M), r.stderr  # not even "Download is performed unsandboxed as root"
+    assert (box / 'keyrings' / 'beacond-archive-keyring.gpg').read_bytes() == (site / 'beacond-archive-keyring.gpg').read_bytes()
+    assert 'Candidate: 0.3.0' in r.stdout, r.stdout

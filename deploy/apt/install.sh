@@ -114,27 +114,31 @@ fetch() {
         /usr/lib/apt/apt-helper download-file "$1" "$2" >/dev/null
     fi
 }
-new_keyring="$keyring.new"
-new_sources="$sources.new"
-trap 'rm -f "$new_keyring" "$new_sources"' EXIT
-mkdir -p /etc/apt/keyrings /etc/apt/sources.list.d
-fetch "$base/beacond-archive-keyring.gpg" "$new_keyring" ||
+# Both files are fetched into a directory of their own (apt's _apt user may write there: apt-helper downloads as that
+# user), checked, then each put in place under a temporary name and renamed.
+work=$(mktemp -d)
+trap 'rm -rf "$work"; rm -f "$keyring.new" "$sources.new"' EXIT
+chmod 0755 "$work"
+if id _apt >/dev/null 2>&1; then chown _apt "$work"; fi
+fetch "$base/beacond-archive-keyring.gpg" "$work/keyring" ||
     refuse "Could not fetch $base/beacond-archive-keyring.gpg, the repository's signing key: nothing was changed."
 # A key in OpenPGP's binary form (what apt's Signed-By reads), not a web page: its first packet is a public key
 # (old format 0x98/0x99, new 0xc6).
-first=$(od -An -tx1 -N1 "$new_keyring" | tr -d ' \n')
+first=$(od -An -tx1 -N1 "$work/keyring" | tr -d ' \n')
 case $first in
     98|99|c6) ;;
     *) refuse "$base/beacond-archive-keyring.gpg is not an OpenPGP key: nothing was changed." ;;
 esac
-fetch "$base/beacond.sources" "$new_sources" ||
+fetch "$base/beacond.sources" "$work/sources" ||
     refuse "Could not fetch $base/beacond.sources, the repository's apt source: nothing was changed."
-if ! grep -q "^Signed-By: $keyring\$" "$new_sources" || ! grep -q '^URIs: ' "$new_sources"; then
+if ! grep -q "^Signed-By: $keyring\$" "$work/sources" || ! grep -q '^URIs: ' "$work/sources"; then
     refuse "$base/beacond.sources is not the repository's apt source (no URIs:, or no Signed-By: $keyring): nothing was changed."
 fi
-chmod 0644 "$new_keyring" "$new_sources"
-mv "$new_keyring" "$keyring"
-mv "$new_sources" "$sources"
+mkdir -p /etc/apt/keyrings /etc/apt/sources.list.d
+install -m 0644 "$work/keyring" "$keyring.new"
+install -m 0644 "$work/sources" "$sources.new"
+mv "$keyring.new" "$keyring"
+mv "$sources.new" "$sources"
 echo "beacond: added $sources and $keyring; apt-get update:"
 apt-get update || refuse "apt-get update failed (above): the repository's files are in place; once the cause is fixed, run sudo apt-get update."
 echo "beacond: the repository is added. Now: sudo apt install beacond"
