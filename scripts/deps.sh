@@ -7,7 +7,8 @@
 #   sh scripts/deps.sh --cross  what building the packages on amd64 needs (make deb, make deb-arm64 there): the build's
 #                               packages, git (the build root's copy of the checkout) and what the trixie build root and
 #                               the bookworm arm64 sysroot are made with (debootstrap, debian-archive-keyring for the
-#                               archive's signatures, ca-certificates for a mirror over https); no QEMU, VM or test packages
+#                               archive's signatures, ca-certificates for a mirror over https); no QEMU, VM or test
+#                               packages
 #   sh scripts/deps.sh --repo   what publishing the apt repository needs (make publish, make resign): apt-utils, gnupg,
 #                               gpgv, dpkg-dev
 #   sh scripts/deps.sh --demo   what make demo needs: the build's packages and python3-venv

@@ -10,7 +10,8 @@
 #                                                      version there is never replaced: another build of it is refused
 #   dists/stable/{InRelease,Release,Release.gpg}      signed, Valid-Until REPO_VALID_DAYS (30; 1-3650) days; Architectures:
 #                                                      amd64 arm64, Components: main, Acquire-By-Hash: yes
-#   dists/stable/main/binary-{amd64,arm64}/Packages[.gz], and by-hash/SHA256/<hash> copies (the last 8 of each)
+#   dists/stable/main/binary-{amd64,arm64}/Packages[.gz], and by-hash/SHA256/<hash> copies (the last 8 of each by
+#                                                      file time; REPO_BY_HASH_KEEP=all keeps every one)
 #   beacond-archive-keyring.gpg, .asc                  the public key hosts install (Signed-By=)
 #   beacond.sources                                    the deb822 source for /etc/apt/sources.list.d/: URIs: REPO_URL
 #                                                      (where the directory is served) when set, else file:REPO_DIR
@@ -49,6 +50,13 @@ if [ -z "$valid_days" ] || [ ${#valid_days} -gt 4 ] || [ "$valid_days" -gt 3650 
     echo "repo: REPO_VALID_DAYS must be a whole number of days, from 1 to 3650 (how long hosts accept the signed index; 30 when unset), not '$given'" >&2
     exit 2
 fi
+# How many indexes by hash stay of each (Packages, Packages.gz): the last 8 by file time, or all (scripts/publish.sh: a
+# git checkout of the served tree gives every file the same time).
+keep=${REPO_BY_HASH_KEEP:-8}
+case $keep in
+    all|[1-9]|[1-9][0-9]) ;;
+    *) echo "repo: REPO_BY_HASH_KEEP must be a number of indexes by hash to keep of each, from 1 to 99, or all, not '$keep'" >&2; exit 2 ;;
+esac
 mkdir -p "$repo/pool/main/b/beacond"
 repo=$(cd "$repo" && pwd)
 
@@ -151,8 +159,10 @@ for arch in amd64 arm64; do
         [ -f "$live/$d/by-hash/SHA256/$h" ] || { cp "$stage/$d/$f" "$live/$d/by-hash/SHA256/.$h.new" && mv "$live/$d/by-hash/SHA256/.$h.new" "$live/$d/by-hash/SHA256/$h"; }
         touch "$live/$d/by-hash/SHA256/$h"
     done
-    # The last 8 of each: enough for any host's update in flight.
-    ls -t "$live/$d/by-hash/SHA256" | tail -n +17 | while read -r old; do rm -f "$live/$d/by-hash/SHA256/$old"; done
+    # The last 8 of each (two files each): enough for any host's update in flight.
+    if [ "$keep" != all ]; then
+        ls -t "$live/$d/by-hash/SHA256" | tail -n +$((keep * 2 + 1)) | while read -r old; do rm -f "$live/$d/by-hash/SHA256/$old"; done
+    fi
     for f in Packages Packages.gz; do mv "$stage/$d/$f" "$live/$d/$f"; done
 done
 for f in Release.gpg Release InRelease; do mv "$stage/$f" "$live/$f"; done

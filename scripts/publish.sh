@@ -4,10 +4,10 @@
 #   sh scripts/publish.sh SITE DEB...     adds the packages, indexes and signs (make publish SITE=…)
 #   sh scripts/publish.sh SITE            indexes and signs again what SITE has, with a fresh Date and Valid-Until:
 #                                         the scheduled re-sign (make resign SITE=…)
-# SITE afterwards: the repository scripts/make-repo.sh makes (every version ever published stays in its pool, and the
-# earlier indexes by hash: SITE may be a checkout of what was published before), whose beacond.sources names REPO_URL;
-# .nojekyll (GitHub Pages then serves every file as it is); and install.sh, deploy/apt/install.sh with REPO_URL
-# written in, which adds the repository to a host.
+# SITE afterwards: the repository scripts/make-repo.sh makes (every version ever published stays in its pool, and
+# every earlier index by hash: SITE may be a checkout of what was published before), whose beacond.sources names
+# REPO_URL; .nojekyll (GitHub Pages then serves every file as it is); and install.sh, deploy/apt/install.sh with
+# REPO_URL written in, which adds the repository to a host.
 #
 # REPO_URL: where SITE is served; by default the one address in deploy/apt/base-url (a fork changes that file, and
 # only that). REPO_KEY, REPO_VALID_DAYS and GNUPGHOME as make-repo.sh reads them (no REPO_KEY: its throw-away key).
@@ -36,7 +36,10 @@ for deb in "$@"; do
     [ -f "$deb" ] || { say "$deb is missing: make deb first (or put the release's packages in build/)"; exit 2; }
 done
 
-REPO_URL=$url sh "$top/scripts/make-repo.sh" "$site" "$@"
+# Every index by hash stays: SITE is a git checkout, whose files all have the checkout's time, so make-repo's "last 8
+# by time" would keep any 8; and a host that read an earlier InRelease (a CDN may serve it a while longer) must find
+# the indexes it names. They are small (a few hundred bytes a version).
+REPO_URL=$url REPO_BY_HASH_KEEP=all sh "$top/scripts/make-repo.sh" "$site" "$@"
 
 # GitHub Pages runs Jekyll over a branch unless it has .nojekyll: the files are served as they are.
 : > "$site/.nojekyll"

@@ -2,9 +2,9 @@
 # Imports the apt repository's signing key from the environment into GNUPGHOME, for make publish and make resign:
 #   BEACOND_REPO_SIGNING_KEY="$(gpg --armor --export-secret-keys FPR)" GNUPGHOME=DIR sh scripts/signing-key.sh
 # prints one line, REPO_KEY=<the key's 40-hex fingerprint> (the release workflow appends it to $GITHUB_ENV), and
-# nothing of the key itself. Refused, with nothing left imported: GNUPGHOME unset (a directory of its own, not the user's
-# ~/.gnupg; made 0700 when missing), an empty variable, armor holding no secret key or more than one (which one would
-# sign?), and a key that cannot sign here without a prompt (a passphrase: CI has nobody to type it; or expired),
+# nothing of the key itself. Refused, with nothing left imported: GNUPGHOME unset (a directory of its own, not the
+# user's ~/.gnupg; made 0700 when missing), an empty variable, armor holding no secret key or more than one (which one
+# would sign?), and a key that cannot sign here without a prompt (a passphrase: CI has nobody to type it; or expired),
 # which is deleted again.
 set -eu
 say() { echo "signing-key: $*" >&2; }

@@ -601,3 +601,29 @@ def test_install_sh_fetches_with_apts_own_helper_where_there_is_no_curl_or_wget(
     assert not re.search(r'^[WE]:', r.stderr, re.M), r.stderr  # not even "Download is performed unsandboxed as root"
     assert (box / 'keyrings' / 'beacond-archive-keyring.gpg').read_bytes() == (site / 'beacond-archive-keyring.gpg').read_bytes()
     assert 'Candidate: 0.3.0' in r.stdout, r.stdout
+
+
+def test_publish_into_a_checkout_keeps_every_index_by_hash(tmp_path):
+    """The site is a git checkout, whose files all have the checkout's time: make-repo's "the last 8 by time" cannot be
+    told there, and a host that read an earlier InRelease (a CDN may serve it minutes longer) must still find the
+    indexes it names. publish keeps every one."""
+    from test_repo import user_state
+    site = tmp_path / 'site'
+    named: list[tuple[str, str]] = []
+    env = {**{k: v for k, v in os.environ.items() if k != 'REPO_KEY'}, 'XDG_STATE_HOME': str(user_state(tmp_path)),
+           'REPO_URL': 'http://127.0.0.1:9'}
+    try:
+        for i in range(9):
+            r = subprocess.run(['sh', 'scripts/publish.sh', str(site), str(package(tmp_path, f'0.3.{i}', 'amd64'))], cwd=ROOT,
+                               capture_output=True, text=True, timeout=120, env=env)
+            assert r.returncode == 0, r.stderr
+            named += index_hashes(site)
+            # as a fresh checkout of gh-pages leaves them: every file the same time
+            for p in site.rglob('*'):
+                os.utime(p, (1_700_000_000, 1_700_000_000), follow_symlinks=False)
+        for h, path in named:
+            assert (site / 'dists/stable' / path.rsplit('/', 1)[0] / 'by-hash/SHA256' / h).is_file(), path
+    finally:
+        home = user_state(tmp_path) / 'beacond' / 'repo-throwaway-gnupg'
+        subprocess.run(['gpgconf', '--kill', 'all'], env={**os.environ, 'GNUPGHOME': str(home)}, capture_output=True)
+        shutil.rmtree(user_state(tmp_path), ignore_errors=True)

@@ -265,3 +265,18 @@ def test_the_source_names_repo_url_when_it_is_served_elsewhere(tmp_path):
     r = make_repo(repo, env={'REPO_URL': 'https://example.invalid/a b'})
     assert r.returncode == 2 and 'REPO_URL' in r.stderr, r.stderr
     assert 'URIs: https://example.invalid/beacond\n' in (repo / 'beacond.sources').read_text()
+
+
+def test_repo_by_hash_keep_all_keeps_every_index(tmp_path):
+    """REPO_BY_HASH_KEEP=all (scripts/publish.sh: a git checkout of the site keeps no file times, by which "the last 8"
+    are told): no index by hash is removed; by default the last 8 of each stay."""
+    repo, kept = tmp_path / 'repo', tmp_path / 'kept'
+    for i in range(10):
+        deb = package(tmp_path, f'0.3.{i}', 'amd64')
+        assert make_repo(repo, deb).returncode == 0
+        r = make_repo(kept, deb, env={'REPO_BY_HASH_KEEP': 'all'})
+        assert r.returncode == 0, r.stderr
+    by_hash = lambda top: len(list((top / 'dists/stable/main/binary-amd64/by-hash/SHA256').iterdir()))  # noqa: E731
+    assert by_hash(repo) == 16 and by_hash(kept) == 20
+    r = make_repo(kept, env={'REPO_BY_HASH_KEEP': 'some'})
+    assert r.returncode == 2 and 'REPO_BY_HASH_KEEP' in r.stderr, r.stderr
