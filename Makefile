@@ -28,6 +28,7 @@
 #   make signing-key        imports the armored secret key in BEACOND_REPO_SIGNING_KEY into GNUPGHOME (which must be
 #                   set) and prints REPO_KEY=<fingerprint>, nothing else (scripts/signing-key.sh)
 #   make deps-repo  only what publishing needs (apt-utils gnupg gpgv dpkg-dev)
+#   make check-release-tag TAG=vX.Y.Z   fails unless the tag names this version (the release workflow's first check)
 #   make fuzz-long  every fuzz target for 10 million executions
 #   make swift60    build and unit-test with Debian 13's Swift 6.0 in a cached trixie build root (root)
 #   make bench      the full benchmark (docs/benchmarks.md)
@@ -69,7 +70,7 @@ REPO_DIR ?= build/repo
 # The fleet guest's control node keeps its files here (make vm-test-fleet, make test).
 FLEET_DIR := $(CURDIR)/build/fleet
 
-.PHONY: deps deps-all deps-build deps-cross deps-repo deps-demo venv-demo build release deb deb-amd64 deb-arm64 repo publish resign release-files signing-key vm-test-fleet vm-test-arm64 test test-stages test-fast unit-test integration-test fuzz fuzz-long swift60 vm-test bench bench-smoke soak check-units demo install venv venv-ha venv-ansible clean buildroot vm-image-amd64 vm-image-arm64 vm-image-arm64-bookworm vm-test-arm64-bookworm
+.PHONY: deps deps-all deps-build deps-cross deps-repo deps-demo venv-demo build release deb deb-amd64 deb-arm64 repo publish resign release-files signing-key check-release-tag vm-test-fleet vm-test-arm64 test test-stages test-fast unit-test integration-test fuzz fuzz-long swift60 vm-test bench bench-smoke soak check-units demo install venv venv-ha venv-ansible clean buildroot vm-image-amd64 vm-image-arm64 vm-image-arm64-bookworm vm-test-arm64-bookworm
 
 # The Debian packages (installed when missing and run as root; otherwise the command to run is printed).
 deps:
@@ -234,6 +235,10 @@ resign:
 release-files:
 	$(if $(DIR),,$(error release-files: give DIR=DIR, where the release's files go))
 	sh scripts/release-files.sh $(DIR) $(DEBS)
+
+# A release's tag names the version its packages have (Sources/DaemonCore/Version.swift): v$(VERSION).
+check-release-tag:
+	@[ "$(TAG)" = "v$(VERSION)" ] || { echo "check-release-tag: the tag is '$(TAG)', but the packages are version $(VERSION) (Sources/DaemonCore/Version.swift): tag v$(VERSION), or change the version" >&2; exit 2; }
 
 # Silent (@): its one line of output, REPO_KEY=<fingerprint>, is appended to $$GITHUB_ENV.
 signing-key:

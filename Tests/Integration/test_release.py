@@ -193,7 +193,7 @@ def makefile_targets() -> set[str]:
 # job's container has Swift but no make; deps.sh --cross installs make with what `make deb` needs).
 PLUMBING = {'git', 'gh', 'echo'}
 BOOTSTRAP = ['sh', 'scripts/deps.sh', '--cross']
-RELEASE_TARGETS = {'deb', 'test-fast', 'publish', 'release-files', 'signing-key', 'resign', 'deps-repo'}
+RELEASE_TARGETS = {'deb', 'test-fast', 'publish', 'release-files', 'signing-key', 'resign', 'deps-repo', 'check-release-tag'}
 
 
 def test_actionlint_and_shellcheck_pass_on_the_workflows_and_the_release_scripts(tmp_path):
@@ -283,6 +283,15 @@ def test_publish_and_resign_build_nothing_and_need_a_site():
         assert r.returncode != 0 and 'SITE=' in r.stderr, r.stderr
     r = make('-n', 'release-files')
     assert r.returncode != 0 and 'DIR=' in r.stderr, r.stderr
+
+
+def test_a_release_tag_must_name_the_version_the_packages_have():
+    v = version()
+    r = make('check-release-tag', f'TAG=v{v}')
+    assert r.returncode == 0, r.stderr
+    for tag in (v, 'v0.0.0', f'v{v}.1', ''):
+        r = make('check-release-tag', f'TAG={tag}')
+        assert r.returncode != 0 and f'v{v}' in r.stderr and 'Version.swift' in r.stderr, (tag, r.stderr)
 
 
 def test_a_missing_package_says_make_deb_first_and_publishes_nothing(tmp_path):
