@@ -35,6 +35,7 @@ esac
 for deb in "$@"; do
     [ -f "$deb" ] || { say "$deb is missing: make deb first (or put the release's packages in build/)"; exit 2; }
 done
+grep -q "'@BEACOND_REPO_URL@'" "$top/deploy/apt/install.sh" || { say "deploy/apt/install.sh has no '@BEACOND_REPO_URL@' to write the address into"; exit 1; }
 
 # Every index by hash stays: SITE is a git checkout, whose files all have the checkout's time, so make-repo's "last 8
 # by time" would keep any 8; and a host that read an earlier InRelease (a CDN may serve it a while longer) must find
@@ -43,7 +44,6 @@ REPO_URL=$url REPO_BY_HASH_KEEP=all sh "$top/scripts/make-repo.sh" "$site" "$@"
 
 # GitHub Pages runs Jekyll over a branch unless it has .nojekyll: the files are served as they are.
 : > "$site/.nojekyll"
-grep -q "'@BEACOND_REPO_URL@'" "$top/deploy/apt/install.sh" || { say "deploy/apt/install.sh has no '@BEACOND_REPO_URL@' to write the address into"; exit 1; }
 sed "s|'@BEACOND_REPO_URL@'|'$url'|" "$top/deploy/apt/install.sh" > "$site/.install.sh.new"
 chmod 0644 "$site/.install.sh.new"
 mv "$site/.install.sh.new" "$site/install.sh"
