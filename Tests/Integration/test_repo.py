@@ -33,6 +33,19 @@ def user_state(tmp: Path) -> Path:
     return Path('/tmp') / f'beacond-state-{hashlib.sha256(str(tmp).encode()).hexdigest()[:10]}'
 
 
+@pytest.fixture(autouse=True)
+def gpg_agents_end(tmp_path):
+    """After each test, the gpg-agents its keys started end (the throw-away key's, in the user's state directory, and
+    a test's own GNUPGHOME's), and that state directory goes: each run left an agent per test behind."""
+    yield
+    state = user_state(tmp_path)
+    for home in (state / 'beacond' / 'repo-throwaway-gnupg', tmp_path / 'gnupg'):
+        if home.is_dir():
+            subprocess.run(['gpgconf', '--kill', 'all'], env={**os.environ, 'GNUPGHOME': str(home)}, capture_output=True)
+    import shutil
+    shutil.rmtree(state, ignore_errors=True)
+
+
 def make_repo(repo: Path, *debs: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     state = {'XDG_STATE_HOME': str(user_state(repo.parent))}
     return subprocess.run(['sh', str(SCRIPT), str(repo), *map(str, debs)], capture_output=True, text=True,
