@@ -268,18 +268,14 @@ NEW_DEFAULT = '# The next release changed this default config.\n'
 
 def next_version(deb, version, out):
     """A stand-in for the next release: the same package with a higher version and a changed default config (the
-    repository, apt's upgrade and dpkg's conffile handling are what is under test, not a change of behaviour)."""
-    d = tempfile.mkdtemp(dir=work)
-    subprocess.run(['dpkg-deb', '-R', deb, d], check=True)
-    control = os.path.join(d, 'DEBIAN', 'control')
-    text = re.sub(r'^Version: .*$', f'Version: {version}', open(control).read(), flags=re.M)
-    open(control, 'w').write(text)
-    with open(os.path.join(d, 'etc', 'beacond', 'beacond.conf'), 'a') as f:
-        f.write(NEW_DEFAULT)
-    sums = subprocess.run('find . -path ./DEBIAN -prune -o -type f -print | sed "s|^\\./||" | LC_ALL=C sort | xargs md5sum',
-                          shell=True, cwd=d, check=True, capture_output=True, text=True).stdout
-    open(os.path.join(d, 'DEBIAN', 'md5sums'), 'w').write(sums)
-    subprocess.run(['dpkg-deb', '--root-owner-group', '-Zxz', '--build', d, out], check=True, capture_output=True)
+    repository, apt's upgrade and dpkg's conffile handling are what is under test, not a change of behaviour), made by
+    Tests/VM/repack.sh as the suites' previous and next releases are."""
+    default = subprocess.run(['dpkg-deb', '--fsys-tarfile', deb], check=True, capture_output=True).stdout
+    conf = os.path.join(tempfile.mkdtemp(dir=work), 'beacond.conf')
+    text = subprocess.run(['tar', '-xO', './etc/beacond/beacond.conf'], input=default, check=True, capture_output=True).stdout
+    with open(conf, 'wb') as f:
+        f.write(text + NEW_DEFAULT.encode())
+    subprocess.run(['sh', os.path.join(HERE, 'repack.sh'), deb, out, version, conf], check=True, capture_output=True)
     return out
 
 

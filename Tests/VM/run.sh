@@ -97,7 +97,7 @@ if [ -n "${BEACOND_VM_ONLY:-}" ]; then
     echo "vm: only scenarios 0 $BEACOND_VM_ONLY (BEACOND_VM_ONLY): NOT the whole suite" >&2
     echo "$BEACOND_VM_ONLY" > "$work/src/only"
 fi
-sh "$here/make-previous.sh" "$deb" "$work/src/packages/previous.deb"
+sh "$here/repack.sh" "$deb" "$work/src/packages/previous.deb" 0.1.0 "$here/previous-beacond.conf"
 
 fleet=${BEACOND_VM_FLEET:-}
 if [ -n "$fleet" ] && [ "$arch" != amd64 ]; then
@@ -126,6 +126,44 @@ if [ -n "$fleet" ]; then
     fi
     flock -u 7
     echo "vm: fleet scenario on: this guest's sshd is 127.0.0.1:$port"
+fi
+
+# The published repository, as users install from it (every suite guest; the fleet guest's role has its own): the
+# sites the release's own publish step makes (scripts/publish.sh, signed with the throw-away key), one for each moment
+# of scenario 0b, served over HTTP at the repository's address in the guest (10.0.2.100) by Tests/VM/repo-server.py,
+# which qemu starts for each connection. restrict=on: the guest reaches that address and nothing else, no host port is
+# opened. The README and its one base URL go in the share: the guest runs the README's install lines as written, with
+# that URL replaced by this one.
+repo_netdev=""
+if [ -z "$fleet" ]; then
+    sites="$work/sites"
+    mkdir -p "$sites"
+    cp "$top/README.md" "$top/deploy/apt/base-url" "$work/src/"
+    version=$(dpkg-deb -f "$deb" Version)
+    sh "$here/repack.sh" "$deb" "$work/next.deb" "$version+next1"
+    publish() {
+        REPO_URL=http://10.0.2.100 XDG_STATE_HOME="$work/key" sh "$top/scripts/publish.sh" "$@" 2>>"$work/out/publish.log"
+    }
+    # v1: this release. v2: the next one added the way a new release's workflow adds it (the pool and the indexes kept).
+    # Each site's files an hour older than the next site's: apt asks for InRelease with If-Modified-Since, to the second,
+    # and three sites made within one second would all be "not modified" (as they are not when releases are days apart).
+    aged() { find "$1" -exec touch -h -d "@$(( $(date +%s) - $2 ))" {} +; }
+    publish "$sites/v1" "$deb"
+    aged "$sites/v1" 7200
+    cp -a "$sites/v1" "$sites/v2"
+    publish "$sites/v2" "$work/next.deb"
+    aged "$sites/v2" 3600
+    # tampered: v2 with one digit of an index's hash changed in InRelease's signed text (its signature left as it was).
+    cp -a "$sites/v2" "$sites/tampered"
+    python3 - "$sites/tampered/dists/stable/InRelease" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+i = re.search(r'^ [0-9a-f]{64} ', text, flags=re.M).start() + 1
+open(sys.argv[1], 'w').write(text[:i] + ('0' if text[i] != '0' else '1') + text[i + 1:])
+PY
+    gpgconf --homedir "$work/key/beacond/repo-throwaway-gnupg" --kill gpg-agent 2>/dev/null || true
+    repo_netdev="user,id=repo,restrict=on,guestfwd=tcp:10.0.2.100:80-cmd:python3 $here/repo-server.py $sites $work/out/repo-published $work/out/repo-requests.log"
+    echo "vm: the repository (scripts/publish.sh: $version, then $version+next1, and a tampered copy) at http://10.0.2.100 in the guest"
 fi
 
 accel=tcg
@@ -166,6 +204,7 @@ else
         -device virtio-serial-pci -chardev "socket,id=bt,path=$work/bt.sock,server=on,wait=off" \
         -device virtconsole,chardev=bt,name=bt
 fi
+[ -z "$repo_netdev" ] || set -- "$@" -netdev "$repo_netdev" -device virtio-net-pci,netdev=repo
 # shellcheck disable=SC2086
 timeout "$timeout_s" "$@" $netdev -nodefaults -m 1536 -smp "$smp" -no-reboot \
     -display none -monitor none -serial "file:$work/out/console.log" \

@@ -690,13 +690,57 @@ def dpkg_version():
     return sh("dpkg-query -W -f='${Status} ${Version}' beacond 2>/dev/null").strip()
 
 
+# ---- the published repository (run.sh serves it at REPO; Tests/VM/repo-server.py) ---------------------------------
+
+REPO = 'http://10.0.2.100'
+SRC = os.path.dirname(PACKAGES)
+REPO_FILES = ('/etc/apt/sources.list.d/beacond.sources', '/etc/apt/keyrings/beacond-archive-keyring.gpg')
+
+
+def readme_install_lines():
+    """The README's install lines as written (the indented block after its `<!-- install -->` mark), with the one
+    base URL (deploy/apt/base-url) replaced by where run.sh serves the repository: nothing else changed."""
+    base = open(os.path.join(SRC, 'base-url')).read().strip()
+    readme = open(os.path.join(SRC, 'README.md')).read()
+    assert '<!-- install -->' in readme, 'the README has no install lines (no <!-- install --> mark)'
+    block = readme.split('<!-- install -->', 1)[1].lstrip('\n').split('\n\n', 1)[0]
+    lines = [l.strip() for l in block.splitlines() if l.strip()]
+    assert lines and all(l.startswith('sudo ') or l.startswith('curl ') for l in lines), block
+    assert sum(base in l for l in lines) >= 2, f'the install lines do not fetch from {base}: {lines}'
+    return [l.split('  #', 1)[0].strip().replace(base, REPO) for l in lines]
+
+
+def publish(site):
+    """A new site on the repository's address, as a new release's workflow run publishes one."""
+    with open(os.path.join(OUT, 'repo-published'), 'w') as f:
+        f.write(site + '\n')
+
+
+def network_up():
+    """The guest's one network: qemu's, restricted to the repository's address (run.sh)."""
+    os.makedirs('/run/systemd/network', exist_ok=True)
+    with open('/run/systemd/network/20-vm.network', 'w') as f:
+        f.write('[Match]\nName=en* eth*\n\n[Network]\nDHCP=ipv4\n')
+    sh('systemctl start systemd-networkd', check=True)
+    wait(lambda: '10.0.2.' in sh('cat /proc/net/fib_trie'), 60, 'an address from qemu')
+
+
 def s0_fresh_install_waits_for_a_uuid():
     global BASELINE
     bluetoothd(False)
+    network_up()
     BASELINE = snapshot()
     since = now_us()
-    out = sh(f'{APT} {PACKAGES}/current.deb 2>&1', check=True, timeout=300)
+    # As a user does on a stock system: the README's lines, one after another, nothing answered (stdin is empty: a
+    # prompt would fail the line).
+    out = ''
+    for line in readme_install_lines():
+        r = subprocess.run(line, shell=True, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
+        out += f'$ {line}\n{r.stdout}{r.stderr}'
+        assert r.returncode == 0, f'{line!r} exited {r.returncode}: {(r.stdout + r.stderr)[-800:]}'
     assert dpkg_version().startswith('install ok installed'), out[-800:]
+    policy = sh('apt-cache policy beacond')
+    assert f'{REPO} stable/main' in policy, policy
     assert show_unit('beacond', 'UnitFileState') == 'enabled', 'not enabled on install'
     st = wait(lambda: show('ActiveState')['ActiveState'] == 'active' and status().startswith('Not advertising') and status(),
               30, f'an active unit whose STATUS says it is not advertising (now {status()!r})')
@@ -719,7 +763,74 @@ def s0_fresh_install_waits_for_a_uuid():
     names = json.loads(sh('beacond check-config --schema', check=True))['formatNames']
     description = ' '.join(sh("dpkg-query -W -f='${Description}' beacond", check=True).split())
     assert all(n in description for n in names), f'the package description does not name every format {names}: {description}'
-    return f'{st[:60]}…; man pages and a description naming {len(names)} formats'
+    return f'{len(readme_install_lines())} README lines installed {dpkg_version().split()[-1]} from the repository; {st[:60]}…; man pages and a description naming {len(names)} formats'
+
+
+def apt_update():
+    """`sudo apt update` as the README's troubleshooting rows quote it: (exit status, what it printed)."""
+    r = subprocess.run('sudo apt update', shell=True, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
+    return r.returncode, r.stdout + r.stderr
+
+
+def unit_starts(cursor):
+    """The start jobs systemd finished for beacond.service since the journal cursor (its own "Started" messages)."""
+    entries = [json.loads(l) for l in sh(f"journalctl --after-cursor='{cursor}' -u beacond.service -o json").splitlines() if l.startswith('{')]
+    return [e.get('MESSAGE', '') for e in entries if e.get('JOB_TYPE') == 'start' and e.get('JOB_RESULT') == 'done']
+
+
+def s0b_repository_upgrade_tamper_expiry():
+    """What a user of the repository lives through after the install: a new release published, then `sudo apt update
+    && sudo apt upgrade`; an InRelease altered on its way; an index no one re-signed. The beacon and the edited config
+    are scenario 0's."""
+    conf = open(CONF).read()
+    uuid = re.search(r'^uuid = "([0-9A-F-]+)"', conf, flags=re.M).group(1)
+    expected = bytes.fromhex('0201061aff4c000215' + uuid.replace('-', '')) + (1).to_bytes(2, 'big') * 2 + (-59).to_bytes(1, 'big', signed=True)
+    wait_on_air(expected)
+    before = dpkg_version().split()[-1]
+    pid = show('MainPID')['MainPID']
+    cursor = sh('journalctl -n 1 --show-cursor -o cat').strip().splitlines()[-1].split('-- cursor: ', 1)[1]
+    publish('v2')
+
+    def upgrade():
+        r = subprocess.run('sudo apt update && sudo apt upgrade -y', shell=True, stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, f'apt upgrade exited {r.returncode} (a conffile prompt reads an empty stdin): {(r.stdout + r.stderr)[-800:]}'
+    off, on = gap_after(upgrade, expected, timeout=60)
+    after = dpkg_version().split()[-1]
+    assert after == before + '+next1', f'{before} → {after}'
+    assert open(CONF).read() == conf, 'the edited config was not kept'
+    assert not os.path.exists(CONF + '.dpkg-dist') and not os.path.exists(CONF + '.dpkg-old'), 'dpkg offered a config it should not have'
+    new_pid = wait(lambda: (lambda p: p not in ('0', pid) and p)(show('MainPID')['MainPID']), 30, 'a new main process')
+    wait_on_air(expected)
+    starts = wait(lambda: unit_starts(cursor), 10, "systemd's message that it started beacond.service")
+    assert len(starts) == 1, f'beacond.service was started {len(starts)} times by the upgrade, not once: {starts}'
+    gap = (on - off) / 1e6 if off else 0.0
+    assert gap <= 2.0, f'the beacon was off the air {gap:.3f} s across the upgrade (at most 2 s)'
+
+    # An InRelease altered between the site and the host: apt refuses it, says so and goes on with the index it had
+    # (a warning: `apt update` itself exits 0 there).
+    publish('tampered')
+    policy = sh('apt-cache policy beacond')
+    code, out = apt_update()
+    refused = next((l for l in out.splitlines() if 'BADSIG' in l and REPO in l), '').strip()
+    assert refused and 'The repository is not updated and the previous index files will be used' in out, f'apt took a tampered InRelease (exit {code}): {out[-800:]}'
+    assert sh('apt-cache policy beacond') == policy, 'apt changed its index after a tampered InRelease'
+
+    # The index no one re-signed: its 30 days of Valid-Until past (the host's clock moved on 31 days, then back).
+    publish('v2')
+    real = time.time()
+    t0 = time.monotonic()
+    sh(f'date -s @{int(real + 31 * 86400)}', check=True)
+    try:
+        code, out = apt_update()
+    finally:
+        sh(f'date -s @{int(real + time.monotonic() - t0)}', check=True)
+    expired = next((l for l in out.splitlines() if 'expired' in l), '').strip()
+    assert code != 0 and expired and REPO in expired, f'apt did not say the index of {REPO} expired (exit {code}): {out[-800:]}'
+    code, out = apt_update()
+    assert code == 0, f'apt update with the clock back: exit {code}: {out[-600:]}'
+    return (f'{before} → {after} by apt upgrade, no prompt, the edited config kept, started once (pid {pid} → {new_pid}), '
+            f'off the air {gap:.3f} s; tampered: {refused[:90]}; expired: {expired[:110]}')
 
 
 def s13_purge_leaves_nothing():
@@ -728,6 +839,11 @@ def s13_purge_leaves_nothing():
     since = now_us()
     out = sh('DEBIAN_FRONTEND=noninteractive apt-get purge -y -q beacond 2>&1', check=True, timeout=300)
     assert 'beacond' not in sh('dpkg-query -W -f="${Package}\n" 2>/dev/null').split(), out[-600:]
+    # The repository the user added with the README's lines is theirs: purge leaves it. Then it goes, by hand.
+    kept = [p for p in REPO_FILES if os.path.exists(p)]
+    assert kept == list(REPO_FILES), f'purge removed the repository the user added: only {kept} left'
+    for p in REPO_FILES:
+        os.remove(p)
     assert show_unit('beacond', 'LoadState') == 'not-found', show_unit('beacond', 'LoadState')
     left = sorted(snapshot() - BASELINE)
     assert not left, f'left behind after purge: {left[:20]}'
@@ -1423,7 +1539,8 @@ def main():
     btvirt_start()
     # amd64 runs everything but the fleet (22), which has a guest of its own. The arm64 guests are several times slower
     # under TCG. The Debian 12 one (where most Pis are; the amd64 guest's release, kernel, BlueZ and systemd) runs what
-    # the arm64 package and a controller with sets change: the install, upgrade and purge of that package, raw HCI and
+    # the arm64 package and a controller with sets change: the install from the repository, its upgrade there (0b,
+    # which stands for 14's upgrade from a file there) and the purge of that package, raw HCI and
     # mgmt with sets, reloads, the controller gone and back over its UART, kills, status --check; what only systemd
     # decides with the same unit files (3's refused reload, 7's stop, 8's watchdog, 9's privileges) runs on the amd64
     # guest of the same release. The Debian 13 one only what its kernel 6.12, BlueZ 5.82 and systemd 257 change: the
@@ -1432,7 +1549,7 @@ def main():
     if ARM64 and RELEASE == 'trixie':
         only = {'0', '1a', '1c', '15', '13'}
     elif ARM64:
-        only = {'0', '1a', '1c', '1e', '2a', '5', '10b', '13', '14', '15', '16', '17', '18', '25'}
+        only = {'0', '0b', '1a', '1c', '1e', '2a', '5', '10b', '13', '15', '16', '17', '18', '25'}
     else:
         only = None
     fleet = os.path.exists(os.path.join(PACKAGES, '..', 'fleet-enabled'))
@@ -1453,7 +1570,8 @@ def main():
         if only is None or title.split('.')[0] in only:
             planned.append((title, fn))
     try:
-        run_('0. fresh install with apt-get: enabled, active, STATUS asks for a uuid, no HCI command; gen-uuid --set and reload put it on the air', s0_fresh_install_waits_for_a_uuid)
+        run_('0. fresh install by the README\'s lines from the signed repository served as Pages serves it: enabled, active, STATUS asks for a uuid, no HCI command; gen-uuid --set and reload put it on the air', s0_fresh_install_waits_for_a_uuid)
+        run_('0b. the repository: a newer version published, then apt upgrade: the edited config kept with no prompt, started once, the beacon back within 2 s; a tampered InRelease refused; an index past its Valid-Until named by apt', s0b_repository_upgrade_tamper_expiry)
         run_('1a. enable --now with backend=hci, bluetoothd stopped: active, exact bytes on air, journal fields', s1_hci_without_bluetoothd)
         run_('1b. backend=auto, bluetoothd stopped: raw HCI at the configured interval on a legacy-only controller (mgmt on one with sets), exact bytes on air', s1_auto_without_bluetoothd)
         run_('1c. backend=auto, bluetoothd running: raw HCI on a legacy-only controller (mgmt on one with sets), exact bytes on air', s1_auto_with_bluetoothd)
