@@ -2,6 +2,7 @@
 from make's own plan (make -n: nothing is built), and the shipped example for three beacons."""
 from __future__ import annotations
 
+import os
 import subprocess
 
 from conftest import ROOT
@@ -10,7 +11,10 @@ from conftest import ROOT
 def plan(*args: str) -> list[str]:
     # -B: the plan from scratch, whether or not this checkout has built the package already (make test builds it
     # beside the integration tests, and a package already made would leave nothing to plan).
-    r = subprocess.run(['make', '-n', '-B', '--no-print-directory', *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    # make's own variables stay out: under `make test` MAKEFLAGS carries its STAGE_DEPS=deps-all into every make below
+    # it, and the plan would be make test's, not a user's.
+    env = {k: v for k, v in os.environ.items() if k not in ('MAKEFLAGS', 'MFLAGS', 'MAKEOVERRIDES', 'MAKELEVEL')}
+    r = subprocess.run(['make', '-n', '-B', '--no-print-directory', *args], cwd=ROOT, capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 0, r.stderr
     return r.stdout.splitlines()
 
