@@ -27,7 +27,8 @@ public enum ConfigValueType: Sendable, Hashable {
     case uuid
     /// 1 to `maxBytes` bytes of UTF-8, no control characters.
     case text(maxBytes: Int)
-    /// A file holding an identity key (relative: in the credentials directory).
+    /// A file holding a 128-bit key (relative: in the credentials directory): an EID identity key, a bindkey, a
+    /// resolving key. `check-config --schema` marks these rows `"keyFile": true`.
     case keyFile
     /// A controller: hciN, tcp:HOST:PORT, unix:PATH, serial:PATH[:BAUD].
     case device
@@ -216,6 +217,9 @@ public enum ConfigSchema {
                 ("formats", .array(k.formats.map { .string($0.rawValue) })),
                 ("kind", .string(k.type.tomlKind)), ("type", .string(k.type.reference)),
                 ("default", .string(k.defaultValue.reference)), ("required", .bool(k.defaultValue == .required)),
+                // The value names a key file (`BeaconConfiguration.keyFiles` reads it): the role keeps such a file as a
+                // credential, refuses a path for it and prefixes its name for a verifier.
+                ("keyFile", .bool(k.type == .keyFile)),
                 ("help", .string(k.help)),
             ]
             if case .integer(let r, _, _) = k.type { m += [("min", .number(Double(r.lowerBound))), ("max", .number(Double(r.upperBound)))] }

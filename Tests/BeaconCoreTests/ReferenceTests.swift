@@ -90,6 +90,28 @@ struct ReferenceTests {
         }
     }
 
+    @Test("the schema's JSON marks the keys that name a key file: exactly those the loader reads as one (keyFiles)")
+    func keyFileKeys() throws {
+        let json = try #require(JSONValue(parsing: Array(ConfigSchema.json.utf8)))
+        let rows = try #require(json["keys"]?.array)
+        #expect(rows.count == ConfigSchema.keys.count)
+        for (row, key) in zip(rows, ConfigSchema.keys) {
+            let marked = try #require(row["keyFile"]?.bool, "\(key.path) has no keyFile member")
+            guard key.table == .beacon, let format = key.formats.first else {
+                #expect(!marked, "\(key.path)")
+                continue
+            }
+            // The row set to a valid value, in a beacon of a format it belongs to: the loader reads a file for it or not.
+            let value: String
+            if case .value(let v) = key.defaultValue { value = v } else { value = try #require(Self.samples[key.path]) }
+            let config = try BeaconConfiguration.parse(Array(Self.config(key, setting: value).utf8))
+            let read = config.keyFiles.map(\.key).filter { $0 == key.name }
+            #expect(marked == !read.isEmpty, "\(key.path) for \(format.rawValue): keyFile \(marked), the loader reads \(read)")
+        }
+        #expect(Set(rows.filter { $0["keyFile"]?.bool == true }.compactMap { $0["key"]?.string })
+                    == ["identity_key_file", "bindkey_file", "resolving_key_file"])
+    }
+
     @Test("each format's keys are the schema's, and a key of another format names its owners")
     func formatKeys() throws {
         #expect(BeaconFormat.altbeacon.keys == ["uuid", "major", "minor", "measured_power", "company_id", "reserved", "resolving_key_file"])
