@@ -58,7 +58,7 @@ public enum ConfigEditor {
                 : distinct.count == 1 ? "every beacon in this file has its uuid already (\(there[0]))"
                 : "every beacon in this file has its uuid already"
             throw ConfigDiagnostics([ConfigDiagnostic("\(what); a fleet shares one UUID, so --set keeps it: pass --replace to give this file a new region",
-                                                      at: c.entry!.item.location, key: "uuid")])
+                                                      at: c.entry!.item.location, key: "uuid", showing: distinct.map(\.description))])
         }
         var uuid = fresh
         var reused = false

@@ -22,20 +22,24 @@ public struct ConfigDiagnostic: Sendable, Hashable, CustomStringConvertible {
     /// What is wrong, with every run of 16 or more hex digits taken out (Redaction) however it was made.
     public var message: String {
         get { text }
-        set { text = Redaction.apply(newValue) }
+        set { text = Redaction.apply(newValue, showing: shown) }
     }
     private var text: String
+    /// What the message may repeat though Redaction would take it out: what goes on the air anyway.
+    private var shown: [String]
 
-    public init(_ message: String, at location: SourceLocation?, key: String? = nil) {
-        text = Redaction.apply(message)
+    /// `showing`: values the message may repeat, each one that goes on the air (a beacon's parsed UUID).
+    public init(_ message: String, at location: SourceLocation?, key: String? = nil, showing: [String] = []) {
+        shown = showing
+        text = Redaction.apply(message, showing: showing)
         self.location = location
         self.key = key
     }
 
     /// `PATH:LINE:COL: error: MESSAGE`, or `PATH: error: MESSAGE` for whole-file problems.
     public func formatted(path: String) -> String {
-        if let location { return Redaction.apply("\(path):\(location.line):\(location.column): error: \(message)") }
-        return Redaction.apply("\(path): error: \(message)")
+        if let location { return Redaction.apply("\(path):\(location.line):\(location.column): error: \(message)", showing: shown) }
+        return Redaction.apply("\(path): error: \(message)", showing: shown)
     }
 
     public var description: String { formatted(path: "<config>") }

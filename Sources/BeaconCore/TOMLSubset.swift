@@ -94,7 +94,7 @@ enum ASCII {
     }
 }
 
-private struct Parser {
+struct Parser {
     let b: [UInt8]
     var i = 0
     var line = 1
@@ -311,39 +311,6 @@ private struct Parser {
             skipLine()
         }
         return true
-    }
-
-    /// Keys whose values may be secrets: a key pasted where a path or a quoted key belongs.
-    static func isSecret(_ key: String) -> Bool { key.hasPrefix("identity_key") }
-
-    /// A mistake in a secret's value never quotes it: its messages reach stderr, the journal, STATUS and Ansible's
-    /// output. Each becomes one message with the value's kind and length only (and any stray text after it).
-    mutating func redactSecret(_ key: String, diagnosticsFrom first: Int, valueStart: Int, strayFrom stray: Int) {
-        guard first < diagnostics.count else { return }
-        var end = valueStart
-        var start = valueStart
-        if end < b.count && (b[end] == ASCII.quote || b[end] == ASCII.apostrophe) {
-            let q = b[end]
-            start += 1
-            end += 1
-            while end < b.count && !isLineEnd(end) && b[end] != q { end += b[end] == ASCII.backslash && q == ASCII.quote ? 2 : 1 }
-            end = min(end, b.count)
-        } else {
-            while end < b.count && !isLineEnd(end) && b[end] != ASCII.space && b[end] != ASCII.tab && b[end] != ASCII.hash { end += 1 }
-        }
-        let value = b[start..<end]
-        let kind = !value.isEmpty && value.allSatisfy({ ASCII.hexValue($0) != nil })
-            ? "\(value.count) hex digits" : "\(value.count) characters"
-        let table = tables[tables.count - 1].name
-        let prefix = "'\(key)'" + (table.map { " in [\($0)]" } ?? "") + ": "
-        let hint = key == "identity_key"
-            ? "write the key as a quoted string of 32 hex digits: identity_key = \"…\""
-            : "write a quoted path: \(key) = \"/etc/beacond/keys/…\" (the key itself goes into that file)"
-        for k in first..<diagnostics.count {
-            let what = k >= stray ? "the value (\(kind)) is followed by other text" : "the value (\(kind)) is not valid here"
-            diagnostics[k].message = prefix + what + "; it is not shown, since it may be a key; " + hint
-            diagnostics[k].key = table.map { "\($0).\(key)" } ?? key
-        }
     }
 
     /// Every mistake found in a value names its key (and table), whatever the kind of mistake: "'interval_ms' in
