@@ -22,7 +22,7 @@ public enum BeacondMain {
                 code = .success
             case .payload(let path, let format, let time): code = Tools.payload(path: path, format: format, time: time)
             case .genKey(let path): code = Tools.genKey(path: path)
-            case .irk(let path): code = Tools.irk(path: path)
+            case .irk(let path, let beacon): code = ResolvingKeyCommand.run(configPath: path, beacon: beacon)
             case .genUUID(let count, let lower, let set, let replace):
                 code = Tools.genUUID(count: count, lowercase: lower, setPath: set, replacing: replace)
             case .run(let options): code = Daemon.run(options)

@@ -13,7 +13,7 @@ enum Invocation: Equatable {
     case configSchema
     case payload(configPath: String, format: PayloadFormat, time: UInt32?)
     case genKey(path: String)
-    case irk(path: String)
+    case irk(configPath: String, beacon: String?)
     case genUUID(count: Int, lowercase: Bool, setPath: String?, replace: Bool)
     case scan(ScanOptions)
     case status(StatusOptions)
@@ -265,29 +265,7 @@ enum CLI {
                 guard let file else { throw UsageError(message: "missing FILE: where to write the new key", command: "gen-key") }
                 return .genKey(path: file)
             }),
-        Command(
-            "irk", abstract: "Print a resolving key in the forms the gateways take.",
-            usage: "beacond irk FILE",
-            description: """
-                The resolving key (IRK) of a beacon with address = "resolvable" (its resolving_key_file, made by \
-                beacond gen-key) as Home Assistant's Private BLE Device and ESPHome take it (the hex as stored), as \
-                Theengs Gateway's --identities takes it (byte-reversed, with an identity address to publish the \
-                beacon under), and in base64 (Apple's keychain form, which Home Assistant also takes). Whoever holds \
-                the key can tell the beacon's rotating addresses apart from everyone else's: give it to your gateways \
-                only. The file is checked as run checks it (a private regular file of 32 hex digits).
-                """,
-            parse: { p throws(UsageError) in
-                var file: String?
-                while !p.args.isEmpty {
-                    let a = p.args.removeFirst()
-                    if a == "-h" || a == "--help" { return .help("irk") }
-                    if a.hasPrefix("-") && a != "-" { throw p.unknown(a) }
-                    guard file == nil else { throw UsageError(message: "unexpected argument '\(a)'", command: "irk") }
-                    file = a
-                }
-                guard let file else { throw UsageError(message: "missing FILE: the resolving key to print", command: "irk") }
-                return .irk(path: file)
-            }),
+        irkCommand,
         Command(
             "gen-uuid", abstract: "Generate random (version 4) UUIDs, or write one into a config.",
             usage: "beacond gen-uuid [--count N] [--lower] [--set PATH [--replace]]",

@@ -307,31 +307,6 @@ enum Tools {
         return .success
     }
 
-    /// `irk FILE`: a resolving key in each gateway's form (ResolvingKeyForms), read and checked as run reads it.
-    static func irk(path: String) -> ExitCode {
-        let key: IdentityKey
-        switch ConfigLoader.readKey(path) {
-        case .success(let k): key = k
-        case .failure(let why):
-            Output.err("Error: \(Redaction.apply(path)) \(why.predicate(path, in: ".", kind: "a resolving key"))\n")
-            return .config
-        }
-        let f: ResolvingKeyForms
-        do { f = try ResolvingKeyForms(irk: key.bytes, cipher: { k, block in try AES128.encrypt(block, key: k) }) } catch {
-            Output.err("Error: AES-128 failed: \(error)\n")
-            return .failure
-        }
-        Output.out("""
-            The resolving key in \(path), for the gateways that are to resolve the beacon's addresses (give it to them only):
-              Home Assistant, Private BLE Device (IRK)   \(f.hex)
-              ESPHome (irk:)                             \(f.hex)
-              Theengs Gateway (--identities ADDR IRK)    --identities \(f.identityAddress) \(f.reversed)
-              base64 (Apple's keychain form; Home Assistant takes it too)   \(f.base64)
-
-            """)
-        return .success
-    }
-
     /// `45.5 °C` from 8.8 fixed point.
     static func celsius(_ t: Int16) -> String {
         let tenths = (Int(t) * 10 + (t >= 0 ? 128 : -128)) / 256

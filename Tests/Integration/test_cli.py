@@ -181,10 +181,13 @@ def test_the_readme_demo_runs_from_this_checkout():
 
 
 def test_irk_prints_the_key_in_each_gateways_form_and_refuses_a_readable_file(tmp_path):
-    key = tmp_path / 'shelf1.irk'
+    key = tmp_path / 'keys' / 'shelf1.irk'
+    key.parent.mkdir()
     key.write_text('ec0234a357c8ad05341010a60a397d9b\n')
     key.chmod(0o600)
-    r = run_cli('irk', str(key))
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(config_text().replace('\n\n[advertising]', '\naddress = "resolvable"\nresolving_key_file = "shelf1.irk"\n\n[advertising]'))
+    r = run_cli('irk', '-c', str(conf), str(key))
     assert r.returncode == 0, r.stderr
     assert 'Home Assistant, Private BLE Device (IRK)   ec0234a357c8ad05341010a60a397d9b' in r.stdout, r.stdout
     assert 'ESPHome (irk:)                             ec0234a357c8ad05341010a60a397d9b' in r.stdout
@@ -196,5 +199,5 @@ def test_irk_prints_the_key_in_each_gateways_form_and_refuses_a_readable_file(tm
     assert base64.b64encode(rev).decode() in r.stdout
     # The same checks as run's: a key readable by others is refused, and nothing of it is printed.
     key.chmod(0o644)
-    r = run_cli('irk', str(key))
+    r = run_cli('irk', '-c', str(conf))
     assert r.returncode == 78 and 'ec0234' not in r.stdout + r.stderr and 'mode 644' in r.stderr, r.stderr

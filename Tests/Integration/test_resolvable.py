@@ -30,9 +30,9 @@ def resolves(key_hex: str, address: str) -> bool:
     return resolve_private_address(get_cipher_for_irk(bytes.fromhex(key_hex)), address)
 
 
-def home_assistant_form(key_file, form: str = 'Home Assistant') -> str:
-    """The key as `beacond irk` prints it for Home Assistant's Private BLE Device (or in base64)."""
-    out = run_cli('irk', str(key_file), check=True).stdout
+def home_assistant_form(conf, form: str = 'Home Assistant') -> str:
+    """The config's resolving key as `beacond irk` prints it for Home Assistant's Private BLE Device (or in base64)."""
+    out = run_cli('irk', '-c', str(conf), check=True).stdout
     return re.search(form + r'[^\n]*?  ([0-9a-f]{32}|[A-Za-z0-9+/]{22}==)$', out, re.M).group(1)
 
 
@@ -47,10 +47,10 @@ def addresses_heard(lab: Lab, frame: bytes) -> list[tuple[float, str]]:
 
 @pytest.mark.parametrize('extended', [True, False], ids=['extended', 'legacy'])
 def test_the_addresses_resolve_under_the_key_alone_and_change_every_rotation(tmp_path, processes, extended):
-    key = write_key(tmp_path / 'keys' / 'shop.irk', IRK + '\n')
-    assert home_assistant_form(key) == IRK
+    write_key(tmp_path / 'keys' / 'shop.irk', IRK + '\n')
     conf = tmp_path / 'beacond.conf'
     conf.write_text(RESOLVABLE + '[advertising]\naddress_rotation_s = 2\n')
+    assert home_assistant_form(conf) == IRK
     sock = tmp_path / 'hci.sock'
     with Lab(f'unix-server:{sock}', extended=extended) as lab:
         b = processes('run', '-c', str(conf), '-d', f'unix:{sock}')
@@ -117,7 +117,7 @@ def test_home_assistants_private_ble_device_tracks_two_rotations_as_one_device(t
     prints it (hex, and base64), follows the beacon across a rotation; another key finds nothing."""
     if not HA_PYTHON.exists():
         pytest.fail(f"Home Assistant's venv is missing ({HA_PYTHON}): run `make venv-ha` (or set BEACOND_HA_PYTHON)", pytrace=False)
-    key = write_key(tmp_path / 'keys' / 'shop.irk', IRK + '\n')
+    write_key(tmp_path / 'keys' / 'shop.irk', IRK + '\n')
     conf = tmp_path / 'beacond.conf'
     conf.write_text(RESOLVABLE + '[advertising]\naddress_rotation_s = 2\n')
     sock = tmp_path / 'hci.sock'
@@ -136,7 +136,7 @@ def test_home_assistants_private_ble_device_tracks_two_rotations_as_one_device(t
         assert r.returncode == 0, r.stderr
         return json.loads(r.stdout)
     for form in ('Home Assistant', 'base64'):
-        out = home_assistant(home_assistant_form(key, form))
+        out = home_assistant(home_assistant_form(conf, form))
         assert out['flow'] == [['user', {}], [None, None, None]], out
         assert out['entry']['unique_id'] == IRK and out['devices'] == 1, out
         assert out['tracked'] == [{'state': 'home', 'current_address': a}, {'state': 'home', 'current_address': b}], out
