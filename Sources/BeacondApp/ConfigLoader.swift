@@ -88,7 +88,7 @@ extension ConfigLoader {
     /// Reads every key file the config names (`BeaconConfiguration.keyFiles`: EID identity keys, the self-report's
     /// bindkey, resolving keys); each problem is a diagnostic at the key that names the file.
     static func loadKeys(_ config: inout BeaconConfiguration, configPath: String, keys: String? = nil) throws(ConfigError) {
-        var problems: [ConfigDiagnostic] = []
+        var problems = sharedUses(config, configPath: configPath, keys: keys)
         let files = config.keyFiles
         if !files.isEmpty { disableCoreDumps() }
         for ref in files {
@@ -101,6 +101,28 @@ extension ConfigLoader {
             }
         }
         if !problems.isEmpty { throw ConfigError(path: configPath, diagnostics: problems) }
+    }
+
+    /// One file named for two uses (an EID identity key, a resolving key, a bindkey), by whatever names reach it
+    /// (compared by device and inode): each use's key goes to different hands (the resolving key to Home Assistant
+    /// and its backups), so a file holds one key for one use. The same file for two beacons of one use stays
+    /// allowed: two resolvable beacons with one key are one device to the gateways. Said at the later use, never
+    /// with the file's name (it may be a key).
+    static func sharedUses(_ config: BeaconConfiguration, configPath: String, keys: String? = nil) -> [ConfigDiagnostic] {
+        let refs = config.keyFiles
+        let identities = refs.map { r in FileIdentity(path: keyPath(r.file, configPath: configPath, keys: keys)).map { "\($0.device):\($0.inode)" } }
+        var problems: [ConfigDiagnostic] = []
+        for (k, r) in refs.enumerated() {
+            guard let first = refs.indices.first(where: { j in
+                j < k && refs[j].key != r.key && (refs[j].file == r.file || (identities[j] != nil && identities[j] == identities[k]))
+            }) else { continue }
+            let o = refs[first]
+            let line = o.location.map { " (line \($0.line))" } ?? ""
+            problems.append(ConfigDiagnostic(
+                "'\(r.key)' in \(config.beacons[r.beacon].label): the file it names is also the \(o.key) of \(config.beacons[o.beacon].label)\(line): a file holds one key for one use; \(r.kind) and \(o.kind) go to different hands (a resolving key to the gateways), so make each its own with 'beacond gen-key'",
+                at: r.location, key: "beacon.\(r.key)"))
+        }
+        return problems
     }
 
     /// What is wrong with a key file (BeaconCore decides, from what reading it found).

@@ -65,6 +65,9 @@ enum ResolvingKeyCommand {
         disableCoreDumps()  // before any key is read, as run's loader does
         let config: BeaconConfiguration
         do { config = try ConfigLoader.parse(configPath).config } catch { return Tools.report(error) }
+        // A file that is also another use's key is never printed (the loader refuses such a config too).
+        let shared = ConfigLoader.sharedUses(config, configPath: configPath)
+        if !shared.isEmpty { return Tools.report(ConfigError(path: configPath, diagnostics: shared)) }
         let ref: KeyFileReference
         switch choose(which, in: config, configPath: configPath) {
         case .success(let r): ref = r
