@@ -89,7 +89,7 @@ final class Daemon {
             return .failure
         }
         let daemon = Daemon(loop: loop, log: log, options: options, config: config, digest: digest)
-        if let problem = daemon.stateLock.acquire(daemon.lifecycle.device.description) {
+        if let problem = daemon.stateLock.acquire(daemon.lifecycle.device.description, loop: loop) {
             return exit(StartupExit.decide(.stateLock(busy: problem.kind == .busy, problem: "\(problem)"))!, log)
         }
         daemon.claimRuntimeDirectory()
@@ -261,7 +261,7 @@ final class Daemon {
         // The device may have become a kernel one at a reload (from an H4 device): its events from now on.
         startWatcher()
         // A reload may name another device: its lock first (held by another beacond: retried like a busy device).
-        if let busy = stateLock.acquire(device.description) {
+        if let busy = stateLock.acquire(device.description, loop: loop) {
             generation += 1
             return handle(.openFailed(BackendFailure(message: "Cannot open \(device): \(busy)")), from: generation)
         }

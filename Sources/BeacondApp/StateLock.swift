@@ -1,5 +1,7 @@
-// One beacond per device and state directory: the device's lock file in the state directory, held for as long as
-// the process uses the device. A second `beacond run` on the same device and directory (the README's hand-run
+// One beacond per device: the device itself is claimed (DeviceClaim, an abstract unix socket per name of the device),
+// whatever the state directory, and none at all is no excuse (issue #53: beacond.service and beacond@hci0.service,
+// two state directories, both drove hci0). Beside it, the device's lock file in the state directory, held for as long
+// as the process uses the device. A second `beacond run` on the same device and directory (the README's hand-run
 // recipe beside the service) would otherwise read the service's ownership record as its own and take the
 // service's advertising off the controller. And one writer at a time for the records (`owned`, `addresses`), which
 // processes on other devices share.
@@ -7,6 +9,7 @@
 // The directory is trusted only when it is this process's user's and no one else may write it: another user's
 // `addresses` would choose the address root's beacons advertise from, their `owned` what root removes, and their
 // lock files what root waits on (review #43). A lock that cannot be taken is an error, never no lock.
+import AESCipher
 import DaemonCore
 import SystemCalls
 import SystemdSupport
@@ -53,9 +56,16 @@ final class StateLock {
     /// The device this process uses, and the lock of each of its names (DeviceIdentity).
     private var device: String?
     private var held: [String: FileLock] = [:]
+    /// The device's claims, by name, each with the event source that answers who holds it.
+    private var claims: [String: (claim: DeviceClaim, watch: EventSource?)] = [:]
 
-    init(directory: String = AddressStore.directory) {
+    /// What the device's claims are named under: `beacond/device/` (a test takes its own, so that it meets no beacond
+    /// on the machine nor another test run).
+    private let claimPrefix: String
+
+    init(directory: String = AddressStore.directory, claimPrefix: String = "beacond/device/") {
         self.directory = directory
+        self.claimPrefix = claimPrefix
     }
 
     /// How long a writer waits for the records' lock: the holder only reads and writes a small file.
@@ -99,9 +109,10 @@ final class StateLock {
     /// Takes `device`'s locks, one per name it has (DeviceIdentity: two spellings of one controller are one device),
     /// letting go of another device's: nil when this process holds them now, else why not. No state directory at all
     /// (none can be made: a user without one) is no conflict: nothing is shared through it.
-    func acquire(_ device: String, identity: DeviceIdentity? = nil) -> StateProblem? {
+    func acquire(_ device: String, identity: DeviceIdentity? = nil, loop: EventLoop? = nil) -> StateProblem? {
         let names = (identity ?? DeviceIdentity(device)).names
-        if self.device == device, Set(held.keys) == Set(names) { return nil }
+        if self.device == device, Set(held.keys) == Set(names), Set(claims.keys) == Set(names) { return nil }
+        if let busy = claim(device, names, loop: loop) { return busy }
         let dir: FileDescriptor
         do { dir = try Self.open(directory, create: true) } catch {
             return error.kind == .absent ? nil : error
@@ -124,6 +135,47 @@ final class StateLock {
         for (k, l) in held where taken[k] == nil { l.release() }
         held = taken
         self.device = device
+        return nil
+    }
+
+    /// The abstract socket's name for one of a device's names: `beacond/device/` and the name, or its SHA-256 when
+    /// that is too long for a socket address.
+    static func claimName(for name: String, prefix: String = "beacond/device/") -> String {
+        let whole = prefix + name
+        return whole.utf8.count <= DeviceClaim.maximumNameBytes ? whole : prefix + "sha256:" + SHA256.hex(Array(name.utf8))
+    }
+
+    /// Claims each of the device's names (letting go of another device's): nil when this process holds them all.
+    private func claim(_ device: String, _ names: [String], loop: EventLoop?) -> StateProblem? {
+        var taken: [String: (claim: DeviceClaim, watch: EventSource?)] = [:]
+        for n in names {
+            if let mine = claims[n] {
+                taken[n] = mine
+                continue
+            }
+            do {
+                let c = try DeviceClaim.claim(Self.claimName(for: n, prefix: claimPrefix))
+                taken[n] = (c, try? loop?.addReader(fd: c.descriptor) { _ in c.answerQuestions() })
+            } catch {
+                for (k, t) in taken where claims[k] == nil {
+                    t.watch?.cancel()
+                    t.claim.release()
+                }
+                switch error {
+                case .held(let pid, _):
+                    let who = pid.map { "another beacond (pid \($0))" } ?? "another beacond"
+                    return StateProblem(kind: .busy, description: "\(who) is running on \(device): stop it first (one controller takes one "
+                                        + "beacond, whatever its state directory: beacond.service and beacond@hci0.service are two)")
+                case .system(let e):
+                    return StateProblem(kind: .unusable, description: "cannot claim \(device) for this beacond: \(e)")
+                }
+            }
+        }
+        for (k, t) in claims where taken[k] == nil {
+            t.watch?.cancel()
+            t.claim.release()
+        }
+        claims = taken
         return nil
     }
 

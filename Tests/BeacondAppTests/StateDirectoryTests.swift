@@ -7,6 +7,12 @@ import Glibc
 import SystemCalls
 import Testing
 
+/// A lock whose device claims are this test's own: tests run side by side in one process, and a beacond may run
+/// on the machine.
+private func lock(_ directory: String) -> StateLock {
+    StateLock(directory: directory, claimPrefix: "beacond-test-\(getpid())/\(directory)/")
+}
+
 private func temporaryDirectory() -> String {
     var template = Array("/tmp/beacond-state-XXXXXX".utf8CString)
     return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
@@ -18,14 +24,32 @@ struct StateDirectoryTests {
     func oneProcessPerDevice() throws {
         let d = temporaryDirectory()
         // Two locks stand for two processes: flock(2) conflicts between open file descriptions, also in one process.
-        let service = StateLock(directory: d), byHand = StateLock(directory: d)
+        let prefix = "beacond-test-\(getpid())/device/"
+        let service = StateLock(directory: d, claimPrefix: prefix), byHand = StateLock(directory: d, claimPrefix: prefix)
         #expect(service.acquire("hci0") == nil)
         let refused = byHand.acquire("hci0")?.description
-        #expect(refused == "another beacond (pid \(getpid())) is running on hci0 with the state directory \(d): stop it first, or give this one a state directory of its own (STATE_DIRECTORY=$(mktemp -d))")
+        #expect(refused == "another beacond (pid \(getpid())) is running on hci0: stop it first (one controller takes one beacond, whatever its state directory: beacond.service and beacond@hci0.service are two)")
         #expect(byHand.acquire("hci1") == nil)
         // A process that moves to another device lets go of the first.
         #expect(service.acquire("hci2") == nil)
         #expect(byHand.acquire("hci0") == nil)
+    }
+
+    @Test("bug: the device lock lived in the state directory; two directories, or none, now meet at the device's claim")
+    func oneProcessPerDeviceWhateverTheDirectory() throws {
+        let prefix = "beacond-test-\(getpid())/claim/"
+        let one = StateLock(directory: temporaryDirectory(), claimPrefix: prefix)
+        let two = StateLock(directory: temporaryDirectory(), claimPrefix: prefix)
+        let none = StateLock(directory: "/proc/no-state-directory-here", claimPrefix: prefix)
+        #expect(one.acquire("hci0") == nil)
+        #expect(two.acquire("hci0")?.kind == .busy)
+        #expect(none.acquire("hci0")?.kind == .busy)
+        #expect(none.acquire("hci1") == nil)
+        // A name too long for a socket address is claimed by its digest, as surely.
+        let long = "unix:/" + String(repeating: "d/", count: 40) + "hci.sock"
+        #expect(one.acquire(long) == nil)
+        #expect(two.acquire(long)?.kind == .busy)
+        #expect(StateLock.claimName(for: long).utf8.count <= 107)
     }
 
     @Test("a device's lock file name: letters, digits, '.' and '-' as they are, the rest as %XX", arguments: [
@@ -59,18 +83,18 @@ struct StateDirectoryTests {
     func lockFileKinds() throws {
         let d = temporaryDirectory()
         #expect(mkfifo("\(d)/lock.hci0", 0o600) == 0)
-        let fifo = StateLock(directory: d).acquire("hci0")?.description
+        let fifo = lock(d).acquire("hci0")?.description
         #expect(fifo?.contains("not a regular file") == true, "\(fifo ?? "taken")")
         let victim = "\(d)/victim"
         let fd = open(victim, O_WRONLY | O_CREAT, 0o600)
         _ = write(fd, "precious\n", 9)
         close(fd)
         #expect(link(victim, "\(d)/lock.hci1") == 0)
-        let linked = StateLock(directory: d).acquire("hci1")?.description
+        let linked = lock(d).acquire("hci1")?.description
         #expect(linked?.contains("2 links") == true, "\(linked ?? "taken")")
         #expect(String(decoding: try FileDescriptor.readFile(victim, limit: 64), as: UTF8.self) == "precious\n")
         #expect(symlink(victim, "\(d)/lock.hci2") == 0)
-        #expect(StateLock(directory: d).acquire("hci2") != nil)
+        #expect(lock(d).acquire("hci2") != nil)
     }
 
     /// The refusal repeated what the lock file said: a pid left there by an earlier holder, not the process holding
@@ -82,7 +106,7 @@ struct StateDirectoryTests {
         defer { close(fd) }
         _ = write(fd, "999999\n", 7)
         #expect(flock(fd, LOCK_EX) == 0)
-        let refused = StateLock(directory: d).acquire("hci0")?.description
+        let refused = lock(d).acquire("hci0")?.description
         #expect(refused?.contains("(pid \(getpid()))") == true, "\(refused ?? "taken")")
         #expect(refused?.contains("999999") == false)
     }
@@ -99,7 +123,7 @@ struct StateDirectoryTests {
     func untrustedDirectories(mode: mode_t, owner: uid_t) throws {
         let d = temporaryDirectory()
         #expect(chmod(d, mode) == 0 && chown(d, owner, owner) == 0)
-        let refused = StateLock(directory: d).acquire("hci0")?.description
+        let refused = lock(d).acquire("hci0")?.description
         #expect(refused != nil, "taken in a directory of mode \(String(mode, radix: 8)) owned by \(owner)")
         #expect(refused?.contains("\(d)") == true)
     }
@@ -110,14 +134,14 @@ struct StateDirectoryTests {
     func untrustedPaths() throws {
         let d = temporaryDirectory()
         #expect(mkdir("\(d)/theirs", 0o755) == 0 && mkdir("\(d)/theirs/state", 0o700) == 0 && chown("\(d)/theirs", 65534, 65534) == 0)
-        let under = StateLock(directory: "\(d)/theirs/state").acquire("hci0")?.description
+        let under = lock("\(d)/theirs/state").acquire("hci0")?.description
         #expect(under?.contains("is reached through \(d)/theirs, which belongs to user 65534") == true, "\(under ?? "taken")")
         #expect(mkdir("\(d)/roots", 0o700) == 0 && symlink("\(d)/roots", "\(d)/link") == 0 && lchown("\(d)/link", 65534, 65534) == 0)
-        let linked = StateLock(directory: "\(d)/link").acquire("hci0")?.description
+        let linked = lock("\(d)/link").acquire("hci0")?.description
         #expect(linked?.contains("is reached through \(d)/link, which belongs to user 65534") == true, "\(linked ?? "taken")")
         // A symlink of root's, as systemd's /var/lib/beacond -> private/beacond for DynamicUser=: followed.
         #expect(symlink("roots", "\(d)/rootlink") == 0)
-        #expect(StateLock(directory: "\(d)/rootlink").acquire("hci0") == nil)
+        #expect(lock("\(d)/rootlink").acquire("hci0") == nil)
         #expect(fileExists("\(d)/roots/lock.hci0"))
     }
 
@@ -129,7 +153,7 @@ struct StateDirectoryTests {
         let fd = open("\(d)/lock.hci0", O_RDWR | O_CREAT, 0o600)
         close(fd)
         #expect(chown("\(d)/lock.hci0", 65534, 65534) == 0)
-        let refused = StateLock(directory: d).acquire("hci0")?.description
+        let refused = lock(d).acquire("hci0")?.description
         #expect(refused?.contains("belongs to user 65534") == true, "\(refused ?? "taken")")
     }
 

@@ -22,8 +22,8 @@ def test_a_second_run_on_the_same_device_and_state_directory_is_refused_before_a
     commands = len(lab.opcodes())
     second = processes('run', '-c', str(conf), '-d', device)
     assert second.wait(10) == 75, second.log()  # EX_TEMPFAIL: the unit tries again later
-    assert (f'Cannot run: another beacond (pid {first.proc.pid}) is running on {device} with the state directory '
-            f'{state_directory}: stop it first, or give this one a state directory of its own') in second.log()
+    assert (f'Cannot run: another beacond (pid {first.proc.pid}) is running on {device}: stop it first (one controller '
+            'takes one beacond, whatever its state directory') in second.log()
     assert len(lab.opcodes()) == commands and lab.advertising() and first.proc.poll() is None
     # Another device beside it, with the same state directory: both on the air, each beacon's address kept.
     port = free_port()
