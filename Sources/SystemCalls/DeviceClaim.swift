@@ -5,17 +5,12 @@
 import Glibc
 
 public final class DeviceClaim {
-    public let name: String
     private let socket: FileDescriptor
 
-    private init(name: String, socket: FileDescriptor) {
-        self.name = name
-        self.socket = socket
-    }
+    private init(_ socket: FileDescriptor) { self.socket = socket }
 
-    /// Why a name was not claimed.
+    /// Why a name was not claimed: another process holds it (its pid and user, when it answered), or a call failed.
     public enum Failure: Error, Sendable, Hashable {
-        /// Another process holds it: its pid and user, when it answered.
         case held(pid: Int32?, uid: UInt32?)
         case system(SystemError)
     }
@@ -43,7 +38,7 @@ public final class DeviceClaim {
             socket.close()
             throw .system(SystemError("listen(@\(name))", errno: e))
         }
-        return DeviceClaim(name: name, socket: socket)
+        return DeviceClaim(socket)
     }
 
     /// The descriptor to watch: readable when another process asked who holds the name (`answerQuestions`).
