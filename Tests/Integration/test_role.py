@@ -151,6 +151,11 @@ def play(tmp_path, ansible: Path, **variables) -> tuple[int, str, str]:
       'beacond_eid_keys': {'shop.key': '00' * 16}}, 'identity_key_file must be the name of a key in beacond_eid_keys'),
     ({'beacond_beacons': [{'format': 'eddystone-eid', 'identity_key_file': 'other.key'}],
       'beacond_eid_keys': {'shop.key': '00' * 16}}, 'identity_key_file must be the name of a key in beacond_eid_keys'),
+    # beacond_keys is the map's name (beacond_eid_keys its old one, still taken): both at once, the role would have to
+    # guess which holds a key.
+    ({'beacond_keys': {'shop.key': '00' * 16}, 'beacond_eid_keys': {'old.key': '00' * 16}},
+     'give beacond_keys alone: beacond_eid_keys is its old name'),
+    ({'beacond_keys': {'shop=7.key': '00' * 16}}, 'beacond_keys names key files: letters, digits'),
 ])
 def test_what_reaches_unit_files_paths_and_the_shell_is_refused_before_any_task(tmp_path, ansible, variables, message):
     code, out, rendered = play(tmp_path, ansible, **variables)
@@ -191,6 +196,131 @@ def test_a_verifier_renders_each_checked_hosts_key_as_its_own_copy(tmp_path, ans
     assert 'identity_key_file = "pi1--shop.key"\n' in text, text
 
 
+# Each kind of key file a beacon names (the schema's keyFile keys, `beacond check-config --schema`): an Eddystone-EID
+# identity key, a resolvable address's resolving key, the self-report's bindkey. The role handles them as one.
+def kind_beacons(kind: str, name: str) -> list[dict]:
+    """An iBeacon and a beacon naming `name` through `kind`."""
+    named = {'identity_key_file': {'format': 'eddystone-eid', 'identity_key_file': name},
+             'resolving_key_file': {'uuid': UUID, 'major': 7, 'minor': 2, 'address': 'resolvable', 'resolving_key_file': name},
+             'bindkey_file': {'format': 'bthome', 'bindkey_file': name}}[kind]
+    return [{'uuid': UUID, 'major': 7, 'minor': 1}, named]
+
+
+KINDS = ['identity_key_file', 'resolving_key_file', 'bindkey_file']
+
+
+@pytest.mark.parametrize('kind', KINDS)
+def test_a_key_file_of_each_kind_is_a_name_in_beacond_keys_never_a_path(tmp_path, ansible, kind):
+    # An absolute resolving_key_file or bindkey_file passed: the root-run check read it, and beacond.service
+    # (DynamicUser) then got "permission denied" (exit 78 at its next start). A name not in the map was removed.
+    for value in ('/etc/beacond/keys/door.key', 'other.key'):
+        code, out, rendered = play(tmp_path, ansible, beacond_keys={'door.key': KEY}, beacond_beacons=kind_beacons(kind, value))
+        assert code != 0 and f'{kind} must be the name of a key in beacond_keys' in out and value in out, out[-3000:]
+        assert rendered == '', 'the template ran after a refused variable'
+    code, out, rendered = play(tmp_path, ansible, beacond_keys={'door.key': KEY}, beacond_beacons=kind_beacons(kind, 'door.key'))
+    assert code == 0, out[-3000:]
+    assert f'{kind} = "door.key"\n' in rendered, rendered
+
+
+@pytest.mark.parametrize('kind', KINDS)
+def test_the_check_before_anything_is_replaced_reads_each_key_kind(tmp_path, ansible, kind):
+    code, out = staged(tmp_path, ansible, str(beacond_path()), {'door.key': KEY[:31]}, beacons=kind_beacons(kind, 'door.key'))
+    assert code != 0 and 'holds 31 hex digits' in out and f"'{kind}'" in out, out[-3000:]
+    assert KEY[:31] not in out and KEY[:31].lower() not in out, out[-3000:]
+    code, out = staged(tmp_path, ansible, str(beacond_path()), {'door.key': KEY}, beacons=kind_beacons(kind, 'door.key'))
+    assert code == 0, out[-3000:]
+
+
+def test_the_check_before_anything_is_replaced_runs_whenever_a_key_would_go(tmp_path, ansible):
+    # Neither the config nor a key changed, and a key is to be removed: the check ran not, and the key went.
+    stand_in = tmp_path / 'beacond'
+    stand_in.write_text(f'#!/bin/sh\necho checked > {tmp_path}/checked\nexit 0\n')
+    stand_in.chmod(0o755)
+    code, out = staged(tmp_path, ansible, str(stand_in), {'door.key': KEY}, changed=False,
+                       probe=['/etc/beacond/keys/old.key=600 root:root 0'])
+    assert code == 0 and (tmp_path / 'checked').exists(), out[-3000:]
+    (tmp_path / 'checked').unlink()
+    code, out = staged(tmp_path, ansible, str(stand_in), {'door.key': KEY}, changed=False, probe=[])
+    assert code == 0 and not (tmp_path / 'checked').exists(), out[-3000:]
+
+
+@pytest.mark.parametrize('kind', KINDS)
+def test_a_key_a_beacon_names_is_never_removed(tmp_path, ansible, kind):
+    # A key named by resolving_key_file or bindkey_file but not in the map was removed, and a restart notified: exit 78,
+    # every beacon of the host down.
+    got = removed(tmp_path, ansible, 'pi1', {'pi1': {**HOST, 'beacond_beacons': kind_beacons(kind, 'door.key')}},
+                  stale=['/etc/beacond/keys/door.key', '/etc/beacond/keys/rotated.key'])
+    assert got['own'] == ['/etc/beacond/keys/rotated.key'], got
+
+
+# The verifier's run (tasks/verifier-on.yml) for real, in a copy of the role whose /etc/beacond/verify is in tmp_path,
+# with a build of beacond validating what it renders: each checked host's config, the copies of its keys as HOST--NAME
+# (two hosts here, with a key of the same name each), and nothing it does not need.
+VERIFIER_PLAY = """
+- hosts: gw
+  connection: local
+  gather_facts: false
+  vars:
+    __beacond_probe: {stdout_lines: []}
+  tasks:
+    - name: The verifier's configs and keys
+      ansible.builtin.include_role:
+        name: beacond
+        tasks_from: verifier-on.yml
+"""
+
+
+def verifier_run(tmp_path, ansible: Path, hosts: dict) -> tuple[int, str, Path]:
+    """The role's verifier-on.yml without its timer and systemd tasks, on the host gw of this inventory, into
+    tmp_path/verify: exit status, output, the directory."""
+    import shutil
+    import yaml
+    role = tmp_path / 'roles' / 'beacond'
+    shutil.copytree(ROLE, role)
+    verify = tmp_path / 'verify'
+    (verify / 'keys').mkdir(parents=True)
+    for path in role.rglob('*.yml'):
+        text = path.read_text().replace('/etc/beacond/verify', str(verify)).replace('/usr/bin/beacond', str(beacond_path()))
+        path.write_text(re.sub(r'^\s*(owner|group): root\n', '', text, flags=re.M))
+    tasks = yaml.safe_load((role / 'tasks' / 'verifier-on.yml').read_text())
+    kept = [t for t in tasks if 'ansible.builtin.systemd_service' not in t and 'timer' not in str(t.get('name')).lower()
+            and '/etc/' not in str(t.get('ansible.builtin.template', {}).get('dest', ''))]
+    assert len(kept) >= 3, kept
+    (role / 'tasks' / 'verifier-on.yml').write_text(yaml.safe_dump(kept))
+    (tmp_path / 'verifier.yml').write_text(VERIFIER_PLAY)
+    (tmp_path / 'inventory.json').write_text(json.dumps({'all': {'hosts': hosts}}))
+    r = subprocess.run([str(ansible / 'ansible-playbook'), '-i', str(tmp_path / 'inventory.json'), str(tmp_path / 'verifier.yml'),
+                        '-e', f'ansible_python_interpreter={ansible / "python"}'],
+                       capture_output=True, text=True, timeout=120,
+                       env={**os.environ, 'ANSIBLE_ROLES_PATH': str(role.parent), 'ANSIBLE_NOCOLOR': '1'})
+    return r.returncode, r.stdout + r.stderr, verify
+
+
+@pytest.mark.parametrize('kind', KINDS)
+def test_a_verifier_checks_a_host_with_each_key_kind(tmp_path, ansible, kind):
+    # The template prefixed identity_key_file alone: a verify config named door.key where the copy was pi1--door.key,
+    # and validate: exited 78.
+    other = KEY[::-1]
+    hosts = {'gw': {**HOST, 'beacond_verify': True, 'beacond_verify_hosts': ['pi1', 'pi2']},
+             'pi1': {**HOST, 'beacond_beacons': kind_beacons(kind, 'door.key'), 'beacond_keys': {'door.key': KEY}},
+             'pi2': {**HOST, 'beacond_beacons': kind_beacons(kind, 'door.key'), 'beacond_keys': {'door.key': other}}}
+    code, out, verify = verifier_run(tmp_path, ansible, hosts)
+    assert code == 0, out[-3000:]
+    copies = sorted(p.name for p in (verify / 'keys').iterdir())
+    for host, key in (('pi1', KEY), ('pi2', other)):
+        conf = (verify / f'{host}.conf').read_text()
+        if kind == 'bindkey_file':
+            # The verifier never checks the self-report (scan --expect leaves it out): it gets no bindkey, and its
+            # copy of the config names none (the self-report there is one it could parse, unencrypted).
+            assert 'bindkey_file' not in conf and 'format = "bthome"' in conf, conf
+        else:
+            assert f'{kind} = "{host}--door.key"\n' in conf, conf
+            assert (verify / 'keys' / f'{host}--door.key').read_text() == key + '\n'
+        checked = run_cli('check-config', '--keys', str(verify / 'keys'), '--config', str(verify / f'{host}.conf'))
+        assert checked.returncode == 0, checked.stderr
+    assert copies == ([] if kind == 'bindkey_file' else ['pi1--door.key', 'pi2--door.key']), copies
+
+
 # The check before anything is replaced (tasks/check-staged.yml): the new config and keys in a private directory,
 # and `beacond check-config` on them. Here with a build of beacond (__beacond_command), or a stand-in that says a key.
 STAGED_PLAY = """
@@ -208,11 +338,15 @@ STAGED_PLAY = """
 KEY = '0123456789ABCDEF0123456789ABCDEF'
 
 
-def staged(tmp_path, ansible: Path, command: str, keys: dict) -> tuple[int, str]:
+def staged(tmp_path, ansible: Path, command: str, keys: dict, beacons: list | None = None, changed: bool = True,
+           probe: list | None = None) -> tuple[int, str]:
+    """The check with these keys (in beacond_keys) and beacons (an EID beacon per key unless given); changed: the
+    config and every key are to change (else nothing is, and the probe's lines say what the host has)."""
     (tmp_path / 'staged.yml').write_text(STAGED_PLAY)
-    v = {'role_dir': str(ROLE), '__beacond_command': command, '__beacond_keys_changed': list(keys),
-         '__beacond_config_changed': True, 'beacond_eid_keys': keys,
-         'beacond_beacons': [{'format': 'eddystone-eid', 'identity_key_file': name} for name in keys]}
+    v = {'role_dir': str(ROLE), '__beacond_command': command, '__beacond_keys_changed': list(keys) if changed else [],
+         '__beacond_config_changed': changed, 'beacond_keys': keys, 'beacond_eid_keys': {},
+         '__beacond_probe': {'stdout_lines': probe or []},
+         'beacond_beacons': beacons or [{'format': 'eddystone-eid', 'identity_key_file': name} for name in keys]}
     (tmp_path / 'vars.json').write_text(json.dumps(v))
     r = subprocess.run([str(ansible / 'ansible-playbook'), '-i', 'localhost,', str(tmp_path / 'staged.yml'),
                         '-e', f'@{tmp_path / "vars.json"}', '-e', f'ansible_python_interpreter={ansible / "python"}'],
@@ -255,20 +389,12 @@ REMOVAL_PLAY = """
     - name: The host's own keys, where tasks/config.yml writes them
       ansible.builtin.set_fact:
         written: "{{ written | default([]) + [own_key_dest] }}"
-      loop: "{{ beacond_eid_keys | dict2items }}"
-    - name: A verifier's copies of the checked hosts' keys, where tasks/verifier-keys.yml writes them (and stale ones)
+      loop: "{{ __beacond_keys | dict2items }}"
+    - name: A verifier's copies of the keys the checked hosts' configs name, where tasks/verifier-on.yml writes them
+        (and stale ones)
       ansible.builtin.set_fact:
         copies: "{{ copies | default([]) + [copy_dest] }}"
-      vars:
-        __beacond_checked: "{{ item.host }}"
-      loop: >-
-        {%- set ps = [] -%}
-        {%- for h in (beacond_verify_hosts if beacond_verify else []) -%}
-        {%- for k in (hostvars[h].beacond_eid_keys | default({})).keys() -%}
-        {%- set _ = ps.append({'host': h, 'key': k, 'value': ''}) -%}
-        {%- endfor -%}
-        {%- endfor -%}
-        {{ ps + stale_copies }}
+      loop: "{{ (__beacond_verifier_keys if beacond_verify else []) + stale_copies }}"
     - name: The probe finds them all (and the stale files)
       ansible.builtin.set_fact:
         __beacond_probe:
@@ -287,13 +413,14 @@ REMOVAL_PLAY = """
 def removed(tmp_path, ansible: Path, target: str, hosts: dict, stale=(), stale_copies=()) -> dict:
     import yaml
     own_dest = next(t for t in yaml.safe_load((ROLE / 'tasks' / 'config.yml').read_text())
-                    if t.get('name') == 'Eddystone-EID identity keys')['ansible.builtin.copy']['dest']
-    copy_dest = yaml.safe_load((ROLE / 'tasks' / 'verifier-keys.yml').read_text())[0]['ansible.builtin.copy']['dest']
+                    if t.get('name') == 'The keys')['ansible.builtin.copy']['dest']
+    copy_dest = next(t for t in yaml.safe_load((ROLE / 'tasks' / 'verifier-on.yml').read_text())
+                     if t.get('name') == "The keys the checked hosts' configs name")['ansible.builtin.copy']['dest']
     (tmp_path / 'removal.yml').write_text(REMOVAL_PLAY)
     (tmp_path / 'inventory.json').write_text(json.dumps({'all': {'hosts': hosts}}))
     out = tmp_path / 'removed.json'
     v = {'role_dir': str(ROLE), 'out': str(out), 'target': target, 'own_key_dest': own_dest, 'copy_dest': copy_dest,
-         'stale': list(stale), 'stale_copies': [{'host': h, 'key': k, 'value': ''} for h, k in stale_copies]}
+         'stale': list(stale), 'stale_copies': [{'host': h, 'name': k} for h, k in stale_copies]}
     (tmp_path / 'vars.json').write_text(json.dumps(v))
     r = subprocess.run([str(ansible / 'ansible-playbook'), '-i', str(tmp_path / 'inventory.json'), str(tmp_path / 'removal.yml'),
                         '-e', f'@{tmp_path / "vars.json"}', '-e', f'ansible_python_interpreter={ansible / "python"}'],
@@ -302,7 +429,13 @@ def removed(tmp_path, ansible: Path, target: str, hosts: dict, stale=(), stale_c
     return json.loads(out.read_text())
 
 
-HOST = {'beacond_verify': False, 'beacond_verify_hosts': [], 'beacond_eid_keys': {}, 'beacond_verify_device': 'hci1'}
+HOST = {'beacond_verify': False, 'beacond_verify_hosts': [], 'beacond_keys': {}, 'beacond_eid_keys': {}, 'beacond_beacons': [],
+        'beacond_verify_device': 'hci1'}
+
+
+def eid(name: str) -> dict:
+    """A host's variables for an EID beacon with the key `name` (in the map by its old name, beacond_eid_keys)."""
+    return {'beacond_beacons': [{'format': 'eddystone-eid', 'identity_key_file': name}], 'beacond_eid_keys': {name: ''}}
 
 
 def test_a_host_that_is_no_verifier_keeps_its_own_keys_whatever_their_names(tmp_path, ansible):
@@ -317,8 +450,7 @@ def test_a_host_that_is_no_verifier_keeps_its_own_keys_whatever_their_names(tmp_
 def test_a_verifier_keeps_its_copies_whatever_the_checked_hosts_are_called(tmp_path, ansible):
     # verifier.yml split its copies' names at the first '--': a host called shop--7 was "no longer checked".
     hosts = {'gw': {**HOST, 'beacond_verify': True, 'beacond_verify_hosts': ['shop--7', 'pi1'], 'beacond_eid_keys': {'gw.key': ''}},
-             'shop--7': {**HOST, 'beacond_eid_keys': {'door.key': ''}}, 'pi1': {**HOST, 'beacond_eid_keys': {'shop.key': ''}},
-             'old': {**HOST, 'beacond_eid_keys': {'k.key': ''}}}
+             'shop--7': {**HOST, **eid('door.key')}, 'pi1': {**HOST, **eid('shop.key')}, 'old': {**HOST, **eid('k.key')}}
     got = removed(tmp_path, ansible, 'gw', hosts, stale_copies=[('old', 'k.key'), ('pi1', 'rotated.key')])
     assert len(got['written']) == 1 and len(got['copies']) == 4, got
     wanted, stale = got['written'] + got['copies'][:2], got['copies'][2:]
@@ -329,7 +461,7 @@ def test_a_verifier_keeps_its_copies_whatever_the_checked_hosts_are_called(tmp_p
 
 
 def test_a_verifier_turned_off_removes_its_copies_and_not_the_hosts_own_keys(tmp_path, ansible):
-    hosts = {'gw': {**HOST, 'beacond_eid_keys': {'gw.key': ''}}, 'shop--7': {**HOST, 'beacond_eid_keys': {'door.key': ''}}}
+    hosts = {'gw': {**HOST, 'beacond_eid_keys': {'gw.key': ''}}, 'shop--7': {**HOST, **eid('door.key')}}
     # The role's file for the timer's service goes too; the admin's own /etc/default/beacond-verify stays.
     role_files = ['/etc/beacond/verify/shop--7.conf', '/etc/systemd/system/beacond-verify@hci1.timer', '/etc/default/beacond-verify-hci1']
     got = removed(tmp_path, ansible, 'gw', hosts, stale=role_files + ['/etc/default/beacond-verify'], stale_copies=[('shop--7', 'door.key')])
@@ -572,7 +704,17 @@ def test_the_role_agrees_with_beacond_schema():
         return list(dict.fromkeys(r['key'] for r in schema['keys'] if r['kind'] == k))
     assert variables['__beacond_integer_keys'] == kind('integer')
     assert variables['__beacond_boolean_keys'] == kind('boolean')
+    # The keys that name a key file (identity_key_file, bindkey_file, resolving_key_file): the role prefixes each for a
+    # verifier, refuses a path for each, and keeps every file one names.
+    key_files = list(dict.fromkeys(r['key'] for r in schema['keys'] if r['keyFile']))
+    assert variables['__beacond_key_file_keys'] == key_files and len(key_files) >= 3, key_files
+    # What a verifier leaves out of its copy of a config (and so needs no key for): keys of the self-report alone,
+    # which `scan --expect` does not check.
+    for name in variables['__beacond_verifier_left_out']:
+        assert name in key_files and all(r['formats'] == ['bthome'] for r in schema['keys'] if r['key'] == name), name
     options = yaml.safe_load((ROLE / 'meta' / 'argument_specs.yml').read_text())['argument_specs']['main']['options']
+    described = ' '.join(options['beacond_keys']['description'].split())
+    assert all(k in described for k in key_files), described
     for option, table in (('beacond_beacons', 'beacon'), ('beacond_advertising', 'advertising'),
                           ('beacond_controller', 'controller'), ('beacond_daemon', 'daemon')):
         names = list(dict.fromkeys(r['key'] for r in schema['keys'] if r['table'] == table))
@@ -593,7 +735,7 @@ def test_ansible_doc_shows_every_option_of_each_entry_point(ansible):
         shown = set(re.findall(r'\b(beacond_\w+)', sections[entry]))
         assert names <= shown, (entry, names - shown)
     # The verifier's own: only the verifier's (its options are main's, each described once: YAML anchors).
-    assert not {'beacond_beacons', 'beacond_eid_keys', 'beacond_status_timeout'} & set(
+    assert not {'beacond_beacons', 'beacond_keys', 'beacond_eid_keys', 'beacond_status_timeout'} & set(
         re.findall(r'^\W*(beacond_\w+)', sections['verifier'], re.M)), sections['verifier']
 
 
