@@ -92,7 +92,7 @@ enum RuntimeStateFile {
 
         /// At exit: the state file goes, and a hand run's directory with it (a unit's is systemd's).
         func remove() {
-            removeFile(named: fileName, in: directory)
+            removeStateFiles(path, in: directory)
             guard let base, let name = path.split(separator: "/").last.map(String.init) else { return }
             removeFile(named: lockName, in: directory)
             lock.release()
@@ -125,7 +125,7 @@ enum RuntimeStateFile {
         }
         if base != nil {
             // Only what a killed run with this pid left can be here now: it is this process's to replace.
-            removeFile(named: fileName, in: dir)
+            removeStateFiles(where_.path, in: dir)
             try dir.setMode(0o755)
         }
         return Claim(path: where_.path, directory: dir, lock: lock, base: base)
@@ -139,10 +139,21 @@ enum RuntimeStateFile {
               let base = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/").nilIfEmpty,
               let name = path.split(separator: "/").last.map(String.init),
               let baseFD = try? FileDescriptor.openTrustedDirectory(base) else { return }
-        removeFile(named: fileName, in: directory)
+        removeStateFiles(path, in: directory)
         removeFile(named: lockName, in: directory)
         baseFD.removeSubdirectory(name)
     }
+}
+
+/// The state file and the temporary files of its atomic replace (`.state.json.*`), which a run killed while writing
+/// leaves behind: they go first, so that the directory can be removed (issue #53: the rmdir failed and the hand
+/// run's directory stayed for good).
+private func removeStateFiles(_ path: String, in directory: FileDescriptor) {
+    let temporary = "." + RuntimeStateFile.fileName + "."
+    for name in (try? directoryEntries(path)) ?? [] where name.hasPrefix(temporary) {
+        removeFile(named: name, in: directory)
+    }
+    removeFile(named: RuntimeStateFile.fileName, in: directory)
 }
 
 private extension String {
