@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The fleet test's control node: the example playbook (deploy/ansible) with ansible-core, over SSH, against the fleet
-guest (an amd64 Debian 12 guest with btvirt, booted for this alone), a Pi as the role sees one: an iBeacon with its minor from the inventory and
-an Eddystone-EID beacon whose key comes from Ansible Vault, and a verifier on a second btvirt radio. One guest: the
+guest (an amd64 Debian 12 guest with btvirt, booted for this alone), a Pi as the role sees one: an iBeacon with its minor from the inventory,
+an Eddystone-EID beacon whose key comes from Ansible Vault, an iBeacon from a resolvable address whose resolving key
+comes from Vault too (both in beacond_keys), and a verifier on a second btvirt radio. One guest: the
 role's behaviour does not depend on the architecture (the package picked by it is checked), and an emulated arm64
 host made each playbook run several times slower. Run by Tests/VM/run.sh (BEACOND_VM_FLEET), with this machine's venv.
 
@@ -11,7 +12,8 @@ What it checks, each from the controller's side (the btmon capture in the guest,
 never from beacond's own word:
   1. the first run installs the package picked by architecture, renders the config, puts the exact frame and the EID
      the specification computes on the air, with the key file 0600 and the key nowhere in the output; the verifier
-     checks the beacon from the air with the second radio (beacond-verify@hci1: exit 0, and its metrics say so);
+     checks the beacons from the air with the second radio, the resolvable one's addresses resolved with its copy
+     of the host's key (beacond-verify@hci1: exit 0, and its metrics say so);
   2. a second run changes nothing, and runs no module (no Python) on the host;
   3. an inventory mistake (major 70000) fails at the role's check-config with beacond's own message, the running
      config stays as it was, and the host keeps advertising the old frames throughout; a malformed EID key from Vault
@@ -43,6 +45,8 @@ ARCHES = ('amd64',)
 NAMES = {'amd64': 'pi-amd64'}
 MINOR = {'amd64': 1}
 MAJOR = 7
+# The minor of the host's iBeacon from a resolvable address (address = "resolvable", resolving_key_file door.irk).
+RPA_MINOR = 3
 SNOOP = '/var/tmp/fleet.snoop'  # the guest's capture since its fleet scenario began
 
 sys.path.insert(0, os.path.join(TOP, 'Tests', 'Integration'))
@@ -123,6 +127,14 @@ def eid_on_air(arch, key):
         if r.returncode == 0:
             return True
     return False
+
+
+def seen_on_air(arch, frame):
+    """`frame` on the air in the last 5 s (by the guest's capture): on a legacy-only radio it takes turns with the
+    host's other beacons (eid_on_air)."""
+    now_us = guest_now_us(arch)
+    r = ssh(arch, f'python3 /mnt/src/tests/vm/btsnoop.py {SNOOP} --seen-since {now_us - 5_000_000} {frame.hex()}', check=False)
+    return r.returncode == 0
 
 
 def guest_now_us(arch):
@@ -279,17 +291,19 @@ def next_version(deb, version, out):
     return out
 
 
-def vault(work, name, value):
-    """A vars file holding `name` encrypted with Ansible Vault (as a fleet keeps its EID keys), and its password file."""
+def vault(work, values):
+    """A vars file holding each of `values` (name → value) encrypted with Ansible Vault (as a fleet keeps its keys),
+    and its password file."""
     password = os.path.join(work, 'vault-password')
     with open(password, 'w') as f:
         f.write(os.urandom(16).hex() + '\n')
-    r = subprocess.run([os.path.join(BIN, 'ansible-vault'), 'encrypt_string', '--vault-password-file', password,
-                        '--name', name, value], capture_output=True, text=True, check=True)
     secrets = os.path.join(work, 'secrets.yml')
     with open(secrets, 'w') as f:
-        f.write(r.stdout)
-    assert value not in r.stdout
+        for name, value in values.items():
+            r = subprocess.run([os.path.join(BIN, 'ansible-vault'), 'encrypt_string', '--vault-password-file', password,
+                                '--name', name, value], capture_output=True, text=True, check=True)
+            assert value not in r.stdout
+            f.write(r.stdout)
     return ['-e', f'@{secrets}', '--vault-password-file', password]
 
 
@@ -339,11 +353,15 @@ def run_fleet():
                              text=True).stdout.strip()
     log(f'fleet UUID {uuid}, package {version}')
     frames = {a: ibeacon(uuid, MAJOR, MINOR[a]) for a in ARCHES}
-    # The host also has an Eddystone-EID beacon, its key from Ansible Vault.
+    # The host also has an Eddystone-EID beacon, and an iBeacon from a resolvable address, their keys from Ansible Vault.
     key = os.urandom(16).hex().upper()
+    irk = os.urandom(16).hex().upper()
     global VAULT
-    VAULT = vault(work, 'vault_shop7_eid_key', key)
+    VAULT = vault(work, {'vault_shop7_eid_key': key, 'vault_shop7_door_irk': irk})
     eid_beacon = {'format': 'eddystone-eid', 'identity_key_file': 'shop7-2.key', 'rotation_exponent': EID_K, 'measured_power': -20}
+    rpa_beacon = {'uuid': '{{ beacond_uuid }}', 'major': '{{ shop_major }}', 'minor': RPA_MINOR, 'address': 'resolvable',
+                  'resolving_key_file': 'door.irk'}
+    rpa_frame = ibeacon(uuid, MAJOR, RPA_MINOR)
     inventory = os.path.join(work, 'inventory.yml')
     with open(inventory, 'w') as f:
         json.dump({'all': {
@@ -361,8 +379,9 @@ def run_fleet():
                 'hosts': {NAMES[a]: {'ansible_host': '127.0.0.1', 'ansible_port': int(hosts[a]['port']), 'shelf_minor': MINOR[a],
                                      'beacond_verify': True, 'beacond_verify_device': 'hci1', 'beacond_verify_hosts': [NAMES['amd64']],
                                      'beacond_beacons': [{'uuid': '{{ beacond_uuid }}', 'major': '{{ shop_major }}',
-                                                          'minor': '{{ shelf_minor }}'}, eid_beacon],
-                                     'beacond_eid_keys': {'shop7-2.key': '{{ vault_shop7_eid_key }}'}}
+                                                          'minor': '{{ shelf_minor }}'}, eid_beacon, rpa_beacon],
+                                     'beacond_keys': {'shop7-2.key': '{{ vault_shop7_eid_key }}',
+                                                      'door.irk': '{{ vault_shop7_door_irk }}'}}
                           for a in ARCHES}}}}}}}, f, indent=1)
 
     state = {}
@@ -371,18 +390,22 @@ def run_fleet():
         _, out, took = playbook('1-first-run', *ALL_AT_ONCE)
 
         def check(a):
-            wait_for(lambda: on_air(a, frames[a])[0], 60, interval=1, what=f'{NAMES[a]} advertising {frames[a].hex()} (btmon)')
+            # (In the last 5 s: it takes turns with the host's two other beacons on the legacy-only radio.)
+            wait_for(lambda: seen_on_air(a, frames[a]), 60, interval=1, what=f'{NAMES[a]} advertising {frames[a].hex()} (btmon)')
             conf = ssh(a, 'cat /etc/beacond/beacond.conf').stdout
             assert f'minor = {MINOR[a]}' in conf and f'uuid = "{uuid}"' in conf, conf
             arch, installed = ssh(a, 'dpkg --print-architecture').stdout.strip(), installed_version(a)
             state[a] = {'sha': conf_sha(a)}
             assert installed == version and arch == a, (installed, arch)
             wait_for(lambda: eid_on_air(a, key), 60, interval=1, what=f'{NAMES[a]} advertising its EID (btmon)')
-            mode = ssh(a, 'stat -c %a /etc/beacond/keys/shop7-2.key').stdout.strip()
-            assert mode == '600', f'the key file is mode {mode}'
-            return f'{NAMES[a]} ({arch}) minor {MINOR[a]} and its Eddystone-EID on the air (the key from Vault, 0600)'
+            wait_for(lambda: seen_on_air(a, rpa_frame), 60, interval=1, what=f'{NAMES[a]} advertising minor {RPA_MINOR} (btmon)')
+            modes = ssh(a, 'stat -c %a /etc/beacond/keys/shop7-2.key /etc/beacond/keys/door.irk').stdout.split()
+            assert modes == ['600', '600'], f'the key files are mode {modes}'
+            return (f'{NAMES[a]} ({arch}) minor {MINOR[a]}, its Eddystone-EID and minor {RPA_MINOR} (resolvable) on the air '
+                    '(their keys from Vault, 0600)')
         notes = each(check)
-        assert key not in out and key.lower() not in out, 'the EID key is in the playbook output'
+        for secret in (key, irk):
+            assert secret not in out and secret.lower() not in out, 'a key is in the playbook output'
         return '; '.join(notes) + f'; {took:.0f} s'
 
     def verifier():
@@ -397,13 +420,23 @@ def run_fleet():
                    for fam in text_string_to_metric_families(r.stdout.split('\n', 2)[2]) for s in fam.samples}
         assert metrics[('beacond_verify_success', (('device', 'hci1'),))] == 1.0, metrics
         heard = sorted(((dict(l), v) for (n, l), v in metrics.items() if n == 'beacond_verify_beacon_heard'), key=lambda h: h[0]['beacon'])
-        assert [v for _, v in heard] == [1.0, 1.0], metrics
+        assert [v for _, v in heard] == [1.0, 1.0, 1.0], metrics
+        mismatch = [v for (n, _), v in metrics.items() if n == 'beacond_verify_beacon_mismatch']
+        assert mismatch == [0.0, 0.0, 0.0], metrics
         # Each beacon by its identifiers, as alerting rules select it (deploy/prometheus/beacond-alerts.yml): the
         # iBeacon by uuid, major and minor; the Eddystone-EID by its key's name (the verifier's copy), resolved.
         assert {k: heard[0][0].get(k) for k in ('format', 'uuid', 'major', 'minor', 'device')} == {
             'format': 'ibeacon', 'uuid': uuid, 'major': str(MAJOR), 'minor': str(MINOR['amd64']), 'device': 'hci1'}, heard
         assert {k: heard[1][0].get(k) for k in ('format', 'key_file', 'device')} == {
             'format': 'eddystone-eid', 'key_file': 'pi-amd64--shop7-2.key', 'device': 'hci1'}, heard
+        # The resolvable iBeacon: heard (not a mismatch) only from addresses that resolve under the verifier's copy of
+        # its key, which the verify config names as HOST--NAME; the verifier holds the keys its configs name, no more.
+        assert {k: heard[2][0].get(k) for k in ('format', 'uuid', 'major', 'minor', 'device')} == {
+            'format': 'ibeacon', 'uuid': uuid, 'major': str(MAJOR), 'minor': str(RPA_MINOR), 'device': 'hci1'}, heard
+        conf = ssh('amd64', 'cat /etc/beacond/verify/pi-amd64.conf').stdout
+        assert 'resolving_key_file = "pi-amd64--door.irk"\n' in conf, conf
+        copies = ssh('amd64', 'ls /etc/beacond/verify/keys').stdout.split()
+        assert copies == ['pi-amd64--door.irk', 'pi-amd64--shop7-2.key'], copies
         timer = ssh('amd64', 'systemctl is-enabled beacond-verify@hci1.timer; systemctl is-active beacond-verify@hci1.timer').stdout.split()
         assert timer == ['enabled', 'active'], timer
         # Its interval beside the metrics (the role's default 15min, from /etc/default/beacond-verify-hci1), for the
@@ -424,7 +457,7 @@ def run_fleet():
         assert not any(name.startswith('beacond-verify') for name in cron.split()), cron
         # beacond's refusal, or systemd-tmpfiles' (which runs first, and follows no such link either).
         assert any(w in journal.lower() for w in ('not followed', 'unsafe path transition', 'not a directory')), journal
-        return ('beacond-verify@hci1 heard pi-amd64\'s two beacons from the second btvirt radio (the iBeacon, and the EID resolved with its copy of the key): exit 0, beacond_verify_success 1, its interval 900 s beside it; the timer enabled; '
+        return ('beacond-verify@hci1 heard pi-amd64\'s three beacons from the second btvirt radio (the iBeacon, the EID resolved with its copy of the key, and the iBeacon from addresses that resolve under its copy of door.irk): exit 0, beacond_verify_success 1, its interval 900 s beside it; the timer enabled; '
                 'with the textfile directory a symlink to /etc/cron.d: the check failed and wrote nothing there')
 
     def second_run():
@@ -450,7 +483,7 @@ def run_fleet():
         def check(a):
             assert conf_sha(a) == state[a]['sha'], 'the config changed'
             eids = eid_frames(key, since[a] // 1_000_000)
-            ok, rc, now = stayed_on_air(a, frames[a], since[a], also=eids)
+            ok, rc, now = stayed_on_air(a, frames[a], since[a], also=eids + [rpa_frame])
             assert ok, f'{NAMES[a]}: the old frame is not on the air, or another was meanwhile (btsnoop exit {rc}: {now})'
             return f'{NAMES[a]}: its config unchanged, its frame on the air and no other since the run began'
         notes = each(check)
@@ -464,9 +497,9 @@ def run_fleet():
         pid = main_pid('amd64')
         extra = os.path.join(work, 'bad-key.yml')
         with open(extra, 'w') as f:
-            json.dump({'beacond_beacons': [{'uuid': uuid, 'major': MAJOR, 'minor': MINOR['amd64']}, eid_beacon,
+            json.dump({'beacond_beacons': [{'uuid': uuid, 'major': MAJOR, 'minor': MINOR['amd64']}, eid_beacon, rpa_beacon,
                                            {'format': 'eddystone-eid', 'identity_key_file': 'new.key'}],
-                       'beacond_eid_keys': {'shop7-2.key': key, 'new.key': key[:31]}}, f)
+                       'beacond_keys': {'shop7-2.key': key, 'door.irk': irk, 'new.key': key[:31]}}, f)
         message = 'holds 31 hex digits; an Eddystone-EID identity key is 128 bits: 32 hex digits'
         notes = []
         for name, flags in (('3b-bad-key-check', ['--check', '--diff']), ('3c-bad-key', [])):
@@ -475,9 +508,9 @@ def run_fleet():
             assert key[:31] not in out and key[:31].lower() not in out, 'the key is in the playbook output'
             notes.append(f'{" ".join(flags) or "a real run"}: failed with beacond\'s message ({took:.0f} s)')
         assert conf_sha('amd64') == state['amd64']['sha'], 'the config changed'
-        assert ssh('amd64', 'ls /etc/beacond/keys').stdout.split() == ['shop7-2.key'], 'a key was put in place'
+        assert ssh('amd64', 'ls /etc/beacond/keys').stdout.split() == ['door.irk', 'shop7-2.key'], 'a key was put in place'
         assert main_pid('amd64') == pid, 'beacond was restarted'
-        ok, rc, now = stayed_on_air('amd64', frames['amd64'], since, also=eid_frames(key, since // 1_000_000))
+        ok, rc, now = stayed_on_air('amd64', frames['amd64'], since, also=eid_frames(key, since // 1_000_000) + [rpa_frame])
         assert ok, f'the old frame is not on the air, or another was meanwhile (btsnoop exit {rc}: {now})'
         return '; '.join(notes) + '; the config, the keys and the process unchanged, the frame on the air throughout'
 
@@ -524,8 +557,8 @@ def run_fleet():
         return '; '.join(notes) + (f'; the edited conffile kept, the new default beside it as .dpkg-dist; frames back ({took:.0f} s); '
                                    'its key newer than its service (a lost restart): the role restarted it')
 
-    for title, fn in (('the first run installs the package for the host\'s architecture and puts its frames on the air (an iBeacon, and an Eddystone-EID whose key came from Vault)', first_run),
-                      ('the verifier (pi-amd64, second radio hci1) hears the beacon from the air', verifier),
+    for title, fn in (('the first run installs the package for the host\'s architecture and puts its frames on the air (an iBeacon, an Eddystone-EID and a resolvable iBeacon whose keys came from Vault)', first_run),
+                      ('the verifier (pi-amd64, second radio hci1) hears the beacons from the air, the resolvable one with its copy of the key', verifier),
                       ('a second run changes nothing', second_run),
                       ('major 70000 in the inventory fails at the role\'s beacond check-config with beacond\'s message; the host keeps the old config and frames on the air', mistake),
                       ('a malformed EID key from Vault fails the play with beacond\'s message before anything is replaced, in --check --diff as in a real run: config, keys, process and frame unchanged', bad_key),
