@@ -265,29 +265,35 @@ def test_check_leaves_alone_a_controller_a_running_beacond_owns_under_another_sp
         assert [s['data'] for s in enabled_sets(lab).values()] == [IB_BYTES]
 
 
-def test_a_state_file_a_killed_run_left_is_stale_whatever_has_its_pid_now(tmp_path, processes, open_tmp):
-    """bug (review #43): a SIGKILLed hand run left /run/beacond.PID/state.json; `status` then called whatever process
-    had that pid later "advertising" (exit 0), and root's `reload` sent SIGHUP to it. Now the daemon holds its
-    directory's lock for its lifetime: a free lock is a dead daemon, whatever has its pid, and such a directory is
-    removed when found."""
-    import shutil
+def killed_hand_run(tmp_path, processes, open_tmp):
+    """A hand run (its runtime directory in $XDG_RUNTIME_DIR) killed once status saw it: its config, the environment
+    and the directory it left."""
     conf = tmp_path / 'beacond.conf'
     conf.write_text(IB)
     xdg = open_tmp / 'xdg'
     xdg.mkdir(mode=0o700)
     env = {'XDG_RUNTIME_DIR': str(xdg)}
     sock = tmp_path / 'hci.sock'
-    with Lab(f'unix-server:{sock}') as lab:
+    with Lab(f'unix-server:{sock}'):
         b = processes('run', '-c', str(conf), '-d', f'unix:{sock}', env=env)
         wait_for(lambda: status(conf, env)[0] == 0, 10, what='status ok')
         b.proc.kill()
         b.wait()
-    left = xdg / f'beacond.{b.proc.pid}'
+    return conf, env, xdg / f'beacond.{b.proc.pid}'
+
+
+def test_a_state_file_a_killed_run_left_is_stale_whatever_has_its_pid_now(tmp_path, processes, open_tmp):
+    """bug (review #43): a SIGKILLed hand run left /run/beacond.PID/state.json; `status` then called whatever process
+    had that pid later "advertising" (exit 0), and root's `reload` sent SIGHUP to it. Now the daemon holds its
+    directory's lock for its lifetime: a free lock is a dead daemon, whatever has its pid, and such a directory is
+    removed when found."""
+    import shutil
+    conf, env, left = killed_hand_run(tmp_path, processes, open_tmp)
     assert (left / 'state.json').exists()
     # Another process gets that pid: here, one whose pid the leftover is made to name.
     other = subprocess.Popen(['sleep', '60'])
     try:
-        reused = xdg / f'beacond.{other.pid}'
+        reused = left.parent / f'beacond.{other.pid}'
         state = json.loads((left / 'state.json').read_text())
         state['pid'] = other.pid
         (left / 'state.json').write_text(json.dumps(state))
