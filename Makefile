@@ -19,7 +19,7 @@
 #   make vm-test-fleet  the fleet scenario in an amd64 guest of its own: the Ansible role (deploy/ansible) run
 #                   from this machine against the guest over SSH, and an upgrade through the signed repository
 #   make repo       a signed apt repository of both packages in REPO_DIR (default build/repo), signed with REPO_KEY
-#                   (a gpg key id; without it a throw-away key, with a loud warning): scripts/make-repo.sh
+#                   (its fingerprint, or an id naming one secret key; without it a throw-away key, with a loud warning): scripts/make-repo.sh
 #   make publish SITE=DIR   the release's apt repository into DIR (a gh-pages checkout: earlier versions stay), served
 #                   at deploy/apt/base-url's address (REPO_URL overrides it), with install.sh and .nojekyll
 #                   (scripts/publish.sh); takes build/'s two packages as they are (DEBS=…) and builds nothing

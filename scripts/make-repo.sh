@@ -21,9 +21,13 @@
 # each renamed into place. Re-run it within REPO_VALID_DAYS, or hosts refuse the stale index (apt: "is expired").
 #
 # REPO_KEY is looked up in GNUPGHOME (default ~/.gnupg); it must be able to sign without a prompt (gpg-agent or no
-# passphrase). Without REPO_KEY the repository is signed with a throw-away key made once in the user's state
+# passphrase). It must name exactly one secret key (a fingerprint does; a user id or short id matching several is
+# refused, naming them), and only that key's public key is published: apt trusts every key in the keyring it is given. Without REPO_KEY the repository is signed with a throw-away key made once in the user's state
 # directory (${XDG_STATE_HOME:-~/.local/state}/beacond/repo-throwaway-gnupg, never in or beside the repository,
 # which is published), and this script says so loudly every time: fine for a test, not for a fleet.
+#
+# One run at a time per repository: a run holds a lock (flock(1)) on REPO_DIR itself, the directory, so no lock file
+# is ever in the published tree or beside it; a second run waits for it (up to 10 minutes) before it touches anything.
 set -eu
 repo=${1:?usage: make-repo.sh REPO_DIR [DEB...]}
 shift
@@ -35,8 +39,8 @@ fi
 case ${REPO_URL:-} in
     *[[:space:]]*) echo "repo: REPO_URL must be one URL without spaces (where the repository is served), not '$REPO_URL'" >&2; exit 2 ;;
 esac
-for tool in apt-ftparchive gpg gpgv dpkg-deb; do
-    command -v "$tool" >/dev/null 2>&1 || { echo "repo: $tool is missing (apt-get install apt-utils gnupg gpgv dpkg-dev)" >&2; exit 2; }
+for tool in apt-ftparchive gpg gpgv dpkg-deb flock; do
+    command -v "$tool" >/dev/null 2>&1 || { echo "repo: $tool is missing (apt-get install apt-utils gnupg gpgv dpkg-dev util-linux)" >&2; exit 2; }
 done
 suite=stable
 # How long hosts accept the signed index: a decimal count of days (010 is 10: the shell's arithmetic would read it as
@@ -57,8 +61,61 @@ case $keep in
     all|[1-9]|[1-9][0-9]) ;;
     *) echo "repo: REPO_BY_HASH_KEEP must be a number of indexes by hash to keep of each, from 1 to 99, or all, not '$keep'" >&2; exit 2 ;;
 esac
-mkdir -p "$repo/pool/main/b/beacond"
+mkdir -p "$repo"
 repo=$(cd "$repo" && pwd)
+
+# The lock, on the directory itself (fd 9, held until this script exits; gpg's agent, which outlives it, does not
+# inherit it: gpg closes every other descriptor when it starts the agent). Two runs at once removed each other's
+# staging tree (dists/.stable.new) and renamed their indexes over each other's.
+exec 9<"$repo"
+if ! flock -w 600 9; then
+    echo "repo: another make-repo.sh has been writing $repo for 10 minutes (it holds a lock on the directory): nothing changed; run again once it is done" >&2
+    exit 1
+fi
+
+# The signing key, before anything is added: the user's (exactly one, by its fingerprint), or the throw-away one.
+if [ -n "${REPO_KEY:-}" ]; then
+    # A user id or a short id may name several secret keys: gpg would sign with one of them and export the public key
+    # of every key that matches, another's too. apt trusts one key, by its fingerprint: so does this.
+    listing=$(gpg --batch --with-colons --list-secret-keys -- "$REPO_KEY" 2>/dev/null || true)
+    # Each secret key's fingerprint (the fpr line right after its sec line) and its first user id.
+    keys=$(printf '%s\n' "$listing" | awk -F: '
+        $1 == "sec" { want = 1; next }
+        want && $1 == "fpr" { fpr = $10; want = 0; next }
+        $1 == "uid" && fpr != "" { print fpr " (" $10 ")"; fpr = "" }
+        END { if (fpr != "") print fpr }')
+    count=$(printf '%s' "$keys" | grep -c . || true)
+    if [ "$count" -eq 0 ]; then
+        echo "repo: no secret key '$REPO_KEY' in ${GNUPGHOME:-~/.gnupg}" >&2
+        exit 2
+    fi
+    if [ "$count" -gt 1 ]; then
+        echo "repo: REPO_KEY '$REPO_KEY' names $count secret keys in ${GNUPGHOME:-~/.gnupg}: $(printf '%s' "$keys" | tr '\n' ';' | sed 's/;/; /g'): give the one to sign with by its fingerprint (REPO_KEY=<its 40 hex digits>); nothing changed" >&2
+        exit 2
+    fi
+    key=${keys%% *}
+else
+    GNUPGHOME="${XDG_STATE_HOME:-$HOME/.local/state}/beacond/repo-throwaway-gnupg"
+    export GNUPGHOME
+    case $GNUPGHOME/ in "$repo"/*) echo "repo: the throw-away key would be inside the repository ($GNUPGHOME): set XDG_STATE_HOME elsewhere" >&2; exit 2;; esac
+    if [ ! -f "$GNUPGHOME/beacond-key-id" ]; then
+        mkdir -p "$GNUPGHOME"
+        chmod 0700 "$GNUPGHOME"
+        gpg --batch --quiet --passphrase '' --quick-gen-key "beacond throw-away repository key (not for production)" ed25519 sign never \
+            2>"$GNUPGHOME/gen.log" || { cat "$GNUPGHOME/gen.log" >&2; exit 1; }
+        gpg --batch --with-colons --list-secret-keys | awk -F: '$1 == "fpr" { print $10; exit }' > "$GNUPGHOME/beacond-key-id"
+    fi
+    key=$(cat "$GNUPGHOME/beacond-key-id")
+    cat >&2 <<WARN
+repo: ****************************************************************************************************
+repo: WARNING: REPO_KEY is not set: this repository is signed with a THROW-AWAY key made on this machine
+repo: ($GNUPGHOME, fingerprint $key).
+repo: Whoever can read that directory can sign packages your hosts will install, and a new checkout makes a
+repo: new key that your hosts will refuse. For a fleet: REPO_KEY=<your signing key's fingerprint> make repo
+repo: ****************************************************************************************************
+WARN
+fi
+mkdir -p "$repo/pool/main/b/beacond"
 
 # The packages: every one checked before any is added. A version the pool serves is never replaced by another build
 # (the same name, other bytes): a host downloading it meanwhile, and every index kept by hash, would name the old
@@ -88,32 +145,6 @@ printf '%s' "$new" | while read -r name deb; do
     cp "$deb" "$repo/$pool/.$name.new"
     mv "$repo/$pool/.$name.new" "$repo/$pool/$name"
 done
-
-# The signing key: the user's, or the throw-away one.
-if [ -n "${REPO_KEY:-}" ]; then
-    key=$REPO_KEY
-    gpg --batch --list-secret-keys "$key" >/dev/null 2>&1 || { echo "repo: no secret key '$key' in ${GNUPGHOME:-~/.gnupg}" >&2; exit 2; }
-else
-    GNUPGHOME="${XDG_STATE_HOME:-$HOME/.local/state}/beacond/repo-throwaway-gnupg"
-    export GNUPGHOME
-    case $GNUPGHOME/ in "$repo"/*) echo "repo: the throw-away key would be inside the repository ($GNUPGHOME): set XDG_STATE_HOME elsewhere" >&2; exit 2;; esac
-    if [ ! -f "$GNUPGHOME/beacond-key-id" ]; then
-        mkdir -p "$GNUPGHOME"
-        chmod 0700 "$GNUPGHOME"
-        gpg --batch --quiet --passphrase '' --quick-gen-key "beacond throw-away repository key (not for production)" ed25519 sign never \
-            2>"$GNUPGHOME/gen.log" || { cat "$GNUPGHOME/gen.log" >&2; exit 1; }
-        gpg --batch --with-colons --list-secret-keys | awk -F: '$1 == "fpr" { print $10; exit }' > "$GNUPGHOME/beacond-key-id"
-    fi
-    key=$(cat "$GNUPGHOME/beacond-key-id")
-    cat >&2 <<WARN
-repo: ****************************************************************************************************
-repo: WARNING: REPO_KEY is not set: this repository is signed with a THROW-AWAY key made on this machine
-repo: ($GNUPGHOME, fingerprint $key).
-repo: Whoever can read that directory can sign packages your hosts will install, and a new checkout makes a
-repo: new key that your hosts will refuse. For a fleet: REPO_KEY=<your signing key's fingerprint> make repo
-repo: ****************************************************************************************************
-WARN
-fi
 
 # Indexes: one per architecture, from every package in the pool, made in a staging tree with the Release files.
 cd "$repo"

@@ -293,3 +293,115 @@ def test_repo_by_hash_keep_all_keeps_every_index(tmp_path):
     assert by_hash(repo) == 16 and by_hash(kept) == 20
     r = make_repo(kept, env={'REPO_BY_HASH_KEEP': 'some'})
     assert r.returncode == 2 and 'REPO_BY_HASH_KEEP' in r.stderr, r.stderr
+
+
+def new_key(home: Path, uid: str) -> str:
+    """A signing key without a passphrase in GNUPGHOME home, with this user id: its fingerprint."""
+    home.mkdir(mode=0o700, exist_ok=True)
+    env = {**os.environ, 'GNUPGHOME': str(home)}
+    before = set(fingerprints(home))
+    subprocess.run(['gpg', '--batch', '--quiet', '--passphrase', '', '--quick-gen-key', uid, 'ed25519', 'sign', '1y'],
+                   check=True, capture_output=True, env=env)
+    (fpr,) = set(fingerprints(home)) - before
+    return fpr
+
+
+def fingerprints(home: Path, *args: str) -> list[str]:
+    """The primary keys' fingerprints gpg lists (--list-keys, or --show-keys FILE)."""
+    out = subprocess.run(['gpg', '--batch', '--with-colons', *(args or ['--list-keys'])], capture_output=True, text=True,
+                         env={**os.environ, 'GNUPGHOME': str(home)}).stdout
+    lines = out.splitlines()
+    return [l.split(':')[9] for prev, l in zip(lines, lines[1:]) if prev.split(':')[0] in ('pub', 'sec') and l.startswith('fpr:')]
+
+
+def test_repo_key_given_as_a_user_id_is_one_key_and_only_its_public_key_is_published(tmp_path):
+    """REPO_KEY as a user id signed with the first secret key gpg found, and the published keyring held every public
+    key that matched it: another's key with the same address was trusted by every host. apt's way: one signing key, by
+    fingerprint."""
+    home = tmp_path / 'gnupg'
+    mine = new_key(home, 'fleet key <fleet@beacond.invalid>')
+    # Someone else's public key with the same address, imported into the same keyring (no secret key of it here).
+    theirs = new_key(tmp_path / 'gnupg-other', 'impostor <fleet@beacond.invalid>')
+    public = subprocess.run(['gpg', '--batch', '--export', theirs], capture_output=True, check=True,
+                            env={**os.environ, 'GNUPGHOME': str(tmp_path / 'gnupg-other')}).stdout
+    subprocess.run(['gpg', '--batch', '--quiet', '--import'], input=public, check=True, capture_output=True,
+                   env={**os.environ, 'GNUPGHOME': str(home)})
+    env = {'GNUPGHOME': str(home), 'REPO_KEY': 'fleet@beacond.invalid'}
+    repo = tmp_path / 'repo'
+    r = make_repo(repo, package(tmp_path, '0.3.0', 'amd64'), env=env)
+    assert r.returncode == 0, r.stderr
+    for keyring in ('beacond-archive-keyring.gpg', 'beacond-archive-keyring.asc'):
+        assert fingerprints(home, '--show-keys', str(repo / keyring)) == [mine], keyring
+    assert f'signed by {mine}' in r.stderr, r.stderr
+    # A second secret key with that address: which one signs? Refused, naming both; nothing added, nothing signed.
+    second = new_key(home, 'fleet key, new <fleet@beacond.invalid>')
+    fresh = tmp_path / 'fresh'
+    r = make_repo(fresh, package(tmp_path, '0.3.1', 'amd64'), env=env)
+    assert r.returncode == 2 and 'fleet@beacond.invalid' in r.stderr and mine in r.stderr and second in r.stderr, r.stderr
+    assert 'fingerprint' in r.stderr, r.stderr
+    assert not (fresh / 'dists').exists() and not list(fresh.rglob('*.deb')), list(fresh.rglob('*'))
+    # By fingerprint: that one, alone.
+    r = make_repo(fresh, package(tmp_path, '0.3.1', 'amd64'), env={**env, 'REPO_KEY': second})
+    assert r.returncode == 0 and f'signed by {second}' in r.stderr, r.stderr
+    assert fingerprints(home, '--show-keys', str(fresh / 'beacond-archive-keyring.gpg')) == [second]
+    # None: refused before anything is added.
+    r = make_repo(tmp_path / 'none', package(tmp_path, '0.3.1', 'amd64'), env={**env, 'REPO_KEY': 'nobody@beacond.invalid'})
+    assert r.returncode == 2 and "no secret key 'nobody@beacond.invalid'" in r.stderr, r.stderr
+    assert not list((tmp_path / 'none').rglob('*.deb'))
+    for h in (home, tmp_path / 'gnupg-other'):
+        subprocess.run(['gpgconf', '--kill', 'all'], env={**os.environ, 'GNUPGHOME': str(h)}, capture_output=True)
+
+
+def locked(path: Path) -> bool:
+    """Whether something holds a lock on this directory (flock, as make-repo.sh takes it)."""
+    import fcntl
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def test_a_run_waits_for_another_on_the_same_repository_and_leaves_no_lock_file(tmp_path):
+    """Two runs at once removed each other's dists/.stable.new (its staging tree). A run holds a lock on the
+    repository directory itself (flock: no lock file in the published tree, nor beside it), and a second waits until
+    the first is done before it touches anything."""
+    import fcntl
+    import time
+    repo = tmp_path / 'repo'
+    assert make_repo(repo, package(tmp_path, '0.3.0', 'amd64')).returncode == 0
+    # The lock ends with the run: not held on by a process it started (gpg's agent lives on).
+    assert not locked(repo)
+    fd = os.open(repo, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    state = {'XDG_STATE_HOME': str(user_state(tmp_path))}
+    second = subprocess.Popen(['sh', str(SCRIPT), str(repo), str(package(tmp_path, '0.3.1', 'amd64'))],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **state})
+    try:
+        time.sleep(3)
+        assert second.poll() is None, second.communicate()
+        assert not (repo / 'dists' / '.stable.new').exists()
+        assert not (repo / 'pool/main/b/beacond/beacond_0.3.1_amd64.deb').exists()
+    finally:
+        os.close(fd)
+    _, err = second.communicate(timeout=120)
+    assert second.returncode == 0, err
+    assert 'Version: 0.3.1' in (repo / 'dists/stable/main/binary-amd64/Packages').read_text()
+    # Two runs started together: both done, both packages in the index, no staging tree left.
+    runs = [subprocess.Popen(['sh', str(SCRIPT), str(repo), str(package(tmp_path, f'0.4.{i}', 'amd64'))],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **state})
+            for i in range(2)]
+    for run in runs:
+        _, err = run.communicate(timeout=120)
+        assert run.returncode == 0, err
+    packages = (repo / 'dists/stable/main/binary-amd64/Packages').read_text()
+    assert 'Version: 0.4.0' in packages and 'Version: 0.4.1' in packages, packages
+    assert not list((repo / 'dists').glob('.*'))
+    # Nothing but the repository's own files in it, and nothing beside it.
+    assert sorted(p.name for p in repo.iterdir()) == ['beacond-archive-keyring.asc', 'beacond-archive-keyring.gpg',
+                                                      'beacond.sources', 'dists', 'pool']
+    assert not [p for p in tmp_path.iterdir() if 'lock' in p.name], list(tmp_path.iterdir())
+    assert not locked(repo)
