@@ -53,8 +53,15 @@ fi
 
 key=$(sha256sum "$here/build-image.sh" | cut -c1-16)-$arch
 image="$cache_root/$key"
-# One builder at a time: a second run (the other architecture's suite in parallel, say) waits for it.
+# Every lock of this script is a file in the cache directory, opened as root under make test: so it must be a
+# directory no one else can put a file in (not /tmp or /run/lock, where another user's symlink of a lock's name made
+# root truncate the file it pointed to, on a machine with fs.protected_symlinks=0).
 mkdir -p "$cache_root"
+if [ -n "$(find "$cache_root" -maxdepth 0 \( -perm -0002 -o ! -user "$(id -u)" \))" ]; then
+    echo "vm: $cache_root (BEACOND_VM_CACHE) is a directory others can write, or another user's: its locks and guest images would be theirs to replace; give one that only you can write (by default /var/cache/beacond-vm)" >&2
+    exit 2
+fi
+# One builder at a time: a second run (the other architecture's suite in parallel, say) waits for it.
 exec 8>"$image.lock"
 flock 8
 if [ ! -f "$image/rootfs.ext4" ]; then
@@ -74,8 +81,12 @@ $image_only && exit 0
 # BEACOND_VM_SLOT=NAME: one guest at a time per NAME (make test pairs the four guests on a machine of fewer than four
 # cores). Emulated guests beside each other on two cores cost more CPU than the same guests one after another, not
 # just more time: a vCPU thread descheduled while its guest holds a lock leaves the other spinning (docs/testing.md).
+# Its lock is in the cache directory (above), beside the images' locks.
 if [ -n "${BEACOND_VM_SLOT:-}" ]; then
-    exec 6>"${TMPDIR:-/tmp}/beacond-vm-slot-$BEACOND_VM_SLOT.lock"
+    case $BEACOND_VM_SLOT in
+        *[!A-Za-z0-9_-]*) echo "vm: BEACOND_VM_SLOT must be a name (letters, digits, '_' and '-'), not '$BEACOND_VM_SLOT'" >&2; exit 2 ;;
+    esac
+    exec 6>"$cache_root/slot-$BEACOND_VM_SLOT.lock"
     if ! flock -n 6; then
         echo "vm: waiting for guest slot $BEACOND_VM_SLOT (another guest has it)"
         waited=$(date +%s)
