@@ -7,14 +7,12 @@ Here the script's own lines run: its cache-directory check and its slot-lock par
 image)."""
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import subprocess
-import time
-from pathlib import Path
 
 from conftest import ROOT
+from test_repo import locked
 
 RUN = ROOT / 'Tests' / 'VM' / 'run.sh'
 
@@ -32,17 +30,6 @@ def lock_part() -> str:
     """The cache directory made and checked, then the slot lock taken (what run.sh runs before its guest)."""
     return (part('mkdir -p "$cache_root"', 'exec 8>', inclusive=False)
             + part('if [ -n "${BEACOND_VM_SLOT:-}" ]', 'fi', inclusive=True))
-
-
-def locked(path: Path) -> bool:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
 
 
 def test_the_slot_lock_is_in_the_cache_directory_and_a_symlink_in_tmp_truncates_nothing(tmp_path):
