@@ -29,6 +29,7 @@ public enum OutputKey: String, Sendable, CaseIterable {
     case line, beacon, identityKeyFile = "identity_key_file", chosenAddress = "chosen_address"
     case resolvingKeyFile = "resolving_key_file", lastSeen = "last_seen", eidPeriodOffsetS = "eid_period_offset_s"
     case mismatches, differences, expected, heard, missing, mismatched, unexpected, seconds, exit
+    case keyTrials = "key_trials", addressesSkipped = "addresses_skipped", keyTrialsSkipped = "key_trials_skipped"
 }
 
 /// A JSON type a field can have.
@@ -305,6 +306,9 @@ public enum OutputSchema {
         F("entries", [.integer], "summary: senders kept"),
         F("capacity", [.integer], "summary: how many it keeps"),
         F("evicted", [.integer], "summary: senders dropped to keep within it"),
+        F("key_trials", [.integer], "summary, `--eid-keys`: resolvable addresses tried against a key (one AES block each)"),
+        F("addresses_skipped", [.integer], "summary, `--eid-keys`: fresh resolvable addresses heard past the cap of 50,000 key trials a second, not tried then"),
+        F("key_trials_skipped", [.integer], "summary, `--eid-keys`: the key trials those would have cost"),
     ]
 
     static let expectFields: [F] = [

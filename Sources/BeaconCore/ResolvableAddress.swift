@@ -9,9 +9,14 @@ public enum ResolvableAddress {
     /// read (most significant byte first: how Home Assistant, bluetooth-data-tools and ESPHome take it), `prand` the
     /// three bytes most significant first.
     public static func hash(irk: [UInt8], prand: [UInt8], cipher: BlockCipher) throws -> [UInt8] {
-        precondition(irk.count == 16 && prand.count == 3, "an IRK is 16 bytes and prand 3")
-        let block = try cipher(irk, [UInt8](repeating: 0, count: 13) + prand)
-        return Array(block.suffix(3))
+        precondition(irk.count == 16, "an IRK is 16 bytes")
+        return try hash(prand: prand) { try cipher(irk, $0) }
+    }
+
+    /// ah with the IRK's cipher made already.
+    public static func hash(prand: [UInt8], encrypt: KeyedBlockCipher) throws -> [UInt8] {
+        precondition(prand.count == 3, "prand is 3 bytes")
+        return Array(try encrypt([UInt8](repeating: 0, count: 13) + prand).suffix(3))
     }
 
     /// A new address from three random bytes: prand is them with its top two bits 01 (and its 22 random bits not all
@@ -35,28 +40,71 @@ public enum ResolvableAddress {
     }
 }
 
+/// AES-128 under one key already set: one block in, one out (libgcrypt's handle, keyed once).
+public typealias KeyedBlockCipher = (_ block: [UInt8]) throws -> [UInt8]
+
 /// Which key of a keyring a resolvable private address was made with (`scan --eid-keys`: the same keys, by name).
 /// Each address is tried once against every key and remembered: a beacon keeps its address for minutes, and a
-/// stranger's rotating ones are remembered as no one's.
-public struct AddressResolver: Sendable {
-    private let keys: [(name: String, key: IdentityKey)]
-    private let cipher: BlockCipher
+/// stranger's rotating ones are remembered as no one's. Each key's cipher is made once (issue #53: a new handle and
+/// key schedule per AES call cost 3 ms per fresh address with 5,000 keys), and the key trials a second are capped:
+/// a fresh address past the cap is not tried now, only counted, and tried when heard again with trials to spare.
+public struct AddressResolver {
+    private let keys: [(name: String, encrypt: KeyedBlockCipher)]
     private var known: [BluetoothAddress: String?] = [:]
     /// How many addresses are remembered before the memory starts over.
     public static let limit = 4096
+    /// The key trials (one AES block each) a second at most: about 5 % of a Raspberry Pi 4's core, which has no AES
+    /// instructions; 10 fresh addresses a second with 5,000 keys, 1 with 50,000.
+    public static let defaultTrialsPerSecond = 50_000
+    private let trialsPerSecond: Int
+    /// Trials that may be made now: refilled at `trialsPerSecond`, up to a second's worth (or one address's).
+    private var budget: Int
+    private var refilledAt: UInt64 = 0
+    /// Key trials made, and fresh addresses (each time one was heard) left untried past the cap with their trials.
+    public private(set) var keyTrials = 0
+    public private(set) var skippedAddresses = 0
+    public private(set) var skippedKeyTrials = 0
 
-    public init(keys: [(name: String, key: IdentityKey)], cipher: @escaping BlockCipher) {
-        self.keys = keys
-        self.cipher = cipher
+    /// `cipher` makes a key's cipher, once per key.
+    public init(keys: [(name: String, key: IdentityKey)], cipher: (IdentityKey) throws -> KeyedBlockCipher,
+                trialsPerSecond: Int = Self.defaultTrialsPerSecond) throws {
+        var keyed: [(name: String, encrypt: KeyedBlockCipher)] = []
+        for k in keys { keyed.append((k.name, try cipher(k.key))) }
+        self.keys = keyed
+        self.trialsPerSecond = trialsPerSecond
+        budget = max(trialsPerSecond, keys.count)
     }
 
     /// The name of the key `address` resolves under; nil for another address (a public one, a static one, an
-    /// address no key of the keyring made).
-    public mutating func resolve(_ address: BluetoothAddress) -> String? {
+    /// address no key of the keyring made, or one not tried yet). `now`: monotonic microseconds.
+    public mutating func resolve(_ address: BluetoothAddress, at now: UInt64) -> String? {
         guard address.kind == .resolvable, !keys.isEmpty else { return nil }
         if let k = known[address] { return k }
+        let capacity = max(trialsPerSecond, keys.count)
+        if now > refilledAt {
+            let earned = (now - refilledAt) * UInt64(trialsPerSecond) / 1_000_000
+            if earned > 0 {
+                budget = Int(min(UInt64(capacity), UInt64(budget) + earned))
+                refilledAt = now
+            }
+        }
+        guard budget >= keys.count else {
+            skippedAddresses += 1
+            skippedKeyTrials += keys.count
+            return nil
+        }
         if known.count >= Self.limit { known.removeAll() }
-        let name = keys.first { ResolvableAddress.resolves(address, irk: $0.key.bytes, cipher: cipher) }?.name
+        let msb = Array(address.wire.reversed())
+        var name: String?
+        for k in keys {
+            budget -= 1
+            keyTrials += 1
+            guard let h = try? ResolvableAddress.hash(prand: Array(msb[0..<3]), encrypt: k.encrypt) else { continue }
+            if h == Array(msb[3..<6]) {
+                name = k.name
+                break
+            }
+        }
         known[address] = name
         return name
     }

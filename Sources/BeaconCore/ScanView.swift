@@ -43,6 +43,14 @@ public enum ScanView {
         return out
     }
 
+    /// Below the table with `--eid-keys`: the fresh resolvable addresses not tried against the keys (AddressResolver's
+    /// cap), or nothing when none was skipped.
+    public static func skipped(_ addresses: Int, trials: Int) -> String {
+        guard addresses > 0 else { return "" }
+        return "(\(addresses) fresh resolvable address\(addresses == 1 ? "" : "es") heard past the cap of "
+            + "\(AddressResolver.defaultTrialsPerSecond) key trials a second, not tried yet: \(trials) trials skipped)\n"
+    }
+
     static func row(_ s: ScanEntry) -> String {
         let addr = "\(s.address) (\(s.addressType))"
         func ranged(_ id: String, _ major: String, _ minor: String, _ power: Int8) -> String {

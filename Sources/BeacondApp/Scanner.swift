@@ -67,8 +67,14 @@ final class Scanner {
         let s = Scanner(options: options, loop: loop)
         if let path = options.eidKeys {
             do { s.resolver = try loadResolver(path, window: options.eidWindow) } catch { return Tools.report(error) }
-            s.addressResolver = AddressResolver(keys: s.resolver!.keys.compactMap { k in k.key.map { (k.name, $0) } },
-                                                cipher: { key, block in try AES128.encrypt(block, key: key) })
+            do {
+                // One libgcrypt handle per key, keyed once (AES128 wipes its schedule when it goes).
+                s.addressResolver = try AddressResolver(keys: s.resolver!.keys.compactMap { k in k.key.map { (k.name, $0) } },
+                                                        cipher: { key in let aes = try AES128(key: key.bytes); return { try aes.encrypt($0) } })
+            } catch {
+                Output.err("Error: AES-128 failed: \(error)\n")
+                return .failure
+            }
         }
         if !options.expect.isEmpty {
             let check: AirCheck
@@ -194,7 +200,7 @@ final class Scanner {
         var match: EIDResolver.Match?
         if case .eddystoneEID(let e) = frame { match = resolver?.resolve(e.eid, at: eidTimeCounter(unixSeconds: wallClock().seconds)) }
         let now = loop.nowMicroseconds
-        let resolvedAddress = r.addressType == 1 ? addressResolver?.resolve(r.address) : nil
+        let resolvedAddress = r.addressType == 1 ? addressResolver?.resolve(r.address, at: now) : nil
         // A resolved beacon is one entry whatever its EID and address; any other frame one entry per key.
         seen.record(match.map { "eid-resolved/\($0.name)" } ?? ScanEntry.key(for: frame, r), make: {
             ScanEntry(frame: frame, report: r, calibrating: options.calibrate)
@@ -257,7 +263,9 @@ final class Scanner {
         seen.forEach { $0.updated = false }
         if final {
             out += JSONValue([(.kind, .string("summary")), (.entries, JSONValue(seen.count)), (.capacity, JSONValue(seen.capacity)),
-                              (.evicted, JSONValue(seen.evicted)), (.final, .bool(true))]).text + "\n"
+                              (.evicted, JSONValue(seen.evicted)), (.keyTrials, JSONValue(addressResolver?.keyTrials ?? 0)),
+                              (.addressesSkipped, JSONValue(addressResolver?.skippedAddresses ?? 0)),
+                              (.keyTrialsSkipped, JSONValue(addressResolver?.skippedKeyTrials ?? 0)), (.final, .bool(true))]).text + "\n"
         }
         if !out.isEmpty { Output.out(out) }
     }
@@ -265,6 +273,7 @@ final class Scanner {
     private func render(final: Bool = false) {
         var heading = "beacond scan on \(options.device) (\(plan.family) scanning, passive)"
         heading += options.duration.map { " for \(decimal($0, 1)) s" } ?? ", Ctrl-C to stop"
-        Output.out((final ? "" : "\u{1B}[H\u{1B}[2J") + ScanView.table(seen, heading: heading))
+        Output.out((final ? "" : "\u{1B}[H\u{1B}[2J") + ScanView.table(seen, heading: heading)
+                   + (addressResolver.map { ScanView.skipped($0.skippedAddresses, trials: $0.skippedKeyTrials) } ?? ""))
     }
 }
