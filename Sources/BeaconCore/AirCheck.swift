@@ -17,6 +17,8 @@ public struct ExpectedBeacon: Sendable, Hashable {
     /// frame is a copy), and the file it is in (for messages).
     public var resolvingKey: IdentityKey?
     public var resolvingKeyFile: String?
+    /// With a resolving key: `address_rotation_s`, how long the beacon keeps one address.
+    public var addressRotationSeconds: UInt64?
     /// An Eddystone-TLM beacon: the expectation (an index into the check's list) of the Eddystone-UID beacon whose
     /// address it goes out from; nil when it has its own.
     public var follows: Int?
@@ -43,6 +45,7 @@ extension ExpectedBeacon {
             if case .chosen(let a)? = plan.wanted[k].setting { e.chosenAddress = a.description }
             if plan.wanted[k].setting == .policy(.resolvable) {
                 (e.resolvingKey, e.resolvingKeyFile) = (plan.wanted[k].resolvingKey, plan.resolvingKeyFiles[k])
+                e.addressRotationSeconds = UInt64(max(0, plan.rotation.components.seconds))
             }
             if b.beacon.isTelemetry, e.chosenAddress == nil {
                 // Through mgmt the kernel gives each instance an address of its own: telemetry cannot be paired.
@@ -140,6 +143,14 @@ public struct AirCheck: Sendable {
     /// own: the clocks of a synchronized beacon and receiver differ by far less. Anything older is a recording (or a
     /// clock that is off) and is reported as such, never as heard.
     public static let eidSkew: Int64 = 60
+
+    /// How long past its `address_rotation_s` a resolvable address may still be heard as the beacon's (a rotation
+    /// waits for a time slice or a retry): longer, it is a recording replayed, as an EID of a past period is.
+    public static let rotationSlack: UInt64 = 60
+    /// When each resolvable address that resolved under an expected beacon's key was first heard (wall clock,
+    /// microseconds), by this check or, given back, by an earlier one (at most `firstHeardLimit`).
+    public var firstHeard: [String: UInt64] = [:]
+    public static let firstHeardLimit = 4096
 
     public private(set) var entries: [Entry]
     /// Beacons of an expected UUID or namespace that no config names, by identity (at most `unexpectedLimit`).
@@ -263,6 +274,13 @@ public struct AirCheck: Sendable {
         }
         if let irk = e.resolvingKey, r.addressType != 1 || !(cipher.map { ResolvableAddress.resolves(r.address, irk: irk.bytes, cipher: $0) } ?? false) {
             d.append("from \(r.addressString) (\(r.addressTypeName)), which does not resolve under the beacon's resolving key \(e.resolvingKeyFile ?? ""): a copy of its frame from another sender")
+        } else if e.resolvingKey != nil, let rotation = e.addressRotationSeconds {
+            let first = firstHeard[r.addressString] ?? now
+            if firstHeard[r.addressString] == nil, firstHeard.count < Self.firstHeardLimit { firstHeard[r.addressString] = now }
+            let age = now > first ? (now - first) / 1_000_000 : 0
+            if age > rotation + Self.rotationSlack {
+                d.append("from \(r.addressString), a resolvable address heard for more than \(rotation + Self.rotationSlack) s: the beacon takes a new one every \(rotation) s (address_rotation_s), so this is a recording replayed, or a beacon that no longer rotates; --expect takes an address for address_rotation_s + \(Self.rotationSlack) s")
+            }
         }
         if d.isEmpty {
             var first = false

@@ -1,6 +1,7 @@
 // `scan --expect`: reading the configs to check, and saying what the air showed (stdout, stderr, the metrics file).
 import AESCipher
 import BeaconCore
+import BluetoothHCI
 import DaemonCore
 import SystemCalls
 
@@ -92,18 +93,43 @@ enum ScanExpect {
         return code
     }
 
+    /// Where a verifier keeps, beside its metrics, when each resolvable address of its beacons was first heard, so
+    /// that the next check flags one still heard past `address_rotation_s` (AirCheck.firstHeard): `FILE.addresses`,
+    /// mode 0600 (which addresses are the beacon's is what its key keeps private). node_exporter reads `*.prom` only.
+    static func addressesPath(metrics: String) -> String { metrics + ".addresses" }
+
+    /// The addresses an earlier check wrote: a line `ADDRESS MICROSECONDS` each; anything else is skipped, a missing
+    /// or unreadable file is none.
+    static func firstHeard(from path: String) -> [String: UInt64] {
+        guard let bytes = try? FileDescriptor.readFile(path, limit: 1 << 20) else { return [:] }
+        var out: [String: UInt64] = [:]
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") where out.count < AirCheck.firstHeardLimit {
+            let f = line.split(separator: " ")
+            guard f.count == 2, BluetoothAddress(parsing: String(f[0])) != nil, let t = UInt64(f[1]) else { continue }
+            out[String(f[0])] = t
+        }
+        return out
+    }
+
+    /// Writes them back, those of the last week only (newest first, at most `AirCheck.firstHeardLimit`).
+    static func write(firstHeard: [String: UInt64], to path: String, now: UInt64) -> Bool {
+        let week: UInt64 = 7 * 86_400 * 1_000_000
+        let kept = firstHeard.filter { now < $0.value || now - $0.value < week }.sorted { $0.value > $1.value }.prefix(AirCheck.firstHeardLimit)
+        return writeMetrics(kept.map { "\($0.key) \($0.value)\n" }.joined(), to: path, mode: 0o600)
+    }
+
     /// The result for node_exporter's textfile collector, replacing FILE atomically (mode 0644, whatever the umask,
     /// so that node_exporter's own user can read it). The directory is opened without following a symlink and must be
     /// root's (or this user's) and writable by no one else: the verifier runs as root, and node_exporter's directory
     /// sits in the prometheus user's home.
-    static func writeMetrics(_ text: String, to path: String) -> Bool {
+    static func writeMetrics(_ text: String, to path: String, mode: UInt32 = 0o644) -> Bool {
         let parts = path.split(separator: "/", omittingEmptySubsequences: false)
         let name = String(parts.last ?? "")
         var dir = parts.count > 1 ? (parts.dropLast().joined(separator: "/").isEmpty ? "/" : parts.dropLast().joined(separator: "/")) : "."
         if !dir.hasPrefix("/") { dir = currentDirectory() + "/" + dir }
         do {
             let fd = try FileDescriptor.openTrustedDirectory(dir)
-            try createFileDurably(named: name, in: fd, contents: Array(text.utf8), mode: 0o644, exactMode: true, replacing: true)
+            try createFileDurably(named: name, in: fd, contents: Array(text.utf8), mode: .init(mode), exactMode: true, replacing: true)
         } catch {
             Output.err("Error: cannot write the metrics to \(path): \(error)\n")
             return false

@@ -89,6 +89,7 @@ final class Scanner {
                 Output.err("Warning: this receiver's clock is not synchronized (timedatectl): an Eddystone-EID beacon is judged by it, so one may be reported missing or as a recording when the clocks differ by more than \(AirCheck.eidSkew) s\n")
             }
             s.check = check
+            if let m = options.metrics { s.check!.firstHeard = ScanExpect.firstHeard(from: ScanExpect.addressesPath(metrics: m)) }
             s.resolver = ScanExpect.resolver(for: check)
             // The table for now, before scanning starts (not at the first EID heard).
             _ = s.resolver?.resolve([UInt8](repeating: 0, count: 8), at: eidTimeCounter(unixSeconds: wallClock().seconds))
@@ -238,7 +239,8 @@ final class Scanner {
                 ScanExpect.writeMetrics(check.prometheusText(device: device, startedAt: startedAt.wall, duration: seconds,
                                                              clockSynchronized: !clockUnsynchronized), to: $0)
             } ?? true
-            exitCode = written ? code : .failure
+            let kept = options.metrics.map { ScanExpect.write(firstHeard: check.firstHeard, to: ScanExpect.addressesPath(metrics: $0), now: startedAt.wall) } ?? true
+            exitCode = written && kept ? code : .failure
             return loop.exit(code: exitCode.rawValue)
         }
         if json { emitJSON(final: true) } else { render(final: true) }

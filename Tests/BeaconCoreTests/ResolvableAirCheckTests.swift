@@ -53,3 +53,41 @@ struct ResolvableAirCheckTests {
         #expect(r.resolve(made, at: 0) == "other")
     }
 }
+
+@Suite("a resolvable address heard too long")
+struct ResolvableRecordingTests {
+    func check(rotation: Int = 900) throws -> AirCheck {
+        var c = try BeaconConfiguration.parse(Array("[beacon]\nuuid = \"\(uuid)\"\nmajor = 7\nminor = 1\naddress = \"resolvable\"\nresolving_key_file = \"shop.irk\"\n[advertising]\naddress_rotation_s = \(rotation)\n".utf8))
+        c.setKey(irk, for: c.keyFiles[0])
+        return AirCheck(ExpectedBeacon.all(in: c, path: "/f.conf"), cipher: cipher)
+    }
+
+    /// A recorded address and frame replayed were HEARD for ever (issue #53): the beacon takes a new address every
+    /// address_rotation_s, so one heard past that (and a slack) is a recording.
+    @Test("bug: a resolvable address heard for longer than address_rotation_s plus slack was HEARD; it is a recording now")
+    func heardTooLong() throws {
+        let frame = try #require(try BeaconConfiguration.parse(Array("[beacon]\nuuid = \"\(uuid)\"\nmajor = 7\nminor = 1\n".utf8)).beacon).advertisingData
+        let own = report(frame, from: "70:81:94:0D:FB:AA")
+        var c = try check()
+        let second: UInt64 = 1_000_000
+        c.record(BeaconFrame(advertisingData: own.data), own, at: 1_000 * second)
+        c.record(BeaconFrame(advertisingData: own.data), own, at: (1_000 + 900 + AirCheck.rotationSlack) * second)
+        #expect(c.results[0].verdict == .heard)  // within the rotation and its slack
+        c.record(BeaconFrame(advertisingData: own.data), own, at: (1_000 + 901 + AirCheck.rotationSlack) * second)
+        c.record(BeaconFrame(advertisingData: own.data), own, at: (1_000 + 902 + AirCheck.rotationSlack) * second)  // one mismatch still
+        #expect(c.results[0].mismatches.map(\.differences) == [[
+            "from 70:81:94:0D:FB:AA, a resolvable address heard for more than 960 s: the beacon takes a new one every 900 s (address_rotation_s), so this is a recording replayed, or a beacon that no longer rotates; --expect takes an address for address_rotation_s + 60 s"]])
+        // An earlier check's sighting counts: the address heard again by the next check, past the rotation.
+        var next = try check()
+        next.firstHeard = c.firstHeard
+        next.record(BeaconFrame(advertisingData: own.data), own, at: 2_000 * second)
+        #expect(next.results[0].verdict == .mismatch && !next.succeeded)
+        // A new address of the key, as the beacon makes every rotation, is heard.
+        let fresh = try #require(try ResolvableAddress.make(irk: irk.bytes, random: [0x21, 0x43, 0x65], cipher: cipher))
+        let r = report(frame, from: fresh.description)
+        var again = try check()
+        again.firstHeard = c.firstHeard
+        again.record(BeaconFrame(advertisingData: r.data), r, at: 2_000 * second)
+        #expect(again.results[0].verdict == .heard)
+    }
+}
