@@ -5,6 +5,9 @@ import SystemConditions
 public enum ConfigFile {
     /// A beacond config is a few lines; anything this large is the wrong file.
     public static let maximumSize = 64 * 1024
+    /// The documented example config as the package installs it (scripts/install.sh's $DOCDIR/beacond.conf.example
+    /// with PREFIX=/usr; test_messages holds the two together).
+    public static let example = "/usr/share/doc/beacond/beacond.conf.example"
 
     /// The one problem that stops the file from being read as text, or nil when it can be parsed.
     public static func check(_ bytes: [UInt8], maximumSize: Int = maximumSize, what: String = "a config") -> ConfigDiagnostic? {
@@ -62,7 +65,7 @@ extension ConfigError {
         let message = switch c.kind {
         case .isDirectory: "is a directory, not a config file"
         case .invalidArgument: "is not a regular file (a FIFO, a device or a socket), not a config file"
-        case .notFound: "no such file (copy the example from the package's config/beacond.conf, then run 'beacond gen-uuid --set \(path)')"
+        case .notFound: "no such file (copy the example \(ConfigFile.example), then run 'beacond gen-uuid --set \(path)')"
         case .accessDenied: "permission denied reading the file"
         default: "cannot open the file: \(c)"
         }

@@ -263,7 +263,10 @@ enum Tools {
             guard let uuid = fresh() else { return .failure }
             let edit: ConfigEditor.UUIDEdit
             do { edit = try ConfigEditor.settingUUIDs(uuid, in: bytes, replacing: replacing) } catch {
-                Output.err("Error: not changing \(path): it must be a valid config before and after the change\n")
+                // A valid file whose beacons have their uuid already is refused for that alone (issue #53: it was
+                // said to be invalid first).
+                let valid = (try? BeaconConfiguration.parse(bytes)) != nil
+                Output.err("Error: not changing \(path): " + (valid ? "its uuid is kept" : "it must be a valid config before and after the change") + "\n")
                 return report(ConfigError(path: path, diagnostics: error.items))
             }
             do { try ConfigLoader.replace(file, with: edit.bytes) } catch { return report(error) }
@@ -303,7 +306,7 @@ enum Tools {
             Output.err("Error: \(KeyFileWriting.refusal(path, error.condition))\n")
             return .failure
         }
-        Output.out("Wrote a new identity key to \(path) (mode 0600). Give the same key to the resolver that is to recognize the beacon.\n")
+        Output.out("Wrote a new 128-bit key to \(path) (mode 0600). Name it in one use only: identity_key_file (an Eddystone-EID beacon; give the same key to its resolver), resolving_key_file (address = \"resolvable\"; 'beacond irk' prints it for the gateways) or bindkey_file (the self-report's encryption; Home Assistant asks for it).\n")
         return .success
     }
 

@@ -31,7 +31,7 @@ struct KeyFileProblemTests {
         #expect(ConfigError(editing: "/etc/b.conf", .other("/etc/b.conf was replaced")).diagnostics.map(\.message) == ["/etc/b.conf was replaced"])
         #expect(message(.isDirectory) == "is a directory, not a config file")
         #expect(message(.invalidArgument) == "is not a regular file (a FIFO, a device or a socket), not a config file")
-        #expect(message(.notFound) == "no such file (copy the example from the package's config/beacond.conf, then run 'beacond gen-uuid --set /etc/b.conf')")
+        #expect(message(.notFound) == "no such file (copy the example /usr/share/doc/beacond/beacond.conf.example, then run 'beacond gen-uuid --set /etc/b.conf')")
         #expect(message(.accessDenied) == "permission denied reading the file")
         #expect(message(.other, "Input/output error") == "cannot open the file: Input/output error")
     }

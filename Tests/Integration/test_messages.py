@@ -1,0 +1,58 @@
+"""The words a careful owner reads (issue #53 §4), each held to the fact it states where a test can: tried as a new
+user would, these misled."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+
+from conftest import ROOT, beacond_path, run_cli
+from test_eid import write_key
+
+
+def test_gen_uuid_set_again_says_the_uuid_is_there_not_that_the_file_is_invalid(tmp_path):
+    conf = tmp_path / 'b.conf'
+    conf.write_text('[beacon]\nmajor = 1\nminor = 1\n')
+    assert run_cli('gen-uuid', '--set', str(conf)).returncode == 0
+    r = run_cli('gen-uuid', '--set', str(conf))
+    assert r.returncode == 78 and 'must be a valid config' not in r.stderr, r.stderr
+    assert f"Error: not changing {conf}: its uuid is kept" in r.stderr and 'is already' in r.stderr, r.stderr
+    # A file that does not parse still says so.
+    conf.write_text('[beacon\n')
+    r = run_cli('gen-uuid', '--set', str(conf))
+    assert r.returncode == 78 and 'must be a valid config before and after the change' in r.stderr, r.stderr
+
+
+def test_irk_on_a_missing_key_file_shows_no_name(tmp_path):
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text('[beacon]\nuuid = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"\nmajor = 1\nminor = 1\naddress = "resolvable"\n'
+                    'resolving_key_file = "door-secret.irk"\n')
+    r = run_cli('irk', '-c', str(conf))
+    assert r.returncode == 78 and 'does not exist' in r.stderr, r.stderr
+    assert 'door-secret' not in r.stderr and 'a name is never shown' in r.stderr, r.stderr
+
+
+def test_gen_key_says_what_the_key_is_for_whatever_its_use(tmp_path):
+    r = run_cli('gen-key', str(tmp_path / 'door.irk'))
+    assert r.returncode == 0, r.stderr
+    assert 'identity key' not in r.stdout, r.stdout
+    assert re.search(r'Wrote a new 128-bit key to .*door\.irk \(mode 0600\)', r.stdout), r.stdout
+    for use in ('identity_key_file', 'resolving_key_file', 'bindkey_file'):
+        assert use in r.stdout, r.stdout
+
+
+def test_a_missing_config_names_the_example_the_package_installs(tmp_path):
+    r = run_cli('check-config', '-c', str(tmp_path / 'none.conf'))
+    m = re.search(r'copy the example (\S+), then', r.stderr)
+    assert r.returncode == 78 and m, r.stderr
+    assert 'config/' not in r.stderr
+    # What the package holds there: scripts/install.sh, as build-deb.sh runs it (PREFIX=/usr), installs the config.
+    pages = tmp_path / 'man'
+    pages.mkdir()
+    (pages / 'beacond.8').write_text('')
+    (pages / 'beacond.conf.5').write_text('')
+    stage = tmp_path / 'stage'
+    subprocess.run(['sh', str(ROOT / 'scripts' / 'install.sh'), str(beacond_path())], check=True, capture_output=True,
+                   env={**os.environ, 'DESTDIR': str(stage), 'PREFIX': '/usr', 'SYSCONFDIR': '/etc', 'MAN_PAGES': str(pages)})
+    assert 'PREFIX=/usr' in (ROOT / 'scripts' / 'build-deb.sh').read_text()
+    assert (stage / m.group(1).lstrip('/')).read_text() == (ROOT / 'config' / 'beacond.conf').read_text()
