@@ -49,7 +49,12 @@ public typealias KeyedBlockCipher = (_ block: [UInt8]) throws -> [UInt8]
 /// key schedule per AES call cost 3 ms per fresh address with 5,000 keys), and the key trials a second are capped:
 /// a fresh address past the cap is not tried now, only counted, and tried when heard again with trials to spare.
 public struct AddressResolver {
-    private let keys: [(name: String, encrypt: KeyedBlockCipher)]
+    private let keys: [(name: String, key: IdentityKey)]
+    /// Makes a key's cipher; each is made when its key is first tried and kept (at most `cipherLimit` at once: a
+    /// libgcrypt handle is about 1.5 KiB, and a keyring may hold 50,000 keys).
+    private let makeCipher: (IdentityKey) throws -> KeyedBlockCipher
+    private var ciphers: [Int: KeyedBlockCipher] = [:]
+    public static let cipherLimit = 4096
     private var known: [BluetoothAddress: String?] = [:]
     /// How many addresses are remembered before the memory starts over.
     public static let limit = 4096
@@ -65,14 +70,22 @@ public struct AddressResolver {
     public private(set) var skippedAddresses = 0
     public private(set) var skippedKeyTrials = 0
 
-    /// `cipher` makes a key's cipher, once per key.
-    public init(keys: [(name: String, key: IdentityKey)], cipher: (IdentityKey) throws -> KeyedBlockCipher,
-                trialsPerSecond: Int = Self.defaultTrialsPerSecond) throws {
-        var keyed: [(name: String, encrypt: KeyedBlockCipher)] = []
-        for k in keys { keyed.append((k.name, try cipher(k.key))) }
-        self.keys = keyed
+    /// `cipher` makes a key's cipher, once per key (while at most `cipherLimit` are kept).
+    public init(keys: [(name: String, key: IdentityKey)], cipher: @escaping (IdentityKey) throws -> KeyedBlockCipher,
+                trialsPerSecond: Int = Self.defaultTrialsPerSecond) {
+        self.keys = keys
+        makeCipher = cipher
         self.trialsPerSecond = trialsPerSecond
         budget = max(trialsPerSecond, keys.count)
+    }
+
+    /// Key `k`'s cipher, made now if it was not kept.
+    private mutating func cipher(_ k: Int) -> KeyedBlockCipher? {
+        if let c = ciphers[k] { return c }
+        guard let c = try? makeCipher(keys[k].key) else { return nil }
+        if ciphers.count >= Self.cipherLimit { ciphers.removeAll() }
+        ciphers[k] = c
+        return c
     }
 
     /// The name of the key `address` resolves under; nil for another address (a public one, a static one, an
@@ -96,12 +109,12 @@ public struct AddressResolver {
         if known.count >= Self.limit { known.removeAll() }
         let msb = Array(address.wire.reversed())
         var name: String?
-        for k in keys {
+        for k in keys.indices {
             budget -= 1
             keyTrials += 1
-            guard let h = try? ResolvableAddress.hash(prand: Array(msb[0..<3]), encrypt: k.encrypt) else { continue }
+            guard let encrypt = cipher(k), let h = try? ResolvableAddress.hash(prand: Array(msb[0..<3]), encrypt: encrypt) else { continue }
             if h == Array(msb[3..<6]) {
-                name = k.name
+                name = keys[k].name
                 break
             }
         }

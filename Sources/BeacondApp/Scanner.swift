@@ -67,14 +67,9 @@ final class Scanner {
         let s = Scanner(options: options, loop: loop)
         if let path = options.eidKeys {
             do { s.resolver = try loadResolver(path, window: options.eidWindow) } catch { return Tools.report(error) }
-            do {
-                // One libgcrypt handle per key, keyed once (AES128 wipes its schedule when it goes).
-                s.addressResolver = try AddressResolver(keys: s.resolver!.keys.compactMap { k in k.key.map { (k.name, $0) } },
-                                                        cipher: { key in let aes = try AES128(key: key.bytes); return { try aes.encrypt($0) } })
-            } catch {
-                Output.err("Error: AES-128 failed: \(error)\n")
-                return .failure
-            }
+            // One libgcrypt handle per key, keyed once (AES128 wipes its schedule when it goes).
+            s.addressResolver = AddressResolver(keys: s.resolver!.keys.compactMap { k in k.key.map { (k.name, $0) } },
+                                                cipher: { key in let aes = try AES128(key: key.bytes); return { try aes.encrypt($0) } })
         }
         if !options.expect.isEmpty {
             let check: AirCheck
