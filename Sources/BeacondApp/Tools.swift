@@ -47,6 +47,8 @@ enum Tools {
                 var lines = [("format", cb.beacon.format.rawValue)] + beaconLines(cb.beacon).filter { $0.name != "format" }
                 lines.append(("interval_ms", cb.interval.map { "\($0) (this beacon's own)" } ?? "\(a.interval) (from [advertising])"))
                 if let name = cb.name { lines.append(("name", "\"\(name)\" (in a scan response: scannable)")) }
+                let type = cb.scanResponse != nil && !a.connectable ? LegacyAdvertisingType.scannableUndirected : a.legacyType
+                lines.append(("pdu", type.pduName + (type == .scannableUndirected ? " (scannable: its name in a scan response)" : "")))
                 lines.append(("address", addresses[k].text))
                 lines += keyLine(cb)
                 return "  beacon \(k + 1) (line \(cb.location.line))\n" + lines.map { "    " + pad($0.name, 14) + $0.value + "\n" }.joined()
@@ -58,9 +60,24 @@ enum Tools {
         let rotation = config.addressPlan.rotates ? ", a new rotating or resolvable address every \(formatDuration(a.addressRotation))" : ""
         let address = a.address.map { "\($0.rawValue) (for beacons without their own\(rotation))" }
             ?? "static where beacond drives the controller (hci, H4), each beacon its own; the kernel's own through mgmt (default)"
+        // What a controller without advertising sets (every Raspberry Pi's) does with several: one advertiser whose
+        // slots the beacons take in turn (HCIHost's LegacySlicing, the same rule the advertiser follows).
+        let slicing = LegacySlicing(config.beacons.map {
+            AdvertisingRequest(data: $0.beacon.advertisingData, type: a.legacyType, interval: config.interval(of: $0), txPower: nil,
+                               scanResponse: $0.scanResponse)
+        })
+        var interval = "\(a.interval) (\(a.interval.units) × 0.625 ms)"
+        if config.beacons.count > 1 {
+            let slot = slicing.base.interval
+            interval += " for each beacon\(config.beacons.contains { $0.interval != nil } ? " without an interval_ms of its own" : "") on a controller "
+                + "with advertising sets; on one without (every Raspberry Pi's), the \(config.beacons.count) beacons take turns in \(slot) slots: "
+                + "each every \(formatDuration(slicing.effectiveInterval(slot: slot)))"
+        }
+        let type = slicing.base.type
+        let pdu = type.pduName + (type == .scannableUndirected ? " (non-connectable; scannable: a beacon has a name)" : a.connectable ? " (connectable)" : " (non-connectable)")
         Output.out(beacons + waiting + """
-              interval        \(a.interval) (\(a.interval.units) × 0.625 ms)
-              pdu             \(a.legacyType.pduName) (\(a.connectable ? "connectable" : "non-connectable"))
+              interval        \(interval)
+              pdu             \(pdu)
               tx_power        \(tx)
               address         \(address)
               device          \(config.controller.device)

@@ -56,3 +56,18 @@ def test_a_missing_config_names_the_example_the_package_installs(tmp_path):
                    env={**os.environ, 'DESTDIR': str(stage), 'PREFIX': '/usr', 'SYSCONFDIR': '/etc', 'MAN_PAGES': str(pages)})
     assert 'PREFIX=/usr' in (ROOT / 'scripts' / 'build-deb.sh').read_text()
     assert (stage / m.group(1).lstrip('/')).read_text() == (ROOT / 'config' / 'beacond.conf').read_text()
+
+
+def test_check_config_says_each_named_beacons_pdu_and_how_often_a_pi_sends_each(tmp_path):
+    """Three named beacons (config/three-beacons.conf) were each "scannable", then summed up as `pdu ADV_NONCONN_IND`,
+    with `interval 100 ms` where a Pi, whose controller has no advertising sets, sends each every 300 ms."""
+    conf = tmp_path / 'three.conf'
+    conf.write_text((ROOT / 'config' / 'three-beacons.conf').read_text()
+                    .replace('[[beacon]]\n', '[[beacon]]\nuuid = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"\n'))
+    r = run_cli('check-config', '-c', str(conf))
+    assert r.returncode == 0, r.stderr
+    assert 'ADV_NONCONN_IND' not in r.stdout, r.stdout
+    assert r.stdout.count('    pdu           ADV_SCAN_IND (scannable: its name in a scan response)\n') == 3, r.stdout
+    assert ('  interval        100 ms (160 × 0.625 ms) for each beacon on a controller with advertising sets; on one without '
+            "(every Raspberry Pi's), the 3 beacons take turns in 100 ms slots: each every 300 ms\n") in r.stdout, r.stdout
+    assert '  pdu             ADV_SCAN_IND (non-connectable; scannable: a beacon has a name)\n' in r.stdout, r.stdout
