@@ -171,8 +171,13 @@ public struct RuntimeState: Sendable, Hashable {
     }
 
     private var rendered: String {
-        // Every text field goes through Redaction: what any user reads never holds a key.
-        func text(_ v: String?) -> JSONValue { JSONValue(v.map(Redaction.apply)) }
+        // Every text field goes through Redaction: what any user reads never holds a key. What goes on the air is no
+        // secret: a beacon's UUID or namespace stays (Redaction takes out any other 32 hex digits, issue #53).
+        let onAir = beacons.flatMap(\.identity).compactMap { f -> String? in
+            guard f.name == .uuid || f.name == .namespace, case .string(let v) = f.value else { return nil }
+            return v
+        }
+        func text(_ v: String?) -> JSONValue { JSONValue(v.map { Redaction.apply($0, showing: onAir) }) }
         let x = controller
         let c = JSONValue([
             (.device, .string(device)), (.backend, JSONValue(x?.backend.rawValue)), (.family, JSONValue(x?.family.rawValue)),
