@@ -3,6 +3,7 @@ user would, these misled."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import re
 import subprocess
 
@@ -71,3 +72,56 @@ def test_check_config_says_each_named_beacons_pdu_and_how_often_a_pi_sends_each(
     assert ('  interval        100 ms (160 × 0.625 ms) for each beacon on a controller with advertising sets; on one without '
             "(every Raspberry Pi's), the 3 beacons take turns in 100 ms slots: each every 300 ms\n") in r.stdout, r.stdout
     assert '  pdu             ADV_SCAN_IND (non-connectable; scannable: a beacon has a name)\n' in r.stdout, r.stdout
+
+
+def test_the_readmes_status_example_is_what_a_pi_says(tmp_path, processes):
+    """The README's `systemctl status` line showed an extended controller; it is the line beacond writes on a model
+    of a Pi's radio (the CYW43455: no advertising sets), for the README's own first config, address aside."""
+    import json
+    from harness.lab import Lab, wait_for
+    from harness.personalities import CYW43455
+    readme = (ROOT / 'README.md').read_text()
+    m = re.search(r'^\s+Status: "(Advertising [^"]+)"$', readme, re.M)
+    assert m, 'no Status: line in the README'
+    said = m.group(1)
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text('[beacon]\nuuid = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"\nmajor = 1\nminor = 1\n')
+    xdg = tmp_path / 'xdg'
+    xdg.mkdir(mode=0o700)
+    sock = tmp_path / 'hci.sock'
+    with Lab(f'unix-server:{sock}', personality=CYW43455):
+        processes('run', '-c', str(conf), '-d', f'unix:{sock}', env={'XDG_RUNTIME_DIR': str(xdg)})
+        line = wait_for(lambda: (r := run_cli('status', '--json', '-c', str(conf), env={**os.environ, 'XDG_RUNTIME_DIR': str(xdg)}))
+                        and r.returncode == 0 and json.loads(r.stdout)['daemons'][0]['status'], 10, what='advertising')
+    address = re.compile(r'[0-9A-F]{2}(:[0-9A-F]{2}){5}')
+    assert address.sub('ADDRESS', said) == address.sub('ADDRESS', line).replace('unix:' + str(sock), 'hci0'), (said, line)
+
+
+def test_packaging_docs_installed_sizes_are_the_control_files():
+    """docs/packaging.md's installed sizes are the packages' Installed-Size (what apt shows before installing), for
+    each package `make deb` built (build/, or BEACOND_DEBS)."""
+    import pytest
+    version = subprocess.run(['sh', str(ROOT / 'scripts' / 'version.sh')], capture_output=True, text=True, check=True).stdout.strip()
+    where = Path(os.environ.get('BEACOND_DEBS', ROOT / 'build'))
+    debs = {arch: where / f'beacond_{version}_{arch}.deb' for arch in ('amd64', 'arm64')}
+    if not any(d.exists() for d in debs.values()):
+        pytest.skip(f'no package in {where} (make deb)')
+    row = re.search(r'^\| installed \| ([\d,]+) KiB \| ([\d,]+) KiB \|$', (ROOT / 'docs' / 'packaging.md').read_text(), re.M)
+    assert row, 'no installed row in docs/packaging.md'
+    documented = dict(zip(('amd64', 'arm64'), (int(v.replace(',', '')) for v in row.groups())))
+    for arch, deb in debs.items():
+        if deb.exists():
+            size = int(subprocess.run(['dpkg-deb', '-f', str(deb), 'Installed-Size'], capture_output=True, text=True, check=True).stdout)
+            assert documented[arch] == size, f'docs/packaging.md says {documented[arch]:,} KiB installed for {arch}; {deb.name} says {size:,}'
+
+
+def test_the_demos_docstring_names_the_pis_its_radio_model_is_in():
+    """harness/demo.py put the Pi 400 on the CYW43455; its BCM43456 is another personality. The Pis the docstring
+    names are those of the personality the demo plays."""
+    from harness import demo
+    from harness.personalities import CYW43455
+    m = re.search(r'playing a CYW43455 \(the radio of the (?:Raspberry )?Pi ([^:]+):', ' '.join(demo.__doc__.split()))
+    assert m, demo.__doc__
+    named = re.split(r', | and ', m.group(1))
+    listed = re.search(r'Raspberry Pi ([^(]+)\(', CYW43455.devices).group(1)
+    assert named and all(re.search(rf'(^|, ){re.escape(n)}(,|$)', listed.strip()) for n in named), (named, listed)

@@ -2,8 +2,8 @@
 
 Provisions config/three-beacons.conf as a shop owner would (`beacond gen-uuid --set` gives the three tables one UUID),
 shows what `beacond check-config` says each beacon gets, and runs the real `beacond run` against Google Bumble's
-virtual controller playing a CYW43455 (the radio of the Pi 3B+, 4, 5 and 400: Bluetooth 5.0, no advertising sets) for
-a few seconds. It prints what a second radio on the same virtual air hears, decoded by the independent beacontools
+virtual controller playing a CYW43455 (the radio of the Raspberry Pi 3B+, 3A+, 4, 5 and 500: Bluetooth 5.0, no
+advertising sets; the Pi 400's BCM43456 is a personality of its own) for a few seconds. It prints what a second radio on the same virtual air hears, decoded by the independent beacontools
 package: each beacon from its own address, in turn (time slices of one advertiser), and how often. Then it stops
 beacond with SIGTERM and shows that the controller stopped advertising.
 """
