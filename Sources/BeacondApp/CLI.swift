@@ -193,7 +193,7 @@ enum CLI {
                 """,
             exitStatus: """
                 0 stopped by a signal, 1 internal failure (the event loop could not be set up or run; systemd restarts \
-                it), 64 usage error, 69 controller unusable, 75 another beacond runs on the device, whatever its \
+                it), 64 usage error, 69 controller unusable, 75 another beacond runs on the device whatever its \
                 state directory (systemd restarts it), 77 missing privilege or a state directory (or lock) that is not this \
                 user's own, 78 config error.
                 """,
