@@ -365,6 +365,7 @@ def test_without_a_state_directory_the_default_falls_back_to_public_and_an_expli
         assert {a.split('/')[0] for a in frames[IB_BYTES]} == {'F0:F1:F2:F3:F4:F5'}
         wait_for(lambda: "advertising from the controller's public address until it can be kept" in b.log(), 5, what='the warning')
         assert b.log().count('Cannot keep a static address') == 1  # once, not per apply
+        assert b.stop() == 0  # one beacond per device, with a state directory or without (issue #53)
     conf.write_text(IB + '[advertising]\naddress = "static"\n')
     with Lab(f'unix-server:{sock}') as lab:
         b = processes('run', '-c', str(conf), '-d', f'unix:{sock}', env=nowhere)
