@@ -161,14 +161,7 @@ final class StateLock {
                     t.watch?.cancel()
                     t.claim.release()
                 }
-                switch error {
-                case .held(let pid, _):
-                    let who = pid.map { "another beacond (pid \($0))" } ?? "another beacond"
-                    return StateProblem(kind: .busy, description: "\(who) is running on \(device): stop it first (one controller takes one "
-                                        + "beacond, whatever its state directory: beacond.service and beacond@hci0.service are two)")
-                case .system(let e):
-                    return StateProblem(kind: .unusable, description: "cannot claim \(device) for this beacond: \(e)")
-                }
+                return StateProblem(claim: error.refusal, device: device)
             }
         }
         for (k, t) in claims where taken[k] == nil {

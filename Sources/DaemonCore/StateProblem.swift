@@ -48,6 +48,21 @@ public struct StateProblem: Error, Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Why the device was not claimed (DeviceClaim, outside any state directory): another beacond holds it, or the
+    /// claim itself failed. One controller takes one beacond, whatever its state directory (issue #53).
+    public init(claim refusal: LockRefusal, device: String) {
+        switch refusal {
+        case .held(let pid):
+            let who = pid.map { "another beacond (pid \($0))" } ?? "another beacond"
+            self.init(kind: .busy, description: "\(who) is running on \(device): stop it first (one controller takes one beacond, whatever its "
+                      + "state directory: beacond.service and beacond@hci0.service are two)")
+        case .system(_, let text):
+            self.init(kind: .unusable, description: "cannot claim \(device) for this beacond: \(text)")
+        case .notRegularFile, .links, .owner:
+            self.init(kind: .unusable, description: "cannot claim \(device) for this beacond: \(refusal)")
+        }
+    }
+
     /// Why no static address can be kept, and whether a beacon without its own `address` may fall back to the public
     /// address: only with no state directory at all (none can be made: a user without one). Anything else (a
     /// directory not beacond's, a lock held by another) is refused, so that no beacon goes on the air from an

@@ -3,6 +3,7 @@
 // process ends. Who holds a name is asked of the socket itself: it listens, and a connection's SO_PEERCRED is the
 // listener's pid and user.
 import Glibc
+import SystemConditions
 
 public final class DeviceClaim {
     private let socket: FileDescriptor
@@ -84,5 +85,15 @@ public final class DeviceClaim {
         let got = cred.withUnsafeMutableBytes { getsockopt(fd, SOL_SOCKET, SO_PEERCRED, $0.baseAddress, &size) }
         guard got == 0, size == 12, cred[0] > 0 else { return nil }
         return (cred[0], UInt32(bitPattern: cred[1]))
+    }
+}
+
+extension DeviceClaim.Failure {
+    /// The failure in the pure modules' words: they decide what it means (StateProblem(claim:device:)).
+    public var refusal: LockRefusal {
+        switch self {
+        case .held(let pid, _): .held(by: pid)
+        case .system(let e): .system(e.condition, text: "\(e)")
+        }
     }
 }

@@ -44,6 +44,15 @@ struct LockProblemTests {
         StateProblem(lock: r, file: "/s/lock.records", directory: "/s", device: device, me: 1000, waitMilliseconds: 2000)
     }
 
+    @Test("a device claimed is another beacond on it, whatever the state directory; a claim that failed says why")
+    func claimed() {
+        #expect(StateProblem(claim: .held(by: 42), device: "hci0") == StateProblem(kind: .busy, description:
+            "another beacond (pid 42) is running on hci0: stop it first (one controller takes one beacond, whatever its state directory: beacond.service and beacond@hci0.service are two)"))
+        #expect(StateProblem(claim: .held(by: nil), device: "hci0").description.hasPrefix("another beacond is running on hci0: stop it first"))
+        #expect(StateProblem(claim: .system(SystemCondition(.accessDenied, "Permission denied"), text: "bind(@beacond/device/hci0): Permission denied"), device: "hci0")
+            == StateProblem(kind: .unusable, description: "cannot claim hci0 for this beacond: bind(@beacond/device/hci0): Permission denied"))
+    }
+
     @Test("a device's lock held is another beacond on it; the records' lock held past the wait is busy")
     func held() {
         #expect(problem(.held(by: 42), device: "hci0") == StateProblem(kind: .busy, description:
