@@ -153,7 +153,7 @@ public enum ConfigSchema {
         ConfigKey(.beacon, "bindkey_file", [.bthome], .keyFile, .unset("none: the self-report goes out unencrypted"),
                   "the 128-bit bindkey (`beacond gen-key FILE`) the self-report is encrypted with (AES-CCM), which Home Assistant's BTHome integration asks for; found as `identity_key_file` is. Never printed"),
         ConfigKey(.beacon, "resolving_key_file", resolvableFormats, .keyFile, .unset("none"),
-                  "the 128-bit identity resolving key (`beacond gen-key FILE`) of `address = \"resolvable\"`, which the beacon's gateways resolve its addresses with (`beacond irk FILE` prints it for them); found as `identity_key_file` is. Never printed"),
+                  "the 128-bit identity resolving key (`beacond gen-key FILE`) of `address = \"resolvable\"`, which the beacon's gateways resolve its addresses with (`beacond irk BEACON` prints it for them); found as `identity_key_file` is. Never printed"),
         ConfigKey(.beacon, "interval_ms", all, .interval, .inherited("[advertising] interval_ms"),
                   "this beacon's own interval (its own advertising set or mgmt instance; time-sliced beacons share the shortest)"),
         ConfigKey(.beacon, "name", all, .text(maxBytes: ConfiguredBeacon.maxNameBytes), .unset("none"),

@@ -93,7 +93,7 @@ public enum KeyFileProblem: Error, Sendable, Hashable {
         return (relative ? "the file it names in \(directory)" : "the file it names") + " " + predicate(value, in: directory, kind: kind)
     }
 
-    /// What the file is or lacks: the sentence without its subject (`beacond irk FILE` puts the FILE it was given
+    /// What the file is or lacks: the sentence without its subject (`beacond irk BEACON` puts the BEACON it was given
     /// before it).
     public func predicate(_ value: String, in directory: String, kind: String = "an Eddystone-EID identity key") -> String {
         let relative = !value.hasPrefix("/")

@@ -123,7 +123,7 @@ public struct AddressResolver {
     }
 }
 
-/// A resolving key in the forms the gateways that resolve the addresses take (`beacond irk FILE`).
+/// A resolving key in the forms the gateways that resolve the addresses take (`beacond irk BEACON`).
 public struct ResolvingKeyForms: Sendable, Hashable {
     /// The 32 hex digits as stored: the AES key as it stands (Home Assistant's Private BLE Device,
     /// bluetooth-data-tools, ESPHome's `irk:`).

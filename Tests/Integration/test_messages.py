@@ -3,7 +3,6 @@ user would, these misled."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 import re
 import subprocess
 
@@ -95,24 +94,6 @@ def test_the_readmes_status_example_is_what_a_pi_says(tmp_path, processes):
                         and r.returncode == 0 and json.loads(r.stdout)['daemons'][0]['status'], 10, what='advertising')
     address = re.compile(r'[0-9A-F]{2}(:[0-9A-F]{2}){5}')
     assert address.sub('ADDRESS', said) == address.sub('ADDRESS', line).replace('unix:' + str(sock), 'hci0'), (said, line)
-
-
-def test_packaging_docs_installed_sizes_are_the_control_files():
-    """docs/packaging.md's installed sizes are the packages' Installed-Size (what apt shows before installing), for
-    each package `make deb` built (build/, or BEACOND_DEBS)."""
-    import pytest
-    version = subprocess.run(['sh', str(ROOT / 'scripts' / 'version.sh')], capture_output=True, text=True, check=True).stdout.strip()
-    where = Path(os.environ.get('BEACOND_DEBS', ROOT / 'build'))
-    debs = {arch: where / f'beacond_{version}_{arch}.deb' for arch in ('amd64', 'arm64')}
-    if not any(d.exists() for d in debs.values()):
-        pytest.skip(f'no package in {where} (make deb)')
-    row = re.search(r'^\| installed \| ([\d,]+) KiB \| ([\d,]+) KiB \|$', (ROOT / 'docs' / 'packaging.md').read_text(), re.M)
-    assert row, 'no installed row in docs/packaging.md'
-    documented = dict(zip(('amd64', 'arm64'), (int(v.replace(',', '')) for v in row.groups())))
-    for arch, deb in debs.items():
-        if deb.exists():
-            size = int(subprocess.run(['dpkg-deb', '-f', str(deb), 'Installed-Size'], capture_output=True, text=True, check=True).stdout)
-            assert documented[arch] == size, f'docs/packaging.md says {documented[arch]:,} KiB installed for {arch}; {deb.name} says {size:,}'
 
 
 def test_the_demos_docstring_names_the_pis_its_radio_model_is_in():
