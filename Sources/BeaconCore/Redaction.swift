@@ -118,7 +118,8 @@ public enum Redaction {
     /// pieces (`Kitchen`, `Door`, `7`); random text into pieces of one or two characters. A run of 20 or more is taken
     /// out when its pieces average under four characters, a path's lower-case directories (`/etc/beacond/keys/`)
     /// left out of the count. A key's base64 (22 characters and padding) escapes that about once in 2,000 draws;
-    /// the values of keys named `*key*` are never quoted at all (TOMLSecrets).
+    /// one with a '/' and without its padding and any '+' is read as a path, each part judged alone; the values of
+    /// keys named `*key*` are never quoted at all (TOMLSecrets).
     static func base64Runs(_ s: [Unicode.Scalar]) -> [Unicode.Scalar]? {
         var out: [Unicode.Scalar] = []
         var changed = false
@@ -130,6 +131,21 @@ public enum Redaction {
             var padded = end
             while padded < s.count && padded - end < 2 && s[padded] == "=" { padded += 1 }
             let run = s[i..<end]
+            // A run with a '/' but neither '+' nor padding reads as a path (a temporary directory's random name among
+            // its directories: /tmp/tmp.0u0u/Tests/…): each of its parts is judged alone.
+            if run.contains("/") && padded == end && !run.contains("+") {
+                for (k, part) in run.split(separator: "/", omittingEmptySubsequences: false).enumerated() {
+                    if k > 0 { out.append("/") }
+                    if let taken = base64Runs(Array(part)) {
+                        out.append(contentsOf: taken)
+                        changed = true
+                    } else {
+                        out.append(contentsOf: part)
+                    }
+                }
+                i = end
+                continue
+            }
             let words = run.split(separator: "/", omittingEmptySubsequences: false)
                 .filter { !$0.isEmpty && !$0.allSatisfy { ("a"..."z").contains($0) } }
             let (characters, pieces) = words.reduce((0, 0)) { sum, w in
