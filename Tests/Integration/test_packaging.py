@@ -11,9 +11,12 @@ from conftest import ROOT
 def plan(*args: str) -> list[str]:
     # -B: the plan from scratch, whether or not this checkout has built the package already (make test builds it
     # beside the integration tests, and a package already made would leave nothing to plan).
-    # make's own variables stay out: under `make test` MAKEFLAGS carries its STAGE_DEPS=deps-all into every make below
-    # it, and the plan would be make test's, not a user's.
-    env = {k: v for k, v in os.environ.items() if k not in ('MAKEFLAGS', 'MFLAGS', 'MAKEOVERRIDES', 'MAKELEVEL')}
+    # make's own variables stay out: under `make test` its command line's STAGE_DEPS=deps-all reaches every process
+    # below it, in MAKEFLAGS and as a variable of the environment of its own, and the plan would be make test's, not
+    # a user's.
+    words = os.environ.get('MAKEFLAGS', '').split()
+    overrides = {w.split('=', 1)[0] for w in words[words.index('--') + 1:] if '=' in w} if '--' in words else set()
+    env = {k: v for k, v in os.environ.items() if k not in {'MAKEFLAGS', 'MFLAGS', 'MAKEOVERRIDES', 'MAKELEVEL'} | overrides}
     r = subprocess.run(['make', '-n', '-B', '--no-print-directory', *args], cwd=ROOT, capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 0, r.stderr
     return r.stdout.splitlines()
