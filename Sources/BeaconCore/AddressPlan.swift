@@ -30,6 +30,13 @@ public struct AddressPlan: Sendable, Hashable {
     public let sharesWith: [Int?]
     /// Which beacons are Eddystone-EID beacons (a new private address with every EID).
     public let isEID: [Bool]
+    /// Which beacons never go out from the controller's public address: a private address (rotating, resolvable, an
+    /// EID's), or an encrypted self-report, whose nonce holds its own address. While a controller refuses beacond's
+    /// random address (another program scans on it) they pause; the others take the public address meanwhile.
+    public let neverPublic: [Bool]
+    /// For a beacon with a rotating or resolvable address whose frame still tells who it is: what tells it
+    /// ("its uuid, major and minor"); nil otherwise.
+    public let identityOnAir: [String?]
     public let connectable: Bool
     public let device: DeviceSpec
     public let backend: ControllerBackend
@@ -51,6 +58,13 @@ public struct AddressPlan: Sendable, Hashable {
         }
     }
 
+    /// check-config's warning for beacon `k`: a private address that hides nothing, because its frame names it.
+    public func identityWarning(_ k: Int) -> String? {
+        guard let words = identityOnAir[k], case .policy(let p)? = wanted[k].setting else { return nil }
+        return "address = \"\(p.rawValue)\" gives this beacon a new address every \(formatDuration(rotation)), not a new identity: "
+            + "\(words) tell anyone who it is, whatever the address; only an Eddystone-EID beacon hides that too"
+    }
+
     /// The kept static address follows the beacon's identity, so reordering the file or adding and removing other
     /// beacons moves nothing; a second beacon with the same identity is filed as "#2". An Eddystone-TLM beacon
     /// without an `address` of its own goes out from the Eddystone-UID beacon's address (the first before it, else
@@ -64,9 +78,11 @@ public struct AddressPlan: Sendable, Hashable {
             seen[base] = n
             // An EID beacon's address is a fresh private one with every EID (the lifecycle gives the period); the
             // self-report's is fixed whatever [advertising] says (Home Assistant keys a BTHome device on it).
-            let setting: BeaconAddressSetting? = b.beacon.format == .eddystoneEID ? .policy(.rotating)
-                : b.beacon.format == .bthome ? b.address ?? .policy(.static)
-                : b.address ?? config.advertising.address.map { .policy($0) }
+            let setting: BeaconAddressSetting? = switch b.beacon.format.addressRule.address {
+            case .newWithEachEID: .policy(.rotating)
+            case .fixed: b.address ?? .policy(.static)
+            case .configured, .itsUIDs: b.address ?? config.advertising.address.map { .policy($0) }
+            }
             wanted.append(BeaconAddressWanted(setting, key: n == 1 ? base : "\(base) #\(n)",
                                               resolvingKey: setting == .policy(.resolvable) ? b.resolvingKey : nil))
         }
@@ -76,7 +92,7 @@ public struct AddressPlan: Sendable, Hashable {
             var uid = firstUID
             for (k, b) in config.beacons.enumerated() {
                 if b.beacon.format == .eddystoneUID { uid = k }
-                if b.beacon.isTelemetry, b.address == nil {
+                if b.beacon.format.addressRule.address == .itsUIDs, b.address == nil {
                     shares[k] = k > firstUID ? uid : firstUID
                     wanted[k] = wanted[shares[k]!]
                     keyFiles[k] = keyFiles[shares[k]!]
@@ -85,7 +101,17 @@ public struct AddressPlan: Sendable, Hashable {
         }
         self.wanted = wanted
         sharesWith = shares
-        isEID = config.beacons.map { $0.beacon.format == .eddystoneEID }
+        isEID = config.beacons.map { $0.beacon.format.addressRule.address == .newWithEachEID }
+        neverPublic = zip(config.beacons, wanted).map { b, w in
+            w.setting == .policy(.rotating) || w.setting == .policy(.resolvable) || b.beacon.format.addressRule.address == .newWithEachEID
+                || b.beacon.bthome?.encrypted == true
+        }
+        identityOnAir = zip(config.beacons, wanted).map { b, w in
+            guard w.setting == .policy(.rotating) || w.setting == .policy(.resolvable), b.beacon.format.addressRule.identityOnAir || b.name != nil else { return nil }
+            let words = b.beacon.format.addressRule.identityWords.map { $0 + (b.name != nil ? " and the name in its scan response" : "") }
+                ?? "the name in its scan response"
+            return words
+        }
         connectable = config.advertising.connectable
         device = config.controller.device
         backend = config.controller.backend

@@ -128,7 +128,7 @@ public enum ConfigSchema {
     private static let eddystoneIdentity: [BeaconFormat] = [.eddystoneUID, .eddystoneEID]
     /// The formats whose address may be a resolvable one: not an EID beacon (its address follows its EID) nor the
     /// self-report (Home Assistant keys it on a fixed address).
-    private static let resolvableFormats = all.filter { $0 != .eddystoneEID && $0 != .bthome }
+    private static let resolvableFormats = all.filter(\.addressRule.takesPrivateAddress)
 
     /// Every key, in documentation order.
     public static let keys: [ConfigKey] = [

@@ -309,13 +309,13 @@ private struct Validator {
                 continue
             }
             if e.key == "format" { continue }  // read above
-            if e.key == "address", format == .eddystoneEID {
+            if e.key == "address", format?.addressRule.takesAddressKey == false {
                 fail("\(what) cannot be set: an Eddystone-EID beacon goes out from a new non-resolvable private address with every new EID, or the address would link its EIDs",
                      at: e.keyLocation, key: key)
                 continue
             }
             guard let value = check(e.item, row, what, format: format) else { continue }
-            if format == .bthome, case .address(.policy(let p)) = value, p != .static {
+            if format?.addressRule.address == .fixed, case .address(.policy(let p)) = value, p != .static {
                 fail("\(what) cannot be \"\(p.rawValue)\": Home Assistant keys a BTHome device on its address (and an encrypted frame's nonce holds it), so the self-report goes out from a fixed one; use \"static\" (its default) or a random static address",
                      at: e.item.location, key: key)
                 continue
@@ -603,10 +603,10 @@ private struct Validator {
     /// by the schema rows and the address checks before this.
     mutating func checkResolvingKeys(_ beacons: [ConfiguredBeacon], _ advertising: AdvertisingSettings) {
         for b in beacons {
-            let takesOwn = b.beacon.format != .eddystoneEID && b.beacon.format != .bthome
+            let takesOwn = b.beacon.format.addressRule.takesPrivateAddress
             let own = b.address == .policy(.resolvable)
             let inherited = b.address == nil && advertising.address == .resolvable && takesOwn
-                && !(b.beacon.isTelemetry && beacons.contains { $0.beacon.format == .eddystoneUID })
+                && !(b.beacon.format.addressRule.address == .itsUIDs && beacons.contains { $0.beacon.format == .eddystoneUID })
             if (own || inherited) && b.resolvingKeyFile == nil {
                 let from = own ? "'address' in \(b.label) is \"resolvable\""
                     : "\(b.label) takes address = \"resolvable\" from [advertising] (line \(advertising.addressLocation!.line))"
@@ -615,7 +615,7 @@ private struct Validator {
             } else if !(own || inherited), let file = b.resolvingKeyFile, let at = b.resolvingKeyFileLocation {
                 let address = b.address.map { "address = \"\($0)\"" } ?? advertising.address.map { "[advertising]'s address = \"\($0.rawValue)\"" }
                     ?? "its default address"
-                let why = b.beacon.isTelemetry && b.address == nil ? "this Eddystone-TLM beacon goes out from its Eddystone-UID beacon's address" : "the beacon has \(address)"
+                let why = b.beacon.format.addressRule.address == .itsUIDs && b.address == nil ? "this Eddystone-TLM beacon goes out from its Eddystone-UID beacon's address" : "the beacon has \(address)"
                 fail("'resolving_key_file' in \(b.label) names \"\(file)\", but \(why): a resolving key is for address = \"resolvable\"; set that too, or remove the key",
                      at: at, key: "beacon.resolving_key_file")
             }

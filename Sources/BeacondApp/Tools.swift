@@ -40,6 +40,7 @@ enum Tools {
             if let own = config.beacons[0].interval { lines.append(("interval_ms", "\(own) (this beacon's own)")) }
             if let name = config.beacons[0].name { lines.append(("name", "\"\(name)\" (in a scan response: scannable)")) }
             lines.append(("address", addresses[0].text))
+            if let w = config.addressPlan.identityWarning(0) { lines.append(("warning", w)) }
             lines += keyLine(config.beacons[0])
             beacons = "\(path): OK\n" + lines.map { "  " + pad($0.name, 16) + $0.value + "\n" }.joined()
         } else {
@@ -50,6 +51,7 @@ enum Tools {
                 let type = cb.scanResponse != nil && !a.connectable ? LegacyAdvertisingType.scannableUndirected : a.legacyType
                 lines.append(("pdu", type.pduName + (type == .scannableUndirected ? " (scannable: its name in a scan response)" : "")))
                 lines.append(("address", addresses[k].text))
+                if let w = config.addressPlan.identityWarning(k) { lines.append(("warning", w)) }
                 lines += keyLine(cb)
                 return "  beacon \(k + 1) (line \(cb.location.line))\n" + lines.map { "    " + pad($0.name, 14) + $0.value + "\n" }.joined()
             }.joined()

@@ -55,6 +55,35 @@ struct AddressPlanTests {
         #expect(try plan(tlm + ib(1)).sharesWith == [nil, nil], "no UID beacon: nothing to follow")
     }
 
+    @Test("#52: which beacons never take the public address: private addresses, EIDs, an encrypted self-report; not static, chosen or plaintext ones")
+    func neverPublic() throws {
+        let bthome = "[[beacon]]\nformat = \"bthome\"\n"
+        let p = try plan(ib(1) + ib(2, "address = \"C6:12:34:56:78:9A\"\n") + ib(3, "address = \"rotating\"\n") + eid + bthome
+                         + "[advertising]\naddress = \"static\"\n")
+        #expect(p.neverPublic == [false, false, true, true, false])
+        let encrypted = try BeaconConfiguration.parse(Array((ib(1) + bthome + "bindkey_file = \"home.key\"\n").utf8))
+        #expect(encrypted.addressPlan.neverPublic == [false, true])
+        // TLM shares its UID's address, and so its fate.
+        #expect(try plan(uid + tlm + "[advertising]\naddress = \"rotating\"\n").neverPublic == [true, true])
+    }
+
+    @Test("#52: check-config's warning: a private address on a frame that names its beacon hides nothing; none for EID or TLM")
+    func identityWarning() throws {
+        let p = try plan(ib(1, "address = \"rotating\"\n") + ib(2) + eid + uid + "address = \"rotating\"\n" + tlm + "address = \"rotating\"\n"
+                         + ib(3, "address = \"rotating\"\nname = \"shelf\"\n"))
+        #expect(p.identityWarning(0)?.contains("its uuid, major and minor tell anyone who it is") == true)
+        #expect(p.identityWarning(1) == nil && p.identityWarning(2) == nil && p.identityWarning(4) == nil)
+        #expect(p.identityWarning(3)?.contains("its namespace and instance") == true)
+        #expect(p.identityWarning(5)?.contains("and the name in its scan response") == true)
+    }
+
+    @Test("#52: each format's address is one row of data")
+    func formatRows() {
+        #expect(BeaconFormat.allCases.filter { $0.addressRule.takesPrivateAddress } == [.ibeacon, .altbeacon, .eddystoneUID, .eddystoneTLM])
+        #expect(BeaconFormat.allCases.filter { !$0.addressRule.takesAddressKey } == [.eddystoneEID])
+        #expect(BeaconFormat.allCases.filter { $0.addressRule.address == .fixed } == [.bthome])
+    }
+
     @Test("each beacon's kind and setting by name, as the state file and payload name them")
     func kinds() throws {
         let p = try plan(ib(1, "address = \"C6:12:34:56:78:9A\"\n") + ib(2, "address = \"public\"\n") + ib(3, "address = \"rotating\"\n") + ib(4) + eid)
