@@ -9,7 +9,7 @@ public enum OutputKey: String, Sendable, CaseIterable {
     case bluetoothVersion = "bluetooth_version", manufacturer, sets, instances, timeSliced = "time_sliced"
     case beacons, index, format, identity, uuid, major, minor, namespace, instance, key
     case rotationExponent = "rotation_exponent", bindkeyFile = "bindkey_file", address, addressKind = "address_kind"
-    case addressHeldBack = "address_held_back", intervalMs = "interval_ms", onAir = "on_air", onAirSince = "on_air_since"
+    case addressHeldBack = "address_held_back", paused, intervalMs = "interval_ms", onAir = "on_air", onAirSince = "on_air_since"
     case warnings, reload, count, result, errorCount = "error_count", errorLines = "error_lines", lastRefused = "last_refused"
     case at, clock, synchronized
     case ok, problems, daemons, unit, stateFile = "state_file", unreadable
@@ -200,6 +200,7 @@ public enum OutputSchema {
         F("beacons[].address", [.string, .null], "the address it goes out from; null where the kernel or the controller picks it"),
         F("beacons[].address_kind", [.string], "`static`, `chosen`, `public`, `rotating`, `resolvable`, `eid`, `kernel`"),
         F("beacons[].address_held_back", [.string, .null], "why it goes out from the public address for now (another program scans on the controller)"),
+        F("beacons[].paused", [.string, .null], "why it is off the air while the others are on: its address refused and the public one not for it (another program scans), or its self-report counters not kept"),
         F("beacons[].interval_ms", [.number, .null], "how often it is on the air, ms (a time-sliced beacon's whole round)"),
         F("beacons[].on_air", [.boolean], "the controller confirmed it"),
         F("beacons[].on_air_since", [.integer, .null], "since when, Unix seconds"),

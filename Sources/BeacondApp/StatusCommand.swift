@@ -104,7 +104,7 @@ struct DaemonView {
         switch phase {
         case "advertising":
             for b in state[.beacons]?.array ?? [] where b[.onAir]?.bool != true {
-                out.append("\(name): beacon \(b[.index]?.int ?? 0) is not on the air: \(status)")
+                out.append("\(name): beacon \(b[.index]?.int ?? 0) is not on the air: \(b[.paused]?.string ?? status)")
             }
         case "unprovisioned":
             out.append("\(name): no beacon yet: \(status)")
@@ -186,6 +186,8 @@ struct DaemonView {
             if b[.onAir]?.bool == true {
                 let since = b[.onAirSince]?.int.map { UInt64(clamping: $0) } ?? now
                 line += ", on the air for \(formatDuration(.seconds(Int64(now >= since ? now - since : 0))))"
+            } else if let why = b[.paused]?.string {
+                line += ", paused: \(why)"
             } else {
                 line += ", not on the air"
             }

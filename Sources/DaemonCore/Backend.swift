@@ -61,7 +61,11 @@ public struct BeaconOnAir: Sendable, Hashable {
     public var txPower: Int8?
     /// Its own address when the beacons do not all share one.
     public var address: OwnAddress?
-    public init(every: Duration, details: [String], txPower: Int8? = nil, address: OwnAddress? = nil) {
+    /// Why it is off the air while the others are on (its address refused and the public one not for it, its
+    /// counters not kept); nil when it is on the air.
+    public var paused: String?
+    public init(every: Duration, details: [String], txPower: Int8? = nil, address: OwnAddress? = nil, paused: String? = nil) {
+        self.paused = paused
         self.every = every
         self.details = details
         self.txPower = txPower

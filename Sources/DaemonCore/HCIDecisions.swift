@@ -154,11 +154,19 @@ extension OnAir {
         let controller = ControllerSummary(backend: .hci, family: a.family, bluetoothVersion: a.info.version.coreVersionName,
                                            manufacturer: a.info.version.manufacturer, sets: a.family == .extended ? a.capacity : nil,
                                            timeSliced: a.family == .legacy && n > 1)
-        var beacons = r.beacons.map { BeaconOnAir(every: $0.every, details: $0.details, txPower: $0.txPower) }
+        let scanning = "another program scans on \(device), and the controller takes no new random address while it scans"
+        var beacons = r.beacons.map {
+            BeaconOnAir(every: $0.every, details: $0.details, txPower: $0.txPower,
+                        paused: $0.paused ? "\(scanning); its address must not be the public one (it hides who the beacon is, or its frames' nonce holds it), so it is off the air until the scan has ended" : nil)
+        }
         if a.publicWhileScanning {
-            self.init(interval: r.interval, details: r.details + ["public address while another program scans on \(device)"], txPower: r.txPower,
-                      beacons: beacons, controller: controller, addresses: Array(repeating: .public, count: n),
-                      addressesHeldBack: "another program scans on \(device), and the controller takes no new random address while it scans; each beacon's own address comes back once the scan has ended")
+            let live = n - a.paused.count
+            let what = a.paused.isEmpty ? "public address while another program scans on \(device)"
+                : live == 0 ? "every beacon paused while another program scans on \(device)"
+                : "public address while another program scans on \(device), \(a.paused.count) of \(n) beacons paused"
+            self.init(interval: r.interval, details: r.details + [what], txPower: r.txPower,
+                      beacons: beacons, controller: controller, addresses: (0..<n).map { a.paused.contains($0) ? nil : .public },
+                      addressesHeldBack: "\(scanning); each beacon's own address comes back once the scan has ended")
             return
         }
         let shared = Set(notes).count <= 1

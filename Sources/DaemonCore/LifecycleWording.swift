@@ -39,11 +39,13 @@ struct LifecycleWording: Sendable {
         if config.beacons.count > 1 {
             let each = config.beacons.enumerated().map { k, b in
                 let got = onAir.flatMap { k < $0.beacons.count ? $0.beacons[k] : nil }
+                if got?.paused != nil { return "\(b.beacon.format.displayName) paused" }
                 let every = got.map { formatDuration($0.every) } ?? config.interval(of: b).description
                 return "\(b.beacon.format.displayName) every \(every)" + (got?.address.map { " from \($0)" } ?? "")
             }
             return "Advertising \(config.beacons.count) beacons on \(device): \(each.joined(separator: ", ")) (\(details.joined(separator: ", ")))"
         }
+        if let why = onAir?.beacons.first?.paused { return "Paused \(config.beacon?.summary ?? "nothing") on \(device): \(why)" }
         let every = onAir.map { $0.kernelInterval?.description ?? $0.interval.description }
             ?? config.advertising.interval.description
         return "Advertising \(config.beacon?.summary ?? "nothing") every \(every) on \(device) (\(details.joined(separator: ", ")))"
@@ -58,6 +60,11 @@ struct LifecycleWording: Sendable {
             // One journal line per beacon, with what it actually gets.
             for (k, b) in config.beacons.enumerated() {
                 let got = k < result.beacons.count ? result.beacons[k] : nil
+                if let why = got?.paused {
+                    out.append(.log(.warning, "Beacon \(k + 1) of \(n): \(b.beacon.summary) paused on \(device): \(why)",
+                                    b.beacon.journalFields + ["HCI_DEVICE=\(device)", "BEACON_INDEX=\(k + 1)", "BEACON_COUNT=\(n)"]))
+                    continue
+                }
                 let every = got.map { formatDuration($0.every) } ?? config.interval(of: b).description
                 let details = got.map { $0.details.isEmpty ? "" : " (\($0.details.joined(separator: ", ")))" } ?? ""
                 out.append(.log(.info, "Beacon \(k + 1) of \(n): \(b.beacon.summary) every \(every) on \(device)\(details)",

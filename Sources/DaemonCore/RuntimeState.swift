@@ -23,6 +23,8 @@ public struct RuntimeState: Sendable, Hashable {
         /// Why it goes out from `address` and not from what `addressKind` gives, for now (another program scans on
         /// the controller); nil when it has its own.
         public var addressHeldBack: String?
+        /// Why it is off the air while the others are on (BeaconOnAir.paused).
+        public var paused: String?
         /// How often it is on the air (its interval, or a time-sliced beacon's whole round), in ms.
         public var intervalMs: Double?
         public var onAir: Bool
@@ -95,9 +97,10 @@ public struct RuntimeState: Sendable, Hashable {
             let kind = plan.kind(k, throughKernel: l.backend == .mgmt)
             let address: OwnAddress? = onAir.flatMap { k < $0.addresses.count ? $0.addresses[k] : nil }
             let heldBack = address == .public && kind != .public ? onAir?.addressesHeldBack : nil
+            let paused = onAir.flatMap { k < $0.beacons.count ? $0.beacons[k].paused : nil }
             var s = BeaconState(index: k + 1, format: b.beacon.format.rawValue, identity: Self.identity(b.beacon), address: address,
-                                addressKind: kind, addressHeldBack: heldBack, intervalMs: interval, onAir: onAir != nil, onAirSince: nil,
-                                warnings: warnings)
+                                addressKind: kind, addressHeldBack: heldBack, paused: paused, intervalMs: paused == nil ? interval : nil,
+                                onAir: onAir != nil && paused == nil, onAirSince: nil, warnings: warnings)
             if s.onAir {
                 let before = previous.flatMap { k < $0.beacons.count ? $0.beacons[k] : nil }
                 s.onAirSince = before.flatMap { $0.onAir && $0.identity == s.identity && $0.format == s.format ? $0.onAirSince : nil } ?? now
@@ -187,7 +190,7 @@ public struct RuntimeState: Sendable, Hashable {
         let bs = beacons.map { b in
             JSONValue([
                 (.index, JSONValue(b.index)), (.format, .string(b.format)), (.identity, JSONValue(b.identity.map { ($0.name, $0.value) })),
-                (.address, text(b.address?.description)), (.addressKind, .string(b.addressKind.rawValue)), (.addressHeldBack, text(b.addressHeldBack)),
+                (.address, text(b.address?.description)), (.addressKind, .string(b.addressKind.rawValue)), (.addressHeldBack, text(b.addressHeldBack)), (.paused, text(b.paused)),
                 (.intervalMs, JSONValue(b.intervalMs, decimals: 3)), (.onAir, .bool(b.onAir)), (.onAirSince, JSONValue(b.onAirSince)),
                 (.warnings, .array(b.warnings.map { text($0) })),
             ])

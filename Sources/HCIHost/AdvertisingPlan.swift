@@ -64,9 +64,13 @@ public struct AdvertisingRequest: Sendable, Hashable {
     public var ownAddress: OwnAddress
     /// What a scanner gets when it asks (the beacon's local name); nil: not scannable, nothing to ask for.
     public var scanResponse: AdvertisingData?
+    /// It never goes out from the controller's public address (a private address, or a frame whose nonce holds its
+    /// own): while the controller refuses beacond's random address it pauses (AddressPlan.neverPublic).
+    public var neverPublic: Bool
 
     public init(data: AdvertisingData, type: LegacyAdvertisingType, interval: AdvertisingInterval, txPower: Int8?,
-                ownAddress: OwnAddress = .public, scanResponse: AdvertisingData? = nil) {
+                ownAddress: OwnAddress = .public, scanResponse: AdvertisingData? = nil, neverPublic: Bool = false) {
+        self.neverPublic = neverPublic
         self.data = data
         self.interval = interval
         self.txPower = txPower

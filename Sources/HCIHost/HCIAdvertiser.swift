@@ -16,6 +16,8 @@ public struct HCIAdvertiser: Sendable {
 
     /// The beacons last confirmed on air, as asked (before any interval adjustment).
     public private(set) var applied: [AdvertisingRequest]?
+    /// Those of `applied` paused while the controller refuses beacond's random address (PublicFallback).
+    public private(set) var paused: Set<Int> = []
     /// Extended: what each set carries now (as sent), nil when unknown; the set of each beacon of `applied`.
     private var sets: [UInt8: AdvertisingRequest]?
     private var setHandles: [UInt8] = []
@@ -69,8 +71,11 @@ public struct HCIAdvertiser: Sendable {
 
     private enum Pending: Sendable {
         case extended(SetPlan, wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest], full: Bool, allowSwitch: Bool)
-        case legacyData(wanted: [AdvertisingRequest], slot: LegacySlicer.Slot)
-        case legacyStart(wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest], steps: [Step], allowSwitch: Bool)
+        case legacyData(wanted: [AdvertisingRequest], slot: LegacySlicer.Slot, paused: Set<Int>)
+        /// `adjusted`: the beacons on the air (the others paused).
+        case legacyStart(wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest], steps: [Step], allowSwitch: Bool, paused: Set<Int>)
+        /// Every beacon paused (PublicFallback): the advertiser's disable.
+        case legacyPaused(wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest])
     }
 
     /// `capacity`: the sets an extended controller has; nil when it refused to say (LE Read Number of Supported
@@ -186,9 +191,18 @@ public struct HCIAdvertiser: Sendable {
             pending = .extended(plan, wanted: wanted, adjusted: adjustedRequests, full: full, allowSwitch: allowSwitch)
             return .send(plan.steps)
         case .legacy:
-            if publicWhileScanning {
-                for k in adjustedRequests.indices { adjustedRequests[k].ownAddress = .public }
+            // While the controller refuses beacond's random address: the public one, or a pause for a beacon that
+            // never takes it (PublicFallback).
+            let fallback = PublicFallback(adjustedRequests, refused: publicWhileScanning)
+            guard !fallback.live.isEmpty else {
+                // Every beacon paused: the advertiser off until the controller takes the addresses again.
+                freshlyReset = false
+                slicer.stop()
+                legacyBase = nil
+                pending = .legacyPaused(wanted: wanted, adjusted: adjustedRequests)
+                return .send([Step(.leSetAdvertisingEnable(false), tolerating: [.commandDisallowed])])
             }
+            adjustedRequests = fallback.live
             let s = LegacySlicing(adjustedRequests)
             let base = s.base
             if dataOnlyAllowed, let legacyBase, !legacyBase.needsRestart(for: base) {
@@ -197,17 +211,17 @@ public struct HCIAdvertiser: Sendable {
                 self.legacyBase = base
                 effectiveIntervals = wanted.map { _ in base.interval }
                 if steps.isEmpty {
-                    applied = wanted
+                    (applied, paused) = (wanted, fallback.paused)
                     return .done
                 }
-                pending = .legacyData(wanted: wanted, slot: slot)
+                pending = .legacyData(wanted: wanted, slot: slot, paused: fallback.paused)
                 return .send(steps)
             }
             let steps = AdvertisingPlan.start(base, family: .legacy, handle: 0, afterReset: freshlyReset)
             freshlyReset = false
             slicer.stop()
             legacyBase = nil
-            pending = .legacyStart(wanted: wanted, adjusted: adjustedRequests, steps: steps, allowSwitch: allowSwitch)
+            pending = .legacyStart(wanted: wanted, adjusted: adjustedRequests, steps: steps, allowSwitch: allowSwitch, paused: fallback.paused)
             return .send(steps)
         }
     }
@@ -233,16 +247,21 @@ public struct HCIAdvertiser: Sendable {
             effectiveIntervals = adjusted.map(\.interval)
             applied = wanted
             return .done
-        case (.legacyData(let wanted, let slot), .success):
+        case (.legacyData(let wanted, let slot, let p), .success):
             slicer.carrying(slot)
-            applied = wanted
+            (applied, paused) = (wanted, p)
             return switchToPublicIfDue() ?? .done
-        case (.legacyStart(let wanted, _, _, _), .success) where switchDue:
+        case (.legacyPaused(let wanted, let adjusted), .success):
+            txPowers[0] = nil
+            effectiveIntervals = adjusted.map(\.interval)
+            (applied, paused) = (wanted, Set(wanted.indices))
+            return .done
+        case (.legacyStart(let wanted, _, _, _, _), .success) where switchDue:
             // Another program's scan started while these steps were out: once more, from the public address.
             switchDue = false
             forget()
             return apply(wanted, dataOnlyAllowed: false, allowSwitch: false)
-        case (.legacyStart(let wanted, let adjusted, let steps, _), .success(let replies)):
+        case (.legacyStart(let wanted, let adjusted, let steps, _, let p), .success(let replies)):
             if retryingAddresses {
                 retryingAddresses = false
                 notes.append(.info("The controller on \(device) takes beacond's random addresses again (no other program scans on it now): each beacon from its own address again"))
@@ -251,18 +270,19 @@ public struct HCIAdvertiser: Sendable {
             legacyBase = s.base
             slicer.started(s)
             txPowers[0] = zip(steps, replies).compactMap { AdvertisingPlan.reportedTxPower(for: $0.command, returnParameters: $1) }.last
-            effectiveIntervals = adjusted.map { _ in s.base.interval }
-            applied = wanted
+            effectiveIntervals = wanted.map { _ in s.base.interval }
+            (applied, paused) = (wanted, p)
             return .done
         case (_, .failure(let f)):
             forget()
             let wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest], full: Bool, allowSwitch: Bool
             switch p {
             case .extended(_, let w, let a, let fl, let sw): (wanted, adjusted, full, allowSwitch) = (w, a, fl, sw)
-            case .legacyStart(let w, let a, _, let sw): (wanted, adjusted, full, allowSwitch) = (w, a, true, sw)
-            case .legacyData(let w, _): (wanted, adjusted, full, allowSwitch) = (w, w, false, false)
+            case .legacyStart(let w, let a, _, let sw, _): (wanted, adjusted, full, allowSwitch) = (w, a, true, sw)
+            case .legacyData(let w, _, _): (wanted, adjusted, full, allowSwitch) = (w, w, false, false)
+            case .legacyPaused(let w, let a): (wanted, adjusted, full, allowSwitch) = (w, a, true, false)
             }
-            if addressRefused(f) { return apply(wanted, dataOnlyAllowed: false, allowSwitch: false) }
+            if addressRefused(f, wanted) { return apply(wanted, dataOnlyAllowed: false, allowSwitch: false) }
             if case .withheld = f.error.reason {
                 // Its enable was withheld (another program's address): from the public address, at once.
                 switchDue = false
@@ -296,7 +316,7 @@ public struct HCIAdvertiser: Sendable {
 
     /// True when `f` is the controller refusing beacond's random address while another program scans: from now on
     /// the public address (said once), and the caller applies again at once.
-    private mutating func addressRefused(_ f: StepFailure) -> Bool {
+    private mutating func addressRefused(_ f: StepFailure, _ wanted: [AdvertisingRequest]) -> Bool {
         guard family == .legacy, case .leSetRandomAddress = f.step.command, f.error.status == .commandDisallowed else { return false }
         scanner.saw(.ownAddressRefused)
         let retry = retryingAddresses
@@ -304,7 +324,7 @@ public struct HCIAdvertiser: Sendable {
         guard !publicWhileScanning else { return false }
         publicWhileScanning = true
         // A retry refused again is no news.
-        if !retry { notes.append(.warning("The controller on \(device) refused beacond's random address (\(f.error)): another program scans on it, and a controller takes no new random address while it scans. Until it stops, every beacon goes out from the controller's public address; beacond tries each beacon's own address again every \(Self.addressRetryPeriod.components.seconds) s")) }
+        if !retry { notes.append(.warning("The controller on \(device) refused beacond's random address (\(f.error)): another program scans on it, and a controller takes no new random address while it scans. Until it stops, \(PublicFallback.words(wanted)); beacond tries each beacon's own address again every \(Self.addressRetryPeriod.components.seconds) s")) }
         return true
     }
 
@@ -345,7 +365,7 @@ public struct HCIAdvertiser: Sendable {
         sliceFinished(false)
         if case .withheld = f.error.reason { return switchToPublicIfDue() }
         // An apply or a stop that waited for the slot goes out instead (`resume`).
-        guard pending == nil, waiting == nil, let wanted = applied, addressRefused(f) else { return nil }
+        guard pending == nil, waiting == nil, let wanted = applied, addressRefused(f, wanted) else { return nil }
         forget()
         return apply(wanted, dataOnlyAllowed: false, allowSwitch: false)
     }
@@ -354,6 +374,7 @@ public struct HCIAdvertiser: Sendable {
     /// next apply sends everything in full.
     private mutating func forget() {
         applied = nil
+        paused = []
         sets = nil
         legacyBase = nil
         slicer.forget()
@@ -507,13 +528,13 @@ public struct HCIAdvertiser: Sendable {
         scanner.saw(sign)
         guard OtherScanner.takesTheAddress(sign), !publicWhileScanning else { return nil }
         let carried: [AdvertisingRequest]? = switch pending {
-        case .legacyStart(let w, _, _, _)?, .legacyData(let w, _)?: w
+        case .legacyStart(let w, _, _, _, _)?, .legacyData(let w, _, _)?, .legacyPaused(let w, _)?: w
         default: applied
         }
         guard let wanted = carried, wanted.contains(where: { if case .random = $0.ownAddress { true } else { false } }) else { return nil }
         publicWhileScanning = true
         switchDue = true
-        notes.append(.warning("Another program scans on \(device) (\(opcode)), and a controller without advertising sets takes no new random address while it scans: every beacon goes out from the controller's public address until the scan has ended, each back to its own address once \(Self.addressRetryPeriod.components.seconds) s pass without it"))
+        notes.append(.warning("Another program scans on \(device) (\(opcode)), and a controller without advertising sets takes no new random address while it scans: until the scan has ended, \(PublicFallback.words(wanted)), each back to its own address once \(Self.addressRetryPeriod.components.seconds) s pass without it"))
         return switchToPublicIfDue()
     }
 
@@ -579,6 +600,8 @@ public struct HCIAdvertiser: Sendable {
             public var every: Duration
             public var details: [String]
             public var txPower: Int8?
+            /// Off the air while the controller refuses beacond's random address (PublicFallback).
+            public var paused = false
         }
     }
 
@@ -605,11 +628,20 @@ public struct HCIAdvertiser: Sendable {
         case .legacy:
             single = tx(0)
             if let t = single { details.append("TX \(t) dBm") }
-            if n > 1, let base = legacyBase, let slicing = slicer.slicing {
+            let live = n - paused.count
+            var slot = 0
+            if live > 1, let base = legacyBase, let slicing = slicer.slicing {
                 details.append("time-sliced, \(base.interval) slots")
                 if slicing.restartsPerSlot { details.append("each slot restarted from its beacon's address") }
                 let every = slicing.effectiveInterval(slot: base.interval)
-                beacons = (1...n).map { Report.Beacon(every: every, details: ["slot \($0) of \(n)"], txPower: single) }
+                beacons = (0..<n).map { k in
+                    if paused.contains(k) { return Report.Beacon(every: .zero, details: [], paused: true) }
+                    slot += 1
+                    return Report.Beacon(every: every, details: ["slot \(slot) of \(live)"], txPower: single)
+                }
+            } else if !paused.isEmpty {
+                let every = Duration.microseconds(Int64(effectiveIntervals[0].units) * 625)
+                beacons = (0..<n).map { paused.contains($0) ? Report.Beacon(every: .zero, details: [], paused: true) : Report.Beacon(every: every, details: [], txPower: single) }
             }
         }
         return Report(interval: effectiveIntervals[0], details: details, txPower: single, beacons: beacons)

@@ -303,6 +303,77 @@ struct HCIAdvertiserTests {
         #expect(a.owedRetry() == nil)
     }
 
+    @Test("#52: a scan beside private-address beacons pauses them, never the public address: the static one goes on alone from the public address, and all three come back on their own addresses")
+    func privateBeaconsPause() {
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: false), capacity: 1, ownsController: false)
+        var r2 = request(2), r3 = request(3)
+        r2.ownAddress = .random([6, 5, 4, 3, 2, 0x51])  // resolvable
+        r2.neverPublic = true
+        r3.ownAddress = .random([9, 9, 9, 9, 9, 0x22])  // an EID's non-resolvable one
+        r3.neverPublic = true
+        let wanted = [request(1), r2, r3]
+        _ = a.finished(ok(steps(a.apply(wanted, dataOnlyAllowed: false))))
+        _ = a.takeNotes()
+        let moved = steps(a.otherProgramCommand(.leSetRandomAddress, [1, 2, 3, 4, 5, 0x05])!)
+        #expect(a.takeNotes().contains { if case .warning(let m) = $0 { m.contains("2 of 3 beacons are paused") } else { false } })
+        // Only beacon 1, from the public address: its data and no other's, no random address written.
+        #expect(!opcodes(moved).contains(.leSetRandomAddress))
+        #expect(moved.contains { if case .leSetAdvertisingParameters(let p) = $0.command { p.ownAddressType == 0 } else { false } })
+        let data = moved.compactMap { if case .leSetAdvertisingData(let d) = $0.command { d } else { nil } }
+        #expect(data == [request(1).data])
+        guard case .done = a.finished(ok(moved)) else { Issue.record("not done"); return }
+        #expect(a.paused == [1, 2] && a.slotDuration == nil)
+        // One beacon left: no slots, so no slice ever carries a paused beacon's data.
+        #expect(a.nextSlice().isEmpty)
+        let r = a.report!
+        #expect(r.beacons.map(\.paused) == [false, true, true])
+        // The scan ends: a retry puts all three back, each from its own address.
+        #expect(a.otherProgramCommand(.leSetScanEnable, [0, 0]) == nil)
+        #expect(a.retryOwnAddresses() == nil)
+        let back = steps(a.retryOwnAddresses()!)
+        #expect(opcodes(back).contains(.leSetRandomAddress))
+        guard case .done = a.finished(ok(back)) else { Issue.record("not back"); return }
+        #expect(a.paused.isEmpty && !a.publicWhileScanning && a.slotDuration != nil)
+        #expect(a.report!.beacons.map(\.paused) == [false, false, false])
+    }
+
+    @Test("#52: one private beacon alone, its address refused: the advertiser goes off, nothing from the public address, and it returns on the retry")
+    func loneprivateBeaconPauses() {
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: false), capacity: 1, ownsController: false)
+        var r = request(1)
+        r.neverPublic = true
+        let s = steps(a.apply([r], dataOnlyAllowed: false))
+        let k = s.firstIndex { $0.command.opcode == .leSetRandomAddress }!
+        let refused = StepFailure(index: k, step: s[k], error: CommandError(opcode: .leSetRandomAddress, reason: .status(.commandDisallowed)))
+        let off = steps(a.finished(.failure(refused)))
+        #expect(off.map(\.command) == [.leSetAdvertisingEnable(false)])
+        #expect(a.takeNotes().contains { if case .warning(let m) = $0 { m.contains("the beacon is paused") } else { false } })
+        guard case .done = a.finished(ok(off)) else { Issue.record("not done"); return }
+        #expect(a.paused == [0] && a.report!.beacons.map(\.paused) == [true])
+        // Nothing to refresh or slice while paused.
+        #expect(a.refreshSteps().isEmpty && a.nextSlice().isEmpty)
+        #expect(a.retryOwnAddresses() == nil)  // the refusal's period
+        let retry = steps(a.retryOwnAddresses()!)
+        #expect(opcodes(retry).contains(.leSetRandomAddress) && retry.last?.command == .leSetAdvertisingEnable(true))
+        guard case .done = a.finished(ok(retry)) else { Issue.record("not back"); return }
+        #expect(a.paused.isEmpty && a.report!.beacons.isEmpty)
+    }
+
+    @Test("PublicFallback: beacons on the public address or not private keep their turn; private ones on random addresses pause")
+    func publicFallbackSplit() {
+        var priv = request(2)
+        priv.neverPublic = true
+        var privPublic = request(3)
+        privPublic.neverPublic = true
+        privPublic.ownAddress = .public
+        let f = PublicFallback([request(1), priv, privPublic], refused: true)
+        #expect(f.paused == [1])
+        #expect(f.live.map(\.ownAddress) == [.public, .public])
+        let none = PublicFallback([request(1), priv], refused: false)
+        #expect(none.paused.isEmpty && none.live == [request(1), priv])
+        #expect(PublicFallback.words([request(1)]) == "every beacon goes out from the controller's public address")
+    }
+
     /// One beacon applied on a legacy controller, and the controller's refusal of its random address (another program
     /// scans), for `finished` to take.
     static func oneBeaconItsAddressRefused() -> (HCIAdvertiser, StepFailure) {
