@@ -14,6 +14,9 @@ struct AirContent: Sendable {
     var selfReport = SelfReport()
     /// An apply that waits for the self-report's supply from the state directory: its arguments.
     var deferredApply: (dataOnlyAllowed: Bool, refresh: Refresh?)?
+    /// Why the encrypted self-report is off the air while the other beacons are on (its address or counters could not
+    /// be had from the state directory); nil when it is on the air, or there is none. Never in plaintext instead.
+    private(set) var selfReportHeld: String?
     /// Bumped for every new rotating address.
     var addressGeneration: UInt64 = 0
     /// The wall clock as last told (Eddystone's time counter), and whether it was synchronized.
@@ -43,17 +46,64 @@ struct AirContent: Sendable {
         clock?.synchronized == false ? false : !clockSynchronizationKnown ? nil : true
     }
 
-    /// The schedule for `config` now; nil without a beacon (unprovisioned).
+    /// The self-report's frame could not be made (`why`): true when it is held off the air and the other beacons go on
+    /// without it, with the warning to say (once per episode); false when it is the config's only beacon (the apply
+    /// fails as any other, and is tried again).
+    mutating func holdSelfReport(_ why: String, _ config: BeaconConfiguration) -> (held: Bool, warning: String?) {
+        guard config.beacons.contains(where: { $0.beacon.format != .bthome }) else { return (false, nil) }
+        defer { selfReportHeld = why }
+        guard selfReportHeld == nil else { return (true, nil) }
+        return (true, "The BTHome self-report stays off the air: \(why). The other beacons go on the air without it; beacond tries again every \(Lifecycle.telemetryPeriod.components.seconds) s")
+    }
+
+    /// The self-report's frame is ready: the notice to say when it was held.
+    mutating func selfReportReady() -> String? {
+        guard selfReportHeld != nil else { return nil }
+        selfReportHeld = nil
+        return "The BTHome self-report's counters are kept again: it goes back on the air"
+    }
+
+    /// Which beacon of `config` is held off the air, if one is.
+    func heldIndex(_ config: BeaconConfiguration) -> Int? {
+        selfReportHeld == nil ? nil : config.beacons.firstIndex { $0.beacon.format == .bthome }
+    }
+
+    /// What the backend confirmed, with the held self-report put back in its place, paused with why.
+    func withHeld(_ result: OnAir, _ config: BeaconConfiguration) -> OnAir {
+        guard let k = heldIndex(config), let why = selfReportHeld else { return result }
+        var r = result
+        if r.beacons.isEmpty {
+            let every = Duration.microseconds(Int64((r.kernelInterval?.typical ?? r.interval).units) * 625)
+            r.beacons = [BeaconOnAir(every: every, details: [], txPower: r.txPower, address: r.addresses.first ?? nil)]
+        }
+        r.beacons.insert(BeaconOnAir(every: .zero, details: [], paused: "its counters could not be kept in the state directory: \(why)"), at: min(k, r.beacons.count))
+        if !r.addresses.isEmpty { r.addresses.insert(nil, at: min(k, r.addresses.count)) }
+        return r
+    }
+
+    /// The schedule for `config` now; nil without a beacon (unprovisioned). A held self-report is left out.
     func request(_ config: BeaconConfiguration) -> AdvertisingSchedule? {
         guard !config.beacons.isEmpty else { return nil }
+        if let k = heldIndex(config), let all = request(config, held: nil) {
+            var s = all
+            s.beacons.remove(at: k)
+            s.addresses.remove(at: k)
+            return s
+        }
+        return request(config, held: nil)
+    }
+
+    private func request(_ config: BeaconConfiguration, held: Int?) -> AdvertisingSchedule? {
         let time = clock?.time ?? 0
         var addresses = config.addressPlan.wanted
         for (k, b) in config.beacons.enumerated() {
             if let e = b.beacon.eid { addresses[k].period = UInt64(e.period(of: time)) }
         }
-        return AdvertisingSchedule(beacons: config.beacons.map {
-            AdvertisingRequest(data: onAirBeacon($0.beacon, at: time).advertisingData, type: config.advertising.legacyType,
-                               interval: config.interval(of: $0), txPower: config.advertising.txPower, scanResponse: $0.scanResponse)
+        let plan = config.addressPlan
+        return AdvertisingSchedule(beacons: config.beacons.enumerated().map { k, b in
+            AdvertisingRequest(data: onAirBeacon(b.beacon, at: time).advertisingData, type: config.advertising.legacyType,
+                               interval: config.interval(of: b), txPower: config.advertising.txPower, scanResponse: b.scanResponse,
+                               neverPublic: plan.neverPublic[k])
         }, addresses: addresses, addressGeneration: addressGeneration)
     }
 

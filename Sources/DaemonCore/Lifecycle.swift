@@ -156,7 +156,7 @@ public struct Lifecycle: Sendable {
             }
         case .applied(let result):
             switch state {
-            case .applying(let done, let before): confirmed(done, after: before, result, &out)
+            case .applying(let done, let before): confirmed(done, after: before, content.withHeld(result, config), &out)
             case .stopping: stopNow(&out)
             default: break
             }
@@ -169,7 +169,7 @@ public struct Lifecycle: Sendable {
             failed(f, &out)
         case .onAirChanged(let result):
             guard case .advertising(var a) = state else { break }
-            a.onAir = result
+            a.onAir = content.withHeld(result, config)
             state = .advertising(a)
             setStatus(advertisingStatus, &out)
         case .reapply(let reason, let delay, let fields, let at):
@@ -201,7 +201,7 @@ public struct Lifecycle: Sendable {
             guard phase == .advertising else { break }
             if config.beacons.contains(where: { $0.beacon.isTelemetry }) {
                 apply(&out, dataOnlyAllowed: true, refresh: .telemetry)
-            } else if let l = content.selfReport.last, content.uptime >= l.uptime &+ Self.selfReportRenewal {
+            } else if content.selfReportHeld != nil || content.selfReport.last.map({ content.uptime >= $0.uptime &+ Self.selfReportRenewal }) == true {
                 apply(&out, dataOnlyAllowed: true, refresh: .selfReport)
             }
         case .selfReportSupplied(let supply):
@@ -271,12 +271,19 @@ public struct Lifecycle: Sendable {
         switch content.selfReport.prepare(config, uptime: content.uptime, period: Self.selfReportRenewal, seal: content.seal) {
         case .ready(let ahead):
             if let ahead { out.append(.supplySelfReport(ahead)) }
+            if let line = content.selfReportReady() { out.append(.log(.notice, line, ["BEACON_FORMAT=bthome"])) }
         case .needs(let needs):
             content.deferredApply = (dataOnlyAllowed, refresh)
             out.append(.supplySelfReport(needs))
             return
         case .failed(let why):
-            return failed(BackendFailure(message: "Cannot put the BTHome self-report on the air: \(why)", fields: ["BEACON_FORMAT=bthome", "HCI_DEVICE=\(device)"]), &out)
+            // The other beacons go on the air without it (issue #52): a damaged counters file or a full disk must not
+            // darken the host.
+            let (held, warning) = content.holdSelfReport(why, config)
+            guard held else {
+                return failed(BackendFailure(message: "Cannot put the BTHome self-report on the air: \(why)", fields: ["BEACON_FORMAT=bthome", "HCI_DEVICE=\(device)"]), &out)
+            }
+            if let warning { out.append(.log(.warning, warning, ["BEACON_FORMAT=bthome", "HCI_DEVICE=\(device)"])) }
         }
         if let line = content.selfReport.exhaustionLine() { out.append(.log(.err, line, ["BEACON_FORMAT=bthome"])) }
         guard let wanted = content.request(config) else { return withdraw(&out) }

@@ -252,8 +252,13 @@ public struct CounterBook: Sendable, Hashable {
 
     /// Reserves `count` counters for `address` from at least `from`: every counter below the returned floor may have
     /// been sent by an earlier run; this one may use up to the limit, which the book now holds.
-    public mutating func reserve(_ address: BluetoothAddress, from: UInt32, count: UInt32) -> CounterReservation {
-        let floor = max(entries[address] ?? 0, from)
+    ///
+    /// `clock` (the wall clock, Unix seconds) is a floor too: counters go up by one a frame, about one a minute, far
+    /// slower than the clock, so every counter an earlier run sent is below the clock now, whatever the book says. A
+    /// state directory restored from a backup, or a card cloned and started later, then reuses no (address, counter)
+    /// pair, which under AES-CCM would reuse the keystream (issue #52); only a clock set back can.
+    public mutating func reserve(_ address: BluetoothAddress, from: UInt32, count: UInt32, clock: UInt32 = 0) -> CounterReservation {
+        let floor = max(entries[address] ?? 0, from, clock)
         let (sum, overflow) = floor.addingReportingOverflow(count)
         let limit = overflow ? UInt32.max : sum
         if entries[address] == nil { order.append(address) }

@@ -154,6 +154,41 @@ struct SelfReportTests {
         #expect(supplies(lc.handle(.opened())).count == 1)
     }
 
+    @Test("#52: counters that cannot be kept never darken the host: the other beacons go on the air, the self-report stays off (never in plaintext), said once, tried again at each tick, and back once kept")
+    func heldSelfReport() throws {
+        let c = try config(ibeacon + "[[beacon]]\nformat = \"bthome\"\nbindkey_file = \"k\"\n")
+        var lc = Lifecycle(config: c, configPath: "/c", seed: 1, seal: seal)
+        _ = lc.handle(.telemetry(tenths(0)))
+        _ = lc.handle(.start)
+        #expect(supplies(lc.handle(.opened())).count == 1)
+        let damaged = "/var/lib/beacond/bthome-counters:3: not an address followed by a counter (0 to 4294967295); fix that line (a number only ever goes up)"
+        let first = lc.handle(.selfReportSupplied(SelfReportSupply(address: address, failure: damaged)))
+        // The iBeacon alone goes on the air.
+        let s = try #require(applied(first))
+        #expect(s.beacons.count == 1 && s.addresses.map(\.key) == c.addressPlan.wanted.prefix(1).map(\.key))
+        #expect(first.contains { if case .log(.warning, let m, _) = $0 { m.hasPrefix("The BTHome self-report stays off the air: \(damaged)") } else { false } })
+        let one = OnAir(interval: AdvertisingInterval(units: 160)!, details: ["legacy"])
+        _ = lc.handle(.applied(one))
+        #expect(lc.phase == .advertising)
+        // The state file names it paused, and the iBeacon on the air.
+        let st = RuntimeState(lc, pid: 1, configDigest: "x", now: 100, previous: nil)
+        #expect(st.beacons.map(\.onAir) == [true, false])
+        #expect(st.beacons[1].paused?.contains("bthome-counters:3") == true)
+        // The next tick asks again; refused again: no second warning, the iBeacon still alone.
+        #expect(supplies(lc.handle(.telemetry(tenths(100)))).count == 1)
+        let again = lc.handle(.selfReportSupplied(SelfReportSupply(address: address, failure: damaged)))
+        #expect(!again.contains { if case .log(.warning, _, _) = $0 { true } else { false } })
+        #expect(applied(again).map { $0.beacons.count } ?? 1 == 1)
+        _ = lc.handle(.applied(one))
+        // Fixed: back on the air, encrypted, said.
+        #expect(supplies(lc.handle(.telemetry(tenths(200)))).count == 1)
+        let back = lc.handle(.selfReportSupplied(SelfReportSupply(address: address, counters: CounterReservation(floor: 5, limit: 1005))))
+        let both = try #require(applied(back))
+        #expect(both.beacons.count == 2)
+        #expect(both.beacons[1].data.bytes == (try encrypted(BTHomeReport(packetID: 1, beaconsOnAir: 1, problem: false, uptimeSeconds: 200), counter: 5)))
+        #expect(back.contains { if case .log(.notice, let m, _) = $0 { m.contains("goes back on the air") } else { false } })
+    }
+
     @Test("a chosen address needs no address from the state directory, only counters for it")
     func chosenAddress() throws {
         var lc = Lifecycle(config: try config("[beacon]\nformat = \"bthome\"\nbindkey_file = \"k\"\naddress = \"C6:12:34:56:78:9A\"\n"), configPath: "/c", seed: 1, seal: seal)
@@ -193,6 +228,25 @@ struct CounterBookTests {
         #expect(again.entries == [address: 10000, BluetoothAddress(parsing: "D0:00:00:00:00:01")!: 12])
         var top = try CounterBook(parsing: "C6:12:34:56:78:9A 4294967000\n")
         #expect(top.reserve(address, from: 0, count: 1000) == CounterReservation(floor: 4_294_967_000, limit: UInt32.max))
+    }
+
+    @Test("#52: the wall clock is a floor: a restored book (an older, lower number) starts above every counter sent since")
+    func clockFloor() throws {
+        var backup = try CounterBook(parsing: "C6:12:34:56:78:9A 1000\n")
+        var live = backup
+        // The first run at 1.8e9 s: its counters start at the clock.
+        let run1 = live.reserve(address, from: 0, count: 1000, clock: 1_800_000_000)
+        #expect(run1 == CounterReservation(floor: 1_800_000_000, limit: 1_800_001_000))
+        // It sends a frame a minute for a day (1440 counters, over the block), reserving ahead with the clock then.
+        let ahead = live.reserve(address, from: run1.limit, count: 1000, clock: 1_800_030_000)
+        #expect(ahead.floor == 1_800_030_000)
+        let lastSent = run1.floor + 1440
+        // The backup comes back a day later: the book says 1000, the clock says more than anything sent.
+        let restored = backup.reserve(address, from: 0, count: 1000, clock: 1_800_086_400 + 60)
+        #expect(restored.floor > lastSent)
+        // Without a clock (0: not set) the book alone is the floor, as before.
+        var plain = try CounterBook(parsing: "C6:12:34:56:78:9A 7000\n")
+        #expect(plain.reserve(address, from: 0, count: 1000, clock: 0).floor == 7000)
     }
 
     @Test("a damaged line is an error naming it, never a fresh start from 0", arguments: [
