@@ -21,7 +21,7 @@ enum SelfReportStore {
         guard let address else { return SelfReportSupply(failure: "No static address was kept for the BTHome self-report") }
         guard let from = needs.countersFrom else { return SelfReportSupply(address: address) }
         do throws(Failure) {
-            return SelfReportSupply(address: address, counters: try reserve(address, from: from, in: directory, clock: clock))
+            return SelfReportSupply(address: address, counters: try reserve(address, from: from, in: directory, clock: clock), clock: clock)
         } catch {
             return SelfReportSupply(address: address, failure: error.description)
         }

@@ -2,6 +2,7 @@
 // wall clock for the EIDs and the generation of the rotating address. The lifecycle says when it changes; this value
 // keeps it and makes the schedule the controller gets.
 import BeaconCore
+import BluetoothHCI
 import HCIHost
 
 struct AirContent: Sendable {
@@ -46,21 +47,41 @@ struct AirContent: Sendable {
         clock?.synchronized == false ? false : !clockSynchronizationKnown ? nil : true
     }
 
-    /// The self-report's frame could not be made (`why`): true when it is held off the air and the other beacons go on
-    /// without it, with the warning to say (once per episode); false when it is the config's only beacon (the apply
-    /// fails as any other, and is tried again).
-    mutating func holdSelfReport(_ why: String, _ config: BeaconConfiguration) -> (held: Bool, warning: String?) {
-        guard config.beacons.contains(where: { $0.beacon.format != .bthome }) else { return (false, nil) }
-        defer { selfReportHeld = why }
-        guard selfReportHeld == nil else { return (true, nil) }
-        return (true, "The BTHome self-report stays off the air: \(why). The other beacons go on the air without it; beacond tries again every \(Lifecycle.telemetryPeriod.components.seconds) s")
+    /// What an apply does about the self-report first: go on (with what to say), ask the executor, or fail.
+    enum SelfReportStep {
+        case proceed([Lifecycle.Action])
+        case needs(SelfReportNeeds)
+        case fail(BackendFailure)
     }
 
-    /// The self-report's frame is ready: the notice to say when it was held.
-    mutating func selfReportReady() -> String? {
-        guard selfReportHeld != nil else { return nil }
-        selfReportHeld = nil
-        return "The BTHome self-report's counters are kept again: it goes back on the air"
+    /// Makes the self-report's frame for an apply. One that cannot be made (its counters not kept, or its first
+    /// counter ahead of the clock) is held off the air while the other beacons go on (issue #52): a damaged counters
+    /// file or a full disk must not darken the host. Only when it is the config's only beacon does the apply fail.
+    mutating func selfReportStep(_ config: BeaconConfiguration, device: DeviceSpec) -> SelfReportStep {
+        let fields = ["BEACON_FORMAT=bthome", "HCI_DEVICE=\(device)"]
+        var out: [Lifecycle.Action] = []
+        switch selfReport.prepare(config, uptime: uptime, period: Lifecycle.selfReportRenewal, seal: seal) {
+        case .ready(let ahead):
+            if let ahead { out.append(.supplySelfReport(ahead)) }
+            if selfReportHeld != nil {
+                selfReportHeld = nil
+                out.append(.log(.notice, "The BTHome self-report goes on the air", fields))
+            }
+        case .needs(let needs):
+            return .needs(needs)
+        case .failed(let why), .waiting(let why):
+            guard config.beacons.contains(where: { $0.beacon.format != .bthome }) else {
+                return .fail(BackendFailure(message: "Cannot put the BTHome self-report on the air: \(why)", fields: fields))
+            }
+            let waiting = selfReport.waitsForClock
+            if selfReportHeld == nil {
+                out.append(waiting ? .log(.info, "The BTHome self-report waits for the wall clock: \(why); the other beacons go on the air now", fields)
+                           : .log(.warning, "The BTHome self-report stays off the air: \(why). The other beacons go on the air without it; beacond tries again every \(Lifecycle.telemetryPeriod.components.seconds) s", fields))
+            }
+            selfReportHeld = why
+        }
+        if let line = selfReport.exhaustionLine() { out.append(.log(.err, line, ["BEACON_FORMAT=bthome"])) }
+        return .proceed(out)
     }
 
     /// Which beacon of `config` is held off the air, if one is.

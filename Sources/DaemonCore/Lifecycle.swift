@@ -205,7 +205,7 @@ public struct Lifecycle: Sendable {
                 apply(&out, dataOnlyAllowed: true, refresh: .selfReport)
             }
         case .selfReportSupplied(let supply):
-            if let (level, line) = content.selfReport.supplied(supply) {
+            if let (level, line) = content.selfReport.supplied(supply, uptime: content.uptime) {
                 out.append(.log(level, line, ["BEACON_FORMAT=bthome"]))
             }
             guard let d = content.deferredApply else { break }
@@ -268,24 +268,14 @@ public struct Lifecycle: Sendable {
     private mutating func apply(_ out: inout [Action], dataOnlyAllowed: Bool, refresh: AirContent.Refresh? = nil) {
         guard !config.beacons.isEmpty else { return withdraw(&out) }
         // The self-report's frame first: an encrypted one may need its address and counters from the state directory.
-        switch content.selfReport.prepare(config, uptime: content.uptime, period: Self.selfReportRenewal, seal: content.seal) {
-        case .ready(let ahead):
-            if let ahead { out.append(.supplySelfReport(ahead)) }
-            if let line = content.selfReportReady() { out.append(.log(.notice, line, ["BEACON_FORMAT=bthome"])) }
+        switch content.selfReportStep(config, device: device) {
+        case .proceed(let lines): out += lines
         case .needs(let needs):
             content.deferredApply = (dataOnlyAllowed, refresh)
             out.append(.supplySelfReport(needs))
             return
-        case .failed(let why):
-            // The other beacons go on the air without it (issue #52): a damaged counters file or a full disk must not
-            // darken the host.
-            let (held, warning) = content.holdSelfReport(why, config)
-            guard held else {
-                return failed(BackendFailure(message: "Cannot put the BTHome self-report on the air: \(why)", fields: ["BEACON_FORMAT=bthome", "HCI_DEVICE=\(device)"]), &out)
-            }
-            if let warning { out.append(.log(.warning, warning, ["BEACON_FORMAT=bthome", "HCI_DEVICE=\(device)"])) }
+        case .fail(let f): return failed(f, &out)
         }
-        if let line = content.selfReport.exhaustionLine() { out.append(.log(.err, line, ["BEACON_FORMAT=bthome"])) }
         guard let wanted = content.request(config) else { return withdraw(&out) }
         let before = air
         let dataOnly = dataOnlyAllowed && before?.applied.map { $0.addresses == wanted.addresses && $0.addressGeneration == wanted.addressGeneration

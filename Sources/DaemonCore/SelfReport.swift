@@ -41,11 +41,14 @@ public struct SelfReportSupply: Sendable, Hashable {
     public var address: BluetoothAddress?
     public var counters: CounterReservation?
     public var failure: String?
+    /// The wall clock when the answer was made (Unix seconds): no counter goes out before the clock has reached it.
+    public var clock: UInt32?
 
-    public init(address: BluetoothAddress? = nil, counters: CounterReservation? = nil, failure: String? = nil) {
+    public init(address: BluetoothAddress? = nil, counters: CounterReservation? = nil, failure: String? = nil, clock: UInt32? = nil) {
         self.address = address
         self.counters = counters
         self.failure = failure
+        self.clock = clock
     }
 }
 
@@ -74,14 +77,25 @@ public struct SelfReport: Sendable {
     private var askedKey: String?
     /// No counter was left for a new frame: the one on the air stays.
     private var stuck = false
+    /// The wall clock the last supply told, and the uptime then: the wall clock now, counted on the monotonic uptime.
+    private var wall: (seconds: UInt32, uptime: UInt32)?
+    /// The last preparation waited for the wall clock to reach the next counter.
+    private(set) var waitsForClock = false
     /// The last supply failed (said once until one succeeds).
     private var failure: String?
     private var failureSaid = false
     private var exhaustedSaid = false
 
+    /// How far the wall clock may be behind the next counter before a frame goes out anyway (said once): a clock set
+    /// back a little (fake-hwclock after a power cut, a restart within seconds of a reservation) is waited for; one a
+    /// day or more behind (never set) would keep the self-report off for good.
+    static let longestClockWait: UInt32 = 86_400
+
     enum Preparation: Equatable {
         /// The frame is ready (`serviceData`); `ahead`: reserve more counters meanwhile.
         case ready(ahead: SelfReportNeeds?)
+        /// Its first frame waits for the wall clock to reach its counter (a few seconds after a quick restart): why.
+        case waiting(String)
         /// Ask the executor first, then prepare again.
         case needs(SelfReportNeeds)
         /// No frame can be made: why.
@@ -100,6 +114,7 @@ public struct SelfReport: Sendable {
     /// Makes the frame for `config` at `uptime` (seconds): a new one (next packet id and counter) when the content
     /// changed, or when the frame on the air is `period` old or older; else the one on the air.
     mutating func prepare(_ config: BeaconConfiguration, uptime: UInt32, period: UInt32, seal: CCMSeal?) -> Preparation {
+        waitsForClock = false
         guard let k = config.beacons.firstIndex(where: { $0.beacon.format == .bthome }), let b = config.beacons[k].beacon.bthome else {
             return .ready(ahead: nil)
         }
@@ -139,6 +154,16 @@ public struct SelfReport: Sendable {
             }
             return .failed("no BTHome counter is reserved for \(address)")
         }
+        // No counter goes out before the wall clock has reached it: every counter sent is at most the time it was sent,
+        // so a later start (a restart, a restored backup, a clone) begins above all of them (CounterBook.reserve).
+        if let w = wall, uptime >= w.uptime {
+            let now = w.seconds &+ (uptime - w.uptime)
+            if c > now, c - now <= Self.longestClockWait {
+                if let l = last, l.content.address == address { return .ready(ahead: aheadNeeds(address)) }
+                waitsForClock = true
+                return .waiting("its next counter, \(c), is \(c - now) s ahead of the wall clock (beacond restarted within seconds of its last reservation, or the clock was set back)")
+            }
+        }
         let objects = BTHomeReport(packetID: packetID &+ 1, beaconsOnAir: n, problem: problem, uptimeSeconds: uptime).objects
         do {
             let data = try BTHome.encryptedServiceData(objects, key: key, address: address, counter: c, seal: seal)
@@ -166,7 +191,7 @@ public struct SelfReport: Sendable {
         switch r.prepare(config, uptime: 0, period: Lifecycle.selfReportRenewal, seal: seal) {
         case .ready: return r.serviceData.map { .success($0) }
         case .needs: return .failure(FirstFrameFailure(message: "its address or counter is not known"))
-        case .failed(let why): return .failure(FirstFrameFailure(message: why))
+        case .failed(let why), .waiting(let why): return .failure(FirstFrameFailure(message: why))
         }
     }
 
@@ -180,8 +205,9 @@ public struct SelfReport: Sendable {
     }
 
     /// The executor's answer. Returns a line for the journal, if there is one to say.
-    mutating func supplied(_ s: SelfReportSupply) -> (LogLevel, String)? {
+    mutating func supplied(_ s: SelfReportSupply, uptime: UInt32 = 0) -> (LogLevel, String)? {
         asked = false
+        if let c = s.clock { wall = (c, uptime) }
         if let a = s.address, let key = askedKey { supplied = (key, a) }
         askedKey = nil
         if let r = s.counters, let a = s.address {
@@ -220,9 +246,11 @@ public struct SelfReport: Sendable {
 /// below. A reservation raises the address's number before any frame uses the counters under it, so after a crash
 /// or a restart the next run starts above every counter sent, and no number ever goes down.
 public struct CounterBook: Sendable, Hashable {
-    /// How many counters one write reserves: the file is written once every this many frames (at one a minute,
-    /// about every 17 hours), and a crash skips at most this many.
-    public static let block: UInt32 = 1000
+    /// How far ahead of the wall clock one write reserves: every counter goes out at or after the second it names, so
+    /// a reservation covers the next few frames, and the next is made from the clock, far above the counter in use
+    /// (a frame about a minute, the clock 60 a minute): writes come at the start, minutes later, hours later, then
+    /// days apart. A restart within this many seconds of a reservation waits that long for its first frame.
+    public static let block: UInt32 = 8
 
     public private(set) var entries: [BluetoothAddress: UInt32] = [:]
     private var order: [BluetoothAddress] = []
@@ -253,11 +281,12 @@ public struct CounterBook: Sendable, Hashable {
     /// Reserves `count` counters for `address` from at least `from`: every counter below the returned floor may have
     /// been sent by an earlier run; this one may use up to the limit, which the book now holds.
     ///
-    /// `clock` (the wall clock, Unix seconds) is a floor too: counters go up by one a frame, about one a minute, far
-    /// slower than the clock, so every counter an earlier run sent is below the clock now, whatever the book says. A
-    /// state directory restored from a backup, or a card cloned and started later, then reuses no (address, counter)
-    /// pair, which under AES-CCM would reuse the keystream (issue #52); only a clock set back can.
-    public mutating func reserve(_ address: BluetoothAddress, from: UInt32, count: UInt32, clock: UInt32 = 0) -> CounterReservation {
+    /// `clock` (the wall clock, Unix seconds) is a floor too, and no counter goes out before the clock reaches it
+    /// (SelfReport.prepare): every counter any run sent is at most the second it was sent in, so a start at a later
+    /// second begins above all of them, whatever the book says. A state directory restored from a backup, or a card
+    /// cloned and started later, then reuses no (address, counter) pair, which under AES-CCM would reuse the keystream
+    /// (issue #52). The book still bounds every counter sent, for a clock set back.
+    public mutating func reserve(_ address: BluetoothAddress, from: UInt32, count: UInt32 = block, clock: UInt32 = 0) -> CounterReservation {
         let floor = max(entries[address] ?? 0, from, clock)
         let (sum, overflow) = floor.addingReportingOverflow(count)
         let limit = overflow ? UInt32.max : sum

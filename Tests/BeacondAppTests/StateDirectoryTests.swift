@@ -211,16 +211,16 @@ struct SelfReportStoreTests {
     @Test("a reservation is written before it is used; the next run's starts at its end; another address keeps its own")
     func persisted() throws {
         let d = temporaryDirectory()
-        #expect(try SelfReportStore.reserve(address, from: 0, in: d, clock: 0) == CounterReservation(floor: 0, limit: 1000))
-        // Ahead, while the counter is at 500: from the end of the last block.
-        #expect(try SelfReportStore.reserve(address, from: 1000, in: d, clock: 0) == CounterReservation(floor: 1000, limit: 2000))
-        // A restart (or a crash) at counter 1500: the next run's first block starts above everything reserved.
-        #expect(try SelfReportStore.reserve(address, from: 0, in: d, clock: 0) == CounterReservation(floor: 2000, limit: 3000))
+        #expect(try SelfReportStore.reserve(address, from: 0, in: d, clock: 0) == CounterReservation(floor: 0, limit: CounterBook.block))
+        // Ahead, half the block used: from the end of the last block.
+        #expect(try SelfReportStore.reserve(address, from: CounterBook.block, in: d, clock: 0) == CounterReservation(floor: CounterBook.block, limit: 2 * CounterBook.block))
+        // A restart (or a crash) in the second block: the next run's first block starts above everything reserved.
+        #expect(try SelfReportStore.reserve(address, from: 0, in: d, clock: 0) == CounterReservation(floor: 2 * CounterBook.block, limit: 3 * CounterBook.block))
         let other = BluetoothAddress(parsing: "D0:00:00:00:00:01")!
-        #expect(try SelfReportStore.reserve(other, from: 0, in: d, clock: 0) == CounterReservation(floor: 0, limit: 1000))
+        #expect(try SelfReportStore.reserve(other, from: 0, in: d, clock: 0) == CounterReservation(floor: 0, limit: CounterBook.block))
         let text = String(decoding: try FileDescriptor.readFile("\(d)/bthome-counters", limit: 4096), as: UTF8.self)
-        #expect(try CounterBook(parsing: text).entries == [address: 3000, other: 1000])
-        #expect(SelfReportStore.peek(address, in: d, clock: 0) == 3000)
+        #expect(try CounterBook(parsing: text).entries == [address: 3 * CounterBook.block, other: CounterBook.block])
+        #expect(SelfReportStore.peek(address, in: d, clock: 0) == 3 * CounterBook.block)
         // #52: the wall clock as a floor, on disk too: a book restored from a backup starts above the clock.
         let now = UInt32(clamping: wallClock().seconds)
         #expect(try SelfReportStore.reserve(address, from: 0, in: d).floor >= now)
@@ -232,7 +232,7 @@ struct SelfReportStoreTests {
         let d = temporaryDirectory()
         let s = SelfReportStore.supply(SelfReportNeeds(addressKey: "bthome", countersFrom: 0), in: d, clock: 0)
         let a = try #require(s.address)
-        #expect(a.isStatic && s.counters == CounterReservation(floor: 0, limit: 1000) && s.failure == nil)
+        #expect(a.isStatic && s.counters == CounterReservation(floor: 0, limit: CounterBook.block) && s.failure == nil)
         let addresses = String(decoding: try FileDescriptor.readFile("\(d)/addresses", limit: 4096), as: UTF8.self)
         #expect(addresses.contains("\(a) bthome\n"))
         #expect(SelfReportStore.supply(SelfReportNeeds(addressKey: "bthome", countersFrom: 0), in: d).address == a)

@@ -95,7 +95,7 @@ struct SelfReportTests {
         _ = first.handle(.start)
         let needs = supplies(first.handle(.opened()))[0]
         let r1 = book.reserve(address, from: needs.countersFrom!, count: CounterBook.block)
-        #expect(r1 == CounterReservation(floor: 0, limit: 1000))
+        #expect(r1 == CounterReservation(floor: 0, limit: CounterBook.block))
         let a = try #require(applied(first.handle(.selfReportSupplied(SelfReportSupply(address: address, counters: r1))))).beacons[1].data.bytes
         // Killed: the next run reads the book as the file holds it.
         let kept = try CounterBook(parsing: book.text)
@@ -104,10 +104,10 @@ struct SelfReportTests {
         _ = second.handle(.telemetry(tenths(0)))
         _ = second.handle(.start)
         let r2 = book2.reserve(address, from: supplies(second.handle(.opened()))[0].countersFrom!, count: CounterBook.block)
-        #expect(r2 == CounterReservation(floor: 1000, limit: 2000))
+        #expect(r2 == CounterReservation(floor: CounterBook.block, limit: 2 * CounterBook.block))
         let b = try #require(applied(second.handle(.selfReportSupplied(SelfReportSupply(address: address, counters: r2))))).beacons[1].data.bytes
         func counter(_ d: [UInt8]) -> UInt32 { d[d.count - 8..<d.count - 4].reversed().reduce(0) { $0 << 8 | UInt32($1) } }
-        #expect(counter(a) == 0 && counter(b) == 1000)
+        #expect(counter(a) == 0 && counter(b) == CounterBook.block)
     }
 
     @Test("half the block used: the next block is reserved ahead; when none can be, the frame stays and it says so once")
@@ -186,7 +186,34 @@ struct SelfReportTests {
         let both = try #require(applied(back))
         #expect(both.beacons.count == 2)
         #expect(both.beacons[1].data.bytes == (try encrypted(BTHomeReport(packetID: 1, beaconsOnAir: 1, problem: false, uptimeSeconds: 200), counter: 5)))
-        #expect(back.contains { if case .log(.notice, let m, _) = $0 { m.contains("goes back on the air") } else { false } })
+        #expect(back.contains { if case .log(.notice, let m, _) = $0 { m.contains("The BTHome self-report goes on the air") } else { false } })
+    }
+
+    @Test("#52: no counter goes out before the wall clock reaches it: after a quick restart the first frame waits a tick while the iBeacon goes on; a clock a day behind is not waited for")
+    func countersWaitForTheClock() throws {
+        let c = try config(ibeacon + "[[beacon]]\nformat = \"bthome\"\nbindkey_file = \"k\"\n")
+        var lc = Lifecycle(config: c, configPath: "/c", seed: 1, seal: seal)
+        _ = lc.handle(.telemetry(tenths(0)))
+        _ = lc.handle(.start)
+        _ = lc.handle(.opened())
+        // The book is 6 s ahead of the clock: the last run reserved 6 s before this start.
+        let clock: UInt32 = 1_800_000_000
+        let first = lc.handle(.selfReportSupplied(SelfReportSupply(address: address, counters: CounterReservation(floor: clock + 6, limit: clock + 14), clock: clock)))
+        #expect(try #require(applied(first)).beacons.count == 1)
+        #expect(first.contains { if case .log(.info, let m, _) = $0 { m.contains("waits for the wall clock") } else { false } })
+        _ = lc.handle(.applied(OnAir(interval: AdvertisingInterval(units: 160)!, details: ["legacy"])))
+        // The next tick, 10 s on: the clock has passed the counter.
+        let later = try #require(applied(lc.handle(.telemetry(tenths(10)))))
+        #expect(later.beacons.count == 2)
+        #expect(later.beacons[1].data.bytes == (try encrypted(BTHomeReport(packetID: 1, beaconsOnAir: 1, problem: false, uptimeSeconds: 10), counter: clock + 6)))
+
+        // A clock never set (a day or more behind the book): the frame goes out at once.
+        var far = Lifecycle(config: c, configPath: "/c", seed: 1, seal: seal)
+        _ = far.handle(.telemetry(tenths(0)))
+        _ = far.handle(.start)
+        _ = far.handle(.opened())
+        let now = far.handle(.selfReportSupplied(SelfReportSupply(address: address, counters: CounterReservation(floor: clock, limit: clock + 8), clock: 86_400)))
+        #expect(try #require(applied(now)).beacons.count == 2)
     }
 
     @Test("a chosen address needs no address from the state directory, only counters for it")
