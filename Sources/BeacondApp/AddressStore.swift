@@ -45,11 +45,9 @@ enum AddressStore {
         try StateLock.whileWritingRecords(in: directory, failure: failure) { (dir) throws(Failure) in
             var inUseNow = readInUse(in: dir)
             if let device, inUseNow.set(inUse, for: device) {
-                do {
-                    try createFileDurably(named: inUseFileName, in: dir, contents: Array(inUseNow.text.utf8), mode: 0o644, exactMode: true, replacing: true)
-                } catch {
-                    throw Failure(description: "Cannot keep \(directory)/\(inUseFileName): \(error)")
-                }
+                // The file only protects (the book's cap): one that cannot be written (a full disk) keeps its old lines,
+                // which still protect, and never keeps the beacons off the air (issue #52).
+                try? createFileDurably(named: inUseFileName, in: dir, contents: Array(inUseNow.text.utf8), mode: 0o644, exactMode: true, replacing: true)
             }
             return try assign(keys, avoiding: chosen, keeping: inUseNow.all.union(inUse), in: dir, path: directory)
         }
