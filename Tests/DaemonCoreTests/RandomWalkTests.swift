@@ -17,6 +17,10 @@ private func keyed(_ text: String) -> BeaconConfiguration {
             e.key = IdentityKey([UInt8](repeating: 7, count: 16))
             c.beacons[k].beacon = .eddystoneEID(e)
         }
+        if case .bthome(var b) = c.beacons[k].beacon, b.encrypted {
+            b.bindkey = BindKey(hex: "0123456789abcdeffedcba9876543210")
+            c.beacons[k].beacon = .bthome(b)
+        }
     }
     return c
 }
@@ -30,10 +34,12 @@ private func walkConfig(_ n: UInt64, device: String) -> BeaconConfiguration {
     let tlm = "[[beacon]]\nformat = \"eddystone-tlm\"\n"
     let eid = "[[beacon]]\nformat = \"eddystone-eid\"\nidentity_key_file = \"k.key\"\nrotation_exponent = \(n % 3 + 2)\n"
     let controller = "[controller]\ndevice = \"\(device)\"\n"
-    switch n % 4 {
+    let selfReport = "[[beacon]]\nformat = \"bthome\"\nbindkey_file = \"home.key\"\n"
+    switch n % 5 {
     case 0: return keyed(uid + tlm + controller)
     case 1: return keyed(ib + "address = \"rotating\"\n" + ib.replacingOccurrences(of: "minor = ", with: "minor = 1") + controller)
     case 2: return keyed(ib + eid + controller)
+    case 3: return keyed(ib + selfReport + eid + controller)
     default: return keyed(ib + uid + tlm + eid + "[advertising]\naddress = \"rotating\"\n" + controller)
     }
 }
@@ -50,10 +56,13 @@ private struct Walker {
     var loads = 0
     var reloadsOwed = 0
     var exited = false
+    /// Supplies the self-report asked for and not answered yet.
+    var suppliesOwed = 0
 
     mutating func send(_ e: Lifecycle.Event) {
         switch e {
         case .configLoaded, .configRefused: loads = max(0, loads - 1)
+        case .selfReportSupplied: suppliesOwed = max(0, suppliesOwed - 1)
         // A tick spends its timer.
         case .telemetry: periodic.remove(.telemetry)
         case .addressPeriod: periodic.remove(.addressRotation)
@@ -70,6 +79,14 @@ private struct Walker {
             case .notifyReloading: reloadsOwed += 1
             case .exit: exited = true
             case .loadConfig: loads += 1
+            case .supplySelfReport: suppliesOwed += 1
+            case .apply(let schedule, _):
+                // An encrypted self-report never goes out in plaintext, held or not (issue #52).
+                if lc.config.beacons.contains(where: { $0.beacon.bthome?.encrypted == true }) {
+                    for b in schedule.beacons where b.data.bytes.count > 8 && b.data.bytes[4...6] == [0x16, 0xD2, 0xFC] {
+                        #expect(b.data.bytes[7] & 1 == 1, "a plaintext self-report after \(e)")
+                    }
+                }
             case .armPeriodic(let t, _):
                 #expect(!periodic.contains(t), "\(t) armed twice after \(e)")
                 periodic.insert(t)
@@ -109,12 +126,18 @@ struct RandomWalkTests {
     func walk() {
         var rng = SplitMix(seed: 34)
         let onAir = OnAir(interval: AdvertisingInterval(units: 160)!, details: ["extended"])
+        // A legacy controller refusing the random address: the first beacon on the air, the others paused.
+        let paused = OnAir(interval: AdvertisingInterval(units: 160)!, details: ["legacy"],
+                           beacons: [BeaconOnAir(every: .milliseconds(100), details: []), BeaconOnAir(every: .zero, details: [], paused: "another program scans")],
+                           addresses: [.public, nil], addressesHeldBack: "another program scans")
+        let address = BluetoothAddress(parsing: "C6:12:34:56:78:9A")!
+        let seal: CCMSeal = { key, nonce, plaintext in try AESCCM.seal(plaintext, key: key, nonce: nonce) }
         let refused = BackendFailure(message: "refused")
         let unanswered = BackendFailure(message: "no answer", unanswered: true)
         var sawEach: Set<String> = []
         for walk in 0..<150 {
             var w = Walker(lc: Lifecycle(config: walkConfig(UInt64(walk), device: devices[walk % 3]), configPath: "/c", seed: UInt64(walk),
-                                         cipher: { k, b in try AES128.encrypt(b, key: k) }))
+                                         cipher: { k, b in try AES128.encrypt(b, key: k) }, seal: seal))
             var wall: UInt64 = 1_700_000_000
             w.send(.clock(sinceEpoch: .seconds(wall), synchronized: true))
             w.send(.start)
@@ -129,7 +152,16 @@ struct RandomWalkTests {
                     default: choices += [.stopped, .powerCycled(nil)]
                     }
                 }
-                if w.backendOpen { choices += [.lost(refused), .onAirChanged(onAir)] }
+                if w.backendOpen { choices += [.lost(refused), .onAirChanged(onAir), .onAirChanged(paused)] }
+                // The state directory's answers: counters kept (the clock at, behind or far behind them), damaged, full.
+                if w.suppliesOwed > 0 {
+                    let floor = UInt32(truncatingIfNeeded: wall)
+                    choices += [.selfReportSupplied(SelfReportSupply(address: address, counters: CounterReservation(floor: floor, limit: floor + 8), clock: floor)),
+                                .selfReportSupplied(SelfReportSupply(address: address, counters: CounterReservation(floor: floor + 5, limit: floor + 13), clock: floor)),
+                                .selfReportSupplied(SelfReportSupply(address: address, counters: CounterReservation(floor: floor, limit: floor + 8), clock: 5)),
+                                .selfReportSupplied(SelfReportSupply(address: address, failure: "bthome-counters:2: not an address followed by a counter")),
+                                .selfReportSupplied(SelfReportSupply(address: address, failure: "Cannot keep the BTHome counters: No space left on device"))]
+                }
                 if w.periodic.contains(.telemetry) { choices.append(.telemetry(Telemetry())) }
                 if w.periodic.contains(.addressRotation) { choices.append(.addressPeriod) }
                 // A boundary tick, or a step of the clock (either way, at any time), with every answer about its sync.
@@ -152,6 +184,6 @@ struct RandomWalkTests {
                 }
             }
         }
-        #expect(sawEach.isSuperset(of: ["telemetry", "addressPeriod", "clock", "hangup", "applied", "lost"]), "\(sawEach)")
+        #expect(sawEach.isSuperset(of: ["telemetry", "addressPeriod", "clock", "hangup", "applied", "lost", "selfReportSupplied", "onAirChanged"]), "\(sawEach)")
     }
 }
