@@ -1275,6 +1275,173 @@ def s23_pi_default_beside_bluetoothd():
             f'{fmt(measured[1])}, {fmt(raw3)}, {fmt(raw4)} ms')
 
 
+# ---- private addresses beside another scanner (#52) -------------------------------------------------------------------
+
+PAUSED_STATIC = ibeacon(major=23, minor=1)
+PAUSED_RPA = ibeacon(major=23, minor=2)
+
+
+def legacy_on_air(since_us, until_us, match):
+    """[(start, end, frame, address)]: each time the legacy advertiser was on with a frame `match` takes, between
+    since_us and until_us (clipped to them), and the address it went out from (MSB first, or 'public'), from every
+    accepted command the capture has (the kernel's and beacond's), read as legacy_addresses reads them; for frames
+    that change (an Eddystone-EID's)."""
+    _, commands = replay(snoop.update())
+    fmt = lambda b: ':'.join(f'{x:02X}' for x in reversed(b))
+    state = {'random': None, 'own': 0, 'data': b'', 'on': False, 'since': None}
+    out = []
+    def close(ts):
+        since = state['since']
+        if since is not None and state['on'] and match(state['data']) and ts > since_us and since < until_us:
+            address = fmt(state['random']) if state['own'] == 1 and state['random'] else 'public'
+            out.append((max(since, since_us), min(ts, until_us), state['data'], address))
+    for ts, op, p, st in commands:
+        if st != 0 or op not in (0x2005, 0x2006, 0x2008, 0x200A):
+            continue
+        close(ts)
+        state['since'] = ts
+        if op == 0x2005 and len(p) >= 6:
+            state['random'] = bytes(p[:6])
+        elif op == 0x2006 and len(p) >= 6:
+            state['own'] = p[5]
+        elif op == 0x2008 and p:
+            state['data'] = bytes(p[1:1 + p[0]])
+        elif op == 0x200A and p:
+            state['on'] = p[0] == 1
+    close(until_us)
+    return out
+
+
+def aes128(key, block):
+    """AES-128 of one block, from the guest's libgcrypt through ctypes (the image has no other AES; python3 has none)."""
+    import ctypes
+    g = ctypes.CDLL('libgcrypt.so.20')
+    g.gcry_check_version.restype = ctypes.c_char_p
+    g.gcry_check_version.argtypes = [ctypes.c_char_p]
+    g.gcry_cipher_open.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.c_int, ctypes.c_uint]
+    g.gcry_cipher_setkey.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
+    g.gcry_cipher_encrypt.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+    g.gcry_cipher_close.argtypes = [ctypes.c_void_p]
+    for f in ('gcry_cipher_open', 'gcry_cipher_setkey', 'gcry_cipher_encrypt'):
+        getattr(g, f).restype = ctypes.c_uint
+    g.gcry_check_version(None)
+    h = ctypes.c_void_p()
+    assert g.gcry_cipher_open(ctypes.byref(h), 7, 1, 0) == 0, 'gcry_cipher_open (AES-128, ECB) failed'  # GCRY_CIPHER_AES128, MODE_ECB
+    try:
+        assert g.gcry_cipher_setkey(h, key, 16) == 0, 'gcry_cipher_setkey failed'
+        out = ctypes.create_string_buffer(16)
+        assert g.gcry_cipher_encrypt(h, out, 16, block, 16) == 0, 'gcry_cipher_encrypt failed'
+        return out.raw
+    finally:
+        g.gcry_cipher_close(h)
+
+
+def resolves(irk_hex, address):
+    """`address` (MSB first) is a resolvable private address of the key: prand's top bits 01, and the Core's ah() (Vol 3
+    Part H §2.2.2: AES-128 under the IRK over 13 zero bytes and prand, its low 24 bits) gives its hash. The key as its
+    file holds it (what `beacond irk` prints for Home Assistant, which resolves so: bluetooth-data-tools); checked
+    against the Core's sample (IRK ec0234a357c8ad05341010a60a397d9b resolves 70:81:94:0D:FB:AA) below."""
+    a = bytes.fromhex(address.replace(':', ''))
+    return a[0] >> 6 == 1 and aes128(bytes.fromhex(irk_hex), bytes(13) + a[:3])[13:] == a[3:]
+
+
+def s23b_private_beacons_pause_beside_discovery():
+    """#52 on the Pi default (bluetoothd, the legacy-only btvirt, backend auto): while Home Assistant's active discovery
+    runs the controller refuses beacond's random address; a static beacon goes out from the public address, and the
+    beacons whose address is private (a resolvable one, an Eddystone-EID) pause: never from the public address, nothing
+    of theirs on the air, beacond status names them paused; after the scan each is back from its own private address.
+    Read from btmon (every accepted command, the kernel's and beacond's), as 23's addresses are."""
+    assert resolves('ec0234a357c8ad05341010a60a397d9b', '70:81:94:0D:FB:AA') \
+        and not resolves('ec0234a357c8ad05341010a60a397d9b', '70:81:94:0D:FB:AB'), 'ah() does not give the Core\'s sample'
+    bluetoothd(True)
+    sh('rm -f /etc/beacond/keys/vm-door.irk /etc/beacond/keys/vm-eid.key', check=True)
+    sh('beacond gen-key /etc/beacond/keys/vm-door.irk && beacond gen-key /etc/beacond/keys/vm-eid.key', check=True)
+    irk = open('/etc/beacond/keys/vm-door.irk').read().strip()
+    with open(CONF, 'w') as f:
+        f.write(f'[[beacon]]\nuuid = "{UUID}"\nmajor = 23\nminor = 1\n\n'
+                f'[[beacon]]\nuuid = "{UUID}"\nmajor = 23\nminor = 2\naddress = "resolvable"\nresolving_key_file = "vm-door.irk"\n\n'
+                '[[beacon]]\nformat = "eddystone-eid"\nidentity_key_file = "vm-eid.key"\nrotation_exponent = 3\nmeasured_power = -20\n\n'
+                '[controller]\ndevice = "hci0"\n')
+    is_eid = lambda d: d.startswith(EID_PREFIX)
+    kinds = {'static': lambda d: d == PAUSED_STATIC, 'resolvable': lambda d: d == PAUSED_RPA, 'eid': is_eid}
+
+    def by_kind(since, until):
+        """kind → [(start, end, frame, address)] on the air between since and until."""
+        spans = legacy_on_air(since, until, lambda d: any(m(d) for m in kinds.values()))
+        return {k: [s for s in spans if m(s[2])] for k, m in kinds.items()}
+
+    def addresses(spans):
+        return {s[3] for s in spans}
+
+    t0 = now_us()
+    sh('systemctl restart beacond', check=True)
+    wait_advertising('3 beacons')
+    before = wait(lambda: (b := by_kind(t0, now_us())) and all(b.values()) and b, 30, 'the three beacons on the air (btmon)')
+    assert all(re.fullmatch(r'[C-F][0-9A-F](:[0-9A-F]{2}){5}', a) for a in addresses(before['static'])), f'the static beacon: {addresses(before["static"])}'
+    assert all(resolves(irk, a) for a in addresses(before['resolvable'])), f'the resolvable beacon from addresses its key does not resolve: {addresses(before["resolvable"])}'
+    assert all(a != 'public' and int(a[:2], 16) >> 6 == 0 for a in addresses(before['eid'])), f'the EID not from non-resolvable addresses: {addresses(before["eid"])}'
+    # Home Assistant's active discovery on the same adapter (as 23's, shorter: its first start and the kernel's restart
+    # 10.24 s later fit in it).
+    t4 = now_us()
+    scan = subprocess.Popen('exec bluetoothctl --timeout 14 scan le >/dev/null 2>&1', shell=True)
+    try:
+        def paused_in_status():
+            code, st = beacond_status_as_nobody()
+            b = (st.get('daemons') or [{}])[0].get('beacons') or []
+            text = status()
+            if [x.get('on_air') for x in b] == [True, False, False] and '2 of 3 beacons paused' in text:
+                return code, st, text
+            return None
+        code, st, text = wait(paused_in_status, 12, 'beacond status --json and STATUS to name the two private beacons paused')
+        assert scan.poll() is None, 'discovery ended before beacond status named the beacons paused'
+    finally:
+        try:
+            scan.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            scan.kill()
+            scan.wait()
+    t5 = now_us()
+    b = st['daemons'][0]['beacons']
+    assert code != 0, f'beacond status exited 0 with two beacons paused: {st}'
+    assert b[0]['paused'] is None and 'another program scans' in (b[0]['address_held_back'] or ''), b[0]
+    assert all('another program scans' in (x['paused'] or '') for x in b[1:]), b[1:]
+    for n in (2, 3):
+        assert any(f'beacon {n} is not on the air' in p and 'another program scans' in p for p in st['problems']), st['problems']
+    # The scan as the controller had it: its first start, and its end (the disable after the last start; bluetoothd
+    # sends it when bluetoothctl has gone).
+    def scan_enables(since):
+        """(µs, 1 or 0) of each LE Set Scan Enable the controller accepted after since."""
+        return [(ts, p[0]) for ts, op, p, s in replay(snoop.update())[1] if op == 0x200C and s == 0 and p and ts >= since]
+    starts = [ts for ts, on in scan_enables(t4) if on == 1]
+    assert starts, 'discovery started no scan (btmon)'
+    end = wait(lambda: next((ts for ts, on in scan_enables(starts[-1]) if on == 0), None), 20, 'the scan\'s end (btmon)')
+    refused = sum(1 for ts, op, p, s in replay(snoop.update())[1] if op == 0x2005 and s != 0 and t4 <= ts <= end)
+    # The controller refuses the random address from the first start on (what this scenario is about): each private
+    # beacon is paused at the next time slice; 2 s after that start, nothing of theirs is on the air until the scan's end.
+    during = by_kind(starts[0] + 2_000_000, end)
+    assert refused, 'the controller refused no LE Set Random Address during discovery: nothing to fall back from'
+    on_while_paused = [(k, (e - s) // 1000, a) for k in ('resolvable', 'eid') for s, e, _, a in during[k]]
+    assert not on_while_paused, f'a private beacon on the air while discovery ran (kind, ms, address): {on_while_paused}'
+    assert 'public' in addresses(during['static']), f'the static beacon not from the public address during discovery: {addresses(during["static"])}'
+    # Back after the scan, each from its own private address, within 25 s of the scan's end (beacond tries the own
+    # addresses every 10 s once a whole period went by without the scan: 10 to 20 s).
+    after = wait(lambda: (a := by_kind(end, now_us())) and a['resolvable'] and a['eid'] and a, 40,
+                 'the resolvable beacon and the EID back on the air after discovery (btmon)', interval=1.0)
+    back = {k: (after[k][0][0] - end) / 1e6 for k in ('resolvable', 'eid')}
+    assert back['resolvable'] <= 25 and back['eid'] <= 25, f'back only after (s): {back}'
+    assert all(resolves(irk, a) for a in addresses(after['resolvable'])), f'back from addresses its key does not resolve: {addresses(after["resolvable"])}'
+    assert all(a != 'public' and int(a[:2], 16) >> 6 == 0 for a in addresses(after['eid'])), f'the EID back from {addresses(after["eid"])}'
+    # Never from the public address: before, during or after discovery.
+    public = [(k, s, a) for k in ('resolvable', 'eid') for s, _, _, a in by_kind(t0, now_us())[k] if a == 'public']
+    assert not public, f'a private beacon from the public address (kind, µs, address): {public}'
+    return (f'{len(starts)} scan starts, {refused} random addresses refused; during discovery: STATUS "{text}", '
+            f'beacond status exit {code}, the static beacon from {sorted(addresses(during["static"]))}, nothing of the '
+            f'resolvable beacon or the EID on the air from 2 s after the first start to the scan\'s end '
+            f'({(end - starts[0] - 2_000_000) / 1e6:.1f} s); back {", ".join(f"{k} {v:.1f} s" for k, v in back.items())} '
+            f'after it (resolvable from {sorted(addresses(after["resolvable"]))}, the EID from '
+            f'{sorted(addresses(after["eid"]))}); never from the public address')
+
+
 # ---- Eddystone-EID ----------------------------------------------------------------------------------------------------
 
 EID_PREFIX = bytes.fromhex('0201060303aafe0d16aafe30ec')
@@ -1592,6 +1759,7 @@ def main():
         run_('12. mgmt: stopped while the adapter is powered off, nothing comes back at power-on', s12_mgmt_stop_while_powered_off_leaves_nothing)
         run_('15. backend=mgmt beside bluetoothd: three beacons (iBeacon, AltBeacon, Eddystone-UID) on three instances, each on the air', leaving_one_beacon(s15_mgmt_three_beacons_beside_bluetoothd))
         run_('23. the Raspberry Pi default: bluetoothd running, a legacy-only controller, backend auto: one beacon at its configured interval, three each back within 400 ms from its own fixed address, and so again after bluetoothd restarts; beside active discovery (Home Assistant\'s scanner) each keeps one address, never the kernel\'s, and goes back to its own after', leaving_one_beacon(with_stall_probe(s23_pi_default_beside_bluetoothd)))
+        run_('23b. beside active discovery on the legacy-only controller (bluetoothd, backend auto), beacons with private addresses: a static iBeacon from the public address, an iBeacon from a resolvable address and an Eddystone-EID paused (nothing of theirs on the air, never from the public address; beacond status names them paused), each back from its own private address within 25 s after', leaving_one_beacon(s23b_private_beacons_pause_beside_discovery))
         run_('24. a controller that answers nothing until it is power-cycled (btvirt stopped until the kernel closes hci0): beacond takes hci0 down and up again, and the beacon is back', s24_unanswering_controller_is_power_cycled)
         run_('16. hci: three beacons, each from its own static address kept in the state directory, the same after a restart with the file reordered; a reload removing one leaves the others', leaving_one_beacon(s16_hci_three_beacons_each_from_its_own_static_address))
         run_('17. hci: three beacons, then SIGKILL and a start with one: the killed run\'s other two leave the air, and stop leaves nothing', s17_hci_kill_then_fewer_beacons)
