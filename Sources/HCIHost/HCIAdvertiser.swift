@@ -12,10 +12,10 @@ public struct HCIAdvertiser: Sendable {
     public let capacity: Int
     /// beacond owns the controller (H4): it was reset, nothing else uses it.
     public let ownsController: Bool
-    public private(set) var family: CommandFamily
+    public internal(set) var family: CommandFamily
 
     /// The beacons last confirmed on air, as asked (before any interval adjustment).
-    public private(set) var applied: [AdvertisingRequest]?
+    public internal(set) var applied: [AdvertisingRequest]?
     /// Those of `applied` paused while the controller refuses beacond's random address (PublicFallback).
     public private(set) var paused: Set<Int> = []
     /// Extended: what each set carries now (as sent), nil when unknown; the set of each beacon of `applied`.
@@ -25,24 +25,34 @@ public struct HCIAdvertiser: Sendable {
     public private(set) var usedHandles: Set<UInt8>
     /// Legacy: the one advertiser's parameters and the data and scan response it carries now.
     private var legacyBase: AdvertisingRequest?
-    /// Legacy with several beacons: the beacons taking turns, whose turn it is; a slot's or a refresh's commands in
-    /// flight (the steps a timer sends).
+    /// Legacy with several beacons: the beacons taking turns, whose turn it is.
     private var slicer = LegacySlicer()
-    private var timedStepsInFlight = false
-    /// The refresh came due while beacons take turns from one address: the next slot restarts the advertiser.
-    private var refreshOwed = false
-    /// The slot timer fired while another sequence's commands were out (`owedSlice`).
-    private var sliceOwed = false
-    /// The address retry came due while other commands were out (`owedRetry`).
-    private var retryOwed = false
+    /// The one sequence of beacond's commands out at a time, whoever asks: an apply's, or a slot's or a refresh's (the
+    /// steps a timer sends). A disable or a new advertiser sent between a slot's or a refresh's commands would be
+    /// overtaken by their enable.
+    var inFlight: InFlight?
+    enum InFlight: Sendable {
+        /// An apply's steps, and whether it may still switch family.
+        case apply(Pending)
+        /// A slot's or a refresh's.
+        case timed
+    }
+    /// What came due while a sequence was out, done once it is back: the slot (`owedSlice`), the refresh that rides
+    /// on the next slot while beacons take turns from one address, the retry of the own addresses (`owedRetry`).
+    var owed: Set<Owed> = []
+    enum Owed: Sendable, Hashable { case slice, refresh, retry }
     /// An apply or a stop asked for while a slot's or a refresh's commands were out: it goes out when they are back
-    /// (`resume`). One sequence of commands at a time, whoever asks: a disable or a new advertiser sent between a
-    /// slot's or a refresh's commands would be overtaken by their enable.
+    /// (`resume`).
     private var waiting: Waiting?
     private enum Waiting: Sendable {
         case apply([AdvertisingRequest], dataOnlyAllowed: Bool)
         case stop
     }
+    /// Nothing of beacond's is out, and nothing waits for it.
+    var idle: Bool { inFlight == nil && waiting == nil }
+    var timedStepsInFlight: Bool { if case .timed? = inFlight { true } else { false } }
+    /// The apply whose steps are out.
+    var pending: Pending? { if case .apply(let p)? = inFlight { p } else { nil } }
     /// The intervals used, per beacon of `applied`; the TX power each set (legacy: 0) reported.
     private var effectiveIntervals: [AdvertisingInterval] = []
     private var txPowers: [UInt8: Int8] = [:]
@@ -50,26 +60,20 @@ public struct HCIAdvertiser: Sendable {
     private var intervalFloorForced = false
     /// Between the Reset of a controller beacond owns and the first start sequence (its disable is left out).
     private var freshlyReset: Bool
-    /// The apply whose steps are out, and whether it may still switch family.
-    private var pending: Pending?
-    /// Legacy: the controller refused beacond's random address with Command Disallowed, as a controller does while
-    /// another program scans on it (Core Vol 4 Part E §7.8.4: no new random address while scanning; the kernel scans
-    /// for Home Assistant on a Pi). Every beacon then goes out from the public address, and beacond tries its own
-    /// addresses again every `addressRetryPeriod` (`retryOwnAddresses`).
-    public private(set) var publicWhileScanning = false
-    /// The apply running is such a retry.
-    private var retryingAddresses = false
+    /// Legacy: whether the controller takes beacond's random addresses (OwnAddresses): refused while another program
+    /// scans on it, the public address or a pause meanwhile (PublicFallback), and tried again every
+    /// `addressRetryPeriod` (`retryOwnAddresses`).
+    public internal(set) var own = OwnAddresses()
+    /// The controller refuses beacond's random addresses now.
+    public var publicWhileScanning: Bool { own.taken == .refused }
+    /// Another program's scan on this controller, as its commands and the controller's refusals show it.
+    public var scanner: OtherScanner { own.scanner }
     /// How often beacond tries its own addresses again while the controller refuses them: a disable, the address and
     /// a restart (public again if still refused), a few milliseconds off the air. Not while another program's scan
     /// shows signs of running (`OtherScanner.tick`).
     public static let addressRetryPeriod = Duration.seconds(10)
-    /// Another program's scan on this controller, as its commands and the controller's refusals show it.
-    public private(set) var scanner = OtherScanner()
-    /// A scan started or another program wrote the random address while commands of beacond's were out: every
-    /// beacon goes to the public address as soon as they are back (`switchToPublicIfDue`).
-    private var switchDue = false
 
-    private enum Pending: Sendable {
+    enum Pending: Sendable {
         case extended(SetPlan, wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest], full: Bool, allowSwitch: Bool)
         case legacyData(wanted: [AdvertisingRequest], slot: LegacySlicer.Slot, paused: Set<Int>)
         /// `adjusted`: the beacons on the air (the others paused).
@@ -134,7 +138,7 @@ public struct HCIAdvertiser: Sendable {
         public enum Refusal: Sendable, Hashable { case retryingWithFloor, checkConfig }
     }
 
-    public private(set) var notes: [Note] = []
+    public internal(set) var notes: [Note] = []
 
     /// Takes the notes gathered since the last call.
     public mutating func takeNotes() -> [Note] {
@@ -163,7 +167,7 @@ public struct HCIAdvertiser: Sendable {
         return (e, raised)
     }
 
-    private mutating func apply(_ wanted: [AdvertisingRequest], dataOnlyAllowed: Bool, allowSwitch: Bool) -> Outcome {
+    mutating func apply(_ wanted: [AdvertisingRequest], dataOnlyAllowed: Bool, allowSwitch: Bool) -> Outcome {
         guard !wanted.isEmpty else { return .failed("The controller on \(device) was asked to advertise nothing", nil) }
         var adjustedRequests: [AdvertisingRequest] = []
         for r in wanted {
@@ -188,7 +192,7 @@ public struct HCIAdvertiser: Sendable {
             if full { sets = nil }
             // Before the first command: a run killed halfway still names every set it may have enabled.
             usedHandles.formUnion(plan.handles)
-            pending = .extended(plan, wanted: wanted, adjusted: adjustedRequests, full: full, allowSwitch: allowSwitch)
+            inFlight = .apply(.extended(plan, wanted: wanted, adjusted: adjustedRequests, full: full, allowSwitch: allowSwitch))
             return .send(plan.steps)
         case .legacy:
             // While the controller refuses beacond's random address: the public one, or a pause for a beacon that
@@ -199,7 +203,7 @@ public struct HCIAdvertiser: Sendable {
                 freshlyReset = false
                 slicer.stop()
                 legacyBase = nil
-                pending = .legacyPaused(wanted: wanted, adjusted: adjustedRequests)
+                inFlight = .apply(.legacyPaused(wanted: wanted, adjusted: adjustedRequests))
                 return .send([Step(.leSetAdvertisingEnable(false), tolerating: [.commandDisallowed])])
             }
             adjustedRequests = fallback.live
@@ -214,14 +218,14 @@ public struct HCIAdvertiser: Sendable {
                     (applied, paused) = (wanted, fallback.paused)
                     return .done
                 }
-                pending = .legacyData(wanted: wanted, slot: slot, paused: fallback.paused)
+                inFlight = .apply(.legacyData(wanted: wanted, slot: slot, paused: fallback.paused))
                 return .send(steps)
             }
             let steps = AdvertisingPlan.start(base, family: .legacy, handle: 0, afterReset: freshlyReset)
             freshlyReset = false
             slicer.stop()
             legacyBase = nil
-            pending = .legacyStart(wanted: wanted, adjusted: adjustedRequests, steps: steps, allowSwitch: allowSwitch, paused: fallback.paused)
+            inFlight = .apply(.legacyStart(wanted: wanted, adjusted: adjustedRequests, steps: steps, allowSwitch: allowSwitch, paused: fallback.paused))
             return .send(steps)
         }
     }
@@ -229,7 +233,7 @@ public struct HCIAdvertiser: Sendable {
     /// The result of the steps `apply` asked for.
     public mutating func finished(_ result: Result<[[UInt8]], StepFailure>) -> Outcome {
         guard let p = pending else { return .failed("The controller on \(device) answered an apply beacond did not make", nil) }
-        pending = nil
+        inFlight = nil
         switch (p, result) {
         case (.extended(let plan, let wanted, let adjusted, _, _), .success(let replies)):
             var now: [UInt8: AdvertisingRequest] = [:]
@@ -256,14 +260,14 @@ public struct HCIAdvertiser: Sendable {
             effectiveIntervals = adjusted.map(\.interval)
             (applied, paused) = (wanted, Set(wanted.indices))
             return .done
-        case (.legacyStart(let wanted, _, _, _, _), .success) where switchDue:
+        case (.legacyStart(let wanted, _, _, _, _), .success) where own.switchDue:
             // Another program's scan started while these steps were out: once more, from the public address.
-            switchDue = false
+            own.switchDue = false
             forget()
             return apply(wanted, dataOnlyAllowed: false, allowSwitch: false)
         case (.legacyStart(let wanted, let adjusted, let steps, _, let p), .success(let replies)):
-            if retryingAddresses {
-                retryingAddresses = false
+            if own.taken == .retrying {
+                own.taken = .yes
                 notes.append(.info("The controller on \(device) takes beacond's random addresses again (no other program scans on it now): each beacon from its own address again"))
             }
             let s = LegacySlicing(adjusted)
@@ -285,7 +289,7 @@ public struct HCIAdvertiser: Sendable {
             if addressRefused(f, wanted) { return apply(wanted, dataOnlyAllowed: false, allowSwitch: false) }
             if case .withheld = f.error.reason {
                 // Its enable was withheld (another program's address): from the public address, at once.
-                switchDue = false
+                own.switchDue = false
                 return apply(wanted, dataOnlyAllowed: false, allowSwitch: false)
             }
             if !full { return .failed("Failed to update the advertising data on \(device): \(f.error)", f.error) }
@@ -314,65 +318,9 @@ public struct HCIAdvertiser: Sendable {
         }
     }
 
-    /// True when `f` is the controller refusing beacond's random address while another program scans: from now on
-    /// the public address (said once), and the caller applies again at once.
-    private mutating func addressRefused(_ f: StepFailure, _ wanted: [AdvertisingRequest]) -> Bool {
-        guard family == .legacy, case .leSetRandomAddress = f.step.command, f.error.status == .commandDisallowed else { return false }
-        scanner.saw(.ownAddressRefused)
-        let retry = retryingAddresses
-        retryingAddresses = false
-        guard !publicWhileScanning else { return false }
-        publicWhileScanning = true
-        // A retry refused again is no news.
-        if !retry { notes.append(.warning("The controller on \(device) refused beacond's random address (\(f.error)): another program scans on it, and a controller takes no new random address while it scans. Until it stops, \(PublicFallback.words(wanted)); beacond tries each beacon's own address again every \(Self.addressRetryPeriod.components.seconds) s")) }
-        return true
-    }
-
-    /// While the controller refuses beacond's addresses: the steps that try them again (a full apply of what is on the
-    /// air now); nil when there is nothing to try. Report them with `finished(_:)`: refused again, the public address
-    /// goes back on the air in the same round.
-    public mutating func retryOwnAddresses() -> Outcome? {
-        guard publicWhileScanning, family == .legacy else { return nil }
-        // Every period counts, whatever is in flight: a scan that restarts leaves a sign in each.
-        guard scanner.tick() else { return nil }
-        return retryNowOrOwe()
-    }
-
-    /// After other commands of beacond's came back: the retry that came due while they were out, if one did (see
-    /// `retryOwnAddresses`), rather than another period later.
-    public mutating func owedRetry() -> Outcome? {
-        guard retryOwed else { return nil }
-        guard publicWhileScanning, family == .legacy, scanner.scanning != true else { retryOwed = false; return nil }
-        return retryNowOrOwe()
-    }
-
-    private mutating func retryNowOrOwe() -> Outcome? {
-        guard pending == nil, !timedStepsInFlight, waiting == nil else {
-            retryOwed = true
-            return nil
-        }
-        retryOwed = false
-        guard let wanted = applied else { return nil }
-        publicWhileScanning = false
-        retryingAddresses = true
-        forget()
-        return apply(wanted, dataOnlyAllowed: false, allowSwitch: false)
-    }
-
-    /// A time slice's steps failed: when it was the controller refusing the slot's address, the steps that put every
-    /// beacon back on the air from the public address (report them with `finished(_:)`); nil otherwise.
-    public mutating func sliceFailed(_ f: StepFailure) -> Outcome? {
-        sliceFinished(false)
-        if case .withheld = f.error.reason { return switchToPublicIfDue() }
-        // An apply or a stop that waited for the slot goes out instead (`resume`).
-        guard pending == nil, waiting == nil, let wanted = applied, addressRefused(f, wanted) else { return nil }
-        forget()
-        return apply(wanted, dataOnlyAllowed: false, allowSwitch: false)
-    }
-
     /// What the controller holds of beacond's is unknown from now on (a failure, another program's command): the
     /// next apply sends everything in full.
-    private mutating func forget() {
+    mutating func forget() {
         applied = nil
         paused = []
         sets = nil
@@ -406,18 +354,17 @@ public struct HCIAdvertiser: Sendable {
     /// The slot timer fired: the next beacon's steps (empty when nothing needs sending, or another sequence's commands
     /// are still out: then the slot is owed, `owedSlice`). Report them with `sliceFinished`.
     public mutating func nextSlice() -> [Step] {
-        guard pending == nil, !timedStepsInFlight, waiting == nil else {
-            sliceOwed = true
+        guard idle else {
+            owed.insert(.slice)
             return []
         }
-        sliceOwed = false
+        owed.remove(.slice)
         guard legacyBase != nil else { return [] }
         var steps = slicer.next()
-        if refreshOwed {
-            refreshOwed = false
+        if owed.remove(.refresh) != nil {
             if steps.first?.command != .leSetAdvertisingEnable(false) { steps = Self.restart(steps) }
         }
-        if !steps.isEmpty { timedStepsInFlight = true }
+        if !steps.isEmpty { inFlight = .timed }
         return steps
     }
 
@@ -425,7 +372,7 @@ public struct HCIAdvertiser: Sendable {
     /// (`nextSlice`'s steps; report them with `sliceFinished`). So no beacon loses its turn to a slow controller, an
     /// apply or a move to the public address.
     public mutating func owedSlice() -> [Step] {
-        guard sliceOwed, pending == nil, !timedStepsInFlight, waiting == nil else { return [] }
+        guard owed.contains(.slice), idle else { return [] }
         return nextSlice()
     }
 
@@ -435,7 +382,7 @@ public struct HCIAdvertiser: Sendable {
     /// The result of `nextSlice`'s steps; false when the controller refused them (the caller says so, once).
     /// `took`: from the first command out to the last reply, for the cost of a slot that restarts the advertiser.
     public mutating func sliceFinished(_ ok: Bool, took: Duration? = nil) {
-        timedStepsInFlight = false
+        if timedStepsInFlight { inFlight = nil }
         guard let (commands, median) = slicer.finished(ok, took: took) else { return }
         let slot = legacyBase.map { " of every \($0.interval) slot" } ?? ""
         notes.append(.info("Time slices on \(device) restart the advertiser from each beacon's own address: \(commands) commands, at most \(formatMicroseconds(median)) off the air\(slot) (median of \(Self.restartSamples))"))
@@ -459,10 +406,10 @@ public struct HCIAdvertiser: Sendable {
     public mutating func refreshSteps() -> [Step] {
         guard applied != nil else { return [] }
         if let slicing = slicer.slicing {
-            refreshOwed = !slicing.restartsPerSlot
+            if slicing.restartsPerSlot { owed.remove(.refresh) } else { owed.insert(.refresh) }
             return []
         }
-        guard pending == nil, !timedStepsInFlight, waiting == nil else { return [] }
+        guard idle else { return [] }
         let steps: [Step]
         switch family {
         case .legacy:
@@ -474,12 +421,12 @@ public struct HCIAdvertiser: Sendable {
             steps = [Step(.leSetExtendedAdvertisingEnable(enable: false, sets: sets), tolerating: [.commandDisallowed]),
                      Step(.leSetExtendedAdvertisingEnable(enable: true, sets: sets))]
         }
-        timedStepsInFlight = true
+        inFlight = .timed
         return steps
     }
 
     /// The refresh's steps came back (either way: a refused one is tried again at the next refresh).
-    public mutating func refreshFinished() { timedStepsInFlight = false }
+    public mutating func refreshFinished() { if timedStepsInFlight { inFlight = nil } }
 
     /// `steps` with the legacy advertiser turned off before them and on after (the disable tolerated when it was off).
     private static func restart(_ steps: [Step]) -> [Step] {
@@ -499,7 +446,7 @@ public struct HCIAdvertiser: Sendable {
             return nil
         }
         forget()
-        pending = nil
+        inFlight = nil
         switch family {
         case .legacy: return AdvertisingPlan.stop(family: .legacy, handle: 0)
         // Nothing but beacond's on this controller: all sets at once, within the stop deadline however many.
@@ -513,47 +460,6 @@ public struct HCIAdvertiser: Sendable {
     /// The stop's steps were accepted: no set carries anything of beacond's any more.
     public mutating func stopped() {
         if family == .extended { usedHandles = [] }
-    }
-
-    // MARK: what others do
-
-    /// Another program's command on this kernel device that tells of a scan (LE Set Scan Enable, its own LE Set
-    /// Random Address). On a legacy controller with beacons on their own random addresses, a scan that starts or an
-    /// address written by someone else moves every beacon to the public address at once, before a time slice is
-    /// refused or goes out from the other program's address; the steps for that (report them with `finished(_:)`),
-    /// or nil when there is nothing to send now (nothing of beacond's on its own addresses, or commands of beacond's
-    /// out: then `switchToPublicIfDue` after they are back).
-    public mutating func otherProgramCommand(_ opcode: Opcode, _ p: [UInt8]) -> Outcome? {
-        guard family == .legacy, let sign = OtherScanner.sign(opcode, p) else { return nil }
-        scanner.saw(sign)
-        guard OtherScanner.takesTheAddress(sign), !publicWhileScanning else { return nil }
-        let carried: [AdvertisingRequest]? = switch pending {
-        case .legacyStart(let w, _, _, _, _)?, .legacyData(let w, _, _)?, .legacyPaused(let w, _)?: w
-        default: applied
-        }
-        guard let wanted = carried, wanted.contains(where: { if case .random = $0.ownAddress { true } else { false } }) else { return nil }
-        publicWhileScanning = true
-        switchDue = true
-        notes.append(.warning("Another program scans on \(device) (\(opcode)), and a controller without advertising sets takes no new random address while it scans: until the scan has ended, \(PublicFallback.words(wanted)), each back to its own address once \(Self.addressRetryPeriod.components.seconds) s pass without it"))
-        return switchToPublicIfDue()
-    }
-
-    /// Asked before each step of beacond's goes out: an enable of the legacy advertiser after another program wrote
-    /// the controller's random address (the kernel starting its scan between a time slice's address and its enable)
-    /// is withheld, or the beacon would go out from that program's address; the sequence then fails at it, and the
-    /// beacons go to the public address at once.
-    public func withholds(_ step: Step) -> CommandError? {
-        guard switchDue, case .leSetAdvertisingEnable(true) = step.command else { return nil }
-        return CommandError(opcode: step.command.opcode, reason: .withheld("another program wrote the random address of the controller on \(device)"))
-    }
-
-    /// After commands of beacond's came back (an apply, a time slice, a refresh): the steps that move every beacon to
-    /// the public address when a scan started meanwhile (report them with `finished(_:)`); nil otherwise.
-    public mutating func switchToPublicIfDue() -> Outcome? {
-        guard switchDue, pending == nil, !timedStepsInFlight, waiting == nil, let wanted = applied else { return nil }
-        switchDue = false
-        forget()
-        return apply(wanted, dataOnlyAllowed: false, allowSwitch: false)
     }
 
     /// Another program sent `opcode` to this kernel device. True when it can take beacond's advertising off the air:
