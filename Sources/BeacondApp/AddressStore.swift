@@ -130,6 +130,13 @@ enum AddressStore {
     }
 }
 
+/// The daemon's one AddressSource, for its whole life: the kept static addresses and the private addresses of the
+/// period outlive a connection, so a controller that goes away and comes back within an address period gets the same
+/// addresses again (a reconnect drew new private addresses when each connection had its own, issue #52).
+final class AddressKeeper {
+    var source = AddressSource()
+}
+
 /// DaemonCore's AddressChoice with the system's parts: the kept static addresses (AddressStore) and the kernel's
 /// random bytes.
 struct AddressSource {

@@ -21,6 +21,8 @@ final class Daemon {
     /// What beacond put on its controllers (mgmt instances, raw HCI sets on a kernel hciN), per device, kept in the
     /// state directory: what a backend added is known to the next one, and to the next run after a crash.
     private let owned: OwnershipStore
+    /// Every connection's addresses, for the daemon's life (AddressKeeper).
+    private let addresses = AddressKeeper()
     /// This process's claim on its device in the state directory.
     private let stateLock = StateLock()
     private var timer: EventSource?
@@ -269,7 +271,7 @@ final class Daemon {
         if kind == .mgmt, case .kernel(let index) = device {
             b = MgmtBackend(device: device, index: index, loop: loop, log: log, mayPowerOn: mayBringUp, owned: owned)
         } else {
-            b = HCIBackend(device: device, loop: loop, log: log, mayBringUp: mayBringUp, owned: owned)
+            b = HCIBackend(device: device, loop: loop, log: log, mayBringUp: mayBringUp, owned: owned, addresses: addresses)
         }
         generation += 1
         let gen = generation

@@ -31,14 +31,15 @@ final class HCIAdvertiserRunner {
     /// Each beacon's address as STATUS names it, and the address itself.
     private var addressNotes: [String] = []
     private var ownAddresses: [OwnAddress] = []
-    private var addresses = AddressSource()
+    /// The daemon's addresses (AddressKeeper): they outlive this connection.
+    private let addresses: AddressKeeper
     /// Settings warnings and misbehaviour kinds already said on this connection (said once, then at debug level).
     private var warned: Set<String> = []
     private var oddities: Set<String> = []
     private var closed = false
 
-    init(connection: ControllerConnection, device: DeviceSpec, loop: EventLoop, log: Logger, owned: OwnershipStore) {
-        (self.connection, self.device, self.loop, self.log, self.owned) = (connection, device, loop, log, owned)
+    init(connection: ControllerConnection, device: DeviceSpec, loop: EventLoop, log: Logger, owned: OwnershipStore, addresses: AddressKeeper) {
+        (self.connection, self.device, self.loop, self.log, self.owned, self.addresses) = (connection, device, loop, log, owned, addresses)
     }
 
     func apply(_ schedule: AdvertisingSchedule, dataOnlyAllowed: Bool, _ done: @escaping (Result<OnAir, BackendFailure>) -> Void) {
@@ -47,7 +48,7 @@ final class HCIAdvertiserRunner {
             return done(.failure(BackendFailure(message: "The controller on \(device) is not open")))
         }
         let choice: AddressChoice.Choice
-        switch addresses.choose(schedule, device: device) {
+        switch addresses.source.choose(schedule, device: device) {
         case .success(let got): choice = got
         case .failure(let f): return done(.failure(f))
         }

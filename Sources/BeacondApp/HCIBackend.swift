@@ -26,8 +26,10 @@ final class HCIBackend: AdvertisingBackend {
     private var runner: HCIAdvertiserRunner?
     private var closed = false
 
-    init(device: DeviceSpec, loop: EventLoop, log: Logger, mayBringUp: Bool, owned: OwnershipStore) {
-        (self.owned, self.device, self.loop, self.log, self.mayBringUp) = (owned, device, loop, log, mayBringUp)
+    private let addresses: AddressKeeper
+
+    init(device: DeviceSpec, loop: EventLoop, log: Logger, mayBringUp: Bool, owned: OwnershipStore, addresses: AddressKeeper) {
+        (self.owned, self.device, self.loop, self.log, self.mayBringUp, self.addresses) = (owned, device, loop, log, mayBringUp, addresses)
     }
 
     func open(_ done: @escaping (BackendFailure?) -> Void) {
@@ -37,7 +39,7 @@ final class HCIBackend: AdvertisingBackend {
             return done(BackendFailure(message: "Failed to watch \(device): \(error)", fatal: .failure))
         }
         connection = c
-        let runner = HCIAdvertiserRunner(connection: c, device: device, loop: loop, log: log, owned: owned)
+        let runner = HCIAdvertiserRunner(connection: c, device: device, loop: loop, log: log, owned: owned, addresses: addresses)
         runner.onEvent = { [weak self] e in self?.onEvent(e) }
         self.runner = runner
         // The backend may be gone by the time the connection reports (the daemon drops it on the first failure).
