@@ -13,7 +13,7 @@ public enum OutputKey: String, Sendable, CaseIterable {
     case warnings, reload, count, result, errorCount = "error_count", errorLines = "error_lines", lastRefused = "last_refused"
     case at, clock, synchronized
     case ok, problems, daemons, unit, stateFile = "state_file", unreadable
-    case controllers, up, rfkill, soft, hard, bluetoothd, running, mgmt, powered, lowEnergy = "low_energy"
+    case controllers, up, rfkill, soft, hard, bluetoothd, running, passiveScanning = "passive_scanning", passiveScanningUnknown = "passive_scanning_unknown", mgmt, powered, lowEnergy = "low_energy"
     case maxDataLength = "max_data_length", advertisingSets = "advertising_sets", mgmtError = "mgmt_error", hci
     case extendedAdvertising = "extended_advertising", txPowerRange = "tx_power_range", hciError = "hci_error", run, why
     case sharing, addresses, notes
@@ -239,6 +239,8 @@ public enum OutputSchema {
         F("controllers[].rfkill.hard", [.boolean, .null], "blocked by a switch"),
         F("bluetoothd", [.object], "BlueZ's daemon"),
         F("bluetoothd.running", [.boolean, .null], "whether it runs"),
+        F("bluetoothd.passive_scanning", [.boolean, .null], "whether it offers passive scanning on the adapter (AdvertisementMonitorManager1: `Experimental = true`); null when it could not be asked"),
+        F("bluetoothd.passive_scanning_unknown", [.string, .null], "why it could not be asked"),
         F("mgmt", [.object, .null], "the kernel's management interface's answers"),
         F("mgmt.powered", [.boolean], "powered"),
         F("mgmt.low_energy", [.boolean], "LE enabled"),

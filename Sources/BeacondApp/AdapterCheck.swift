@@ -41,6 +41,13 @@ enum AdapterCheck {
         facts.controllers = controllers()
         if case .kernel = device { facts.kernelHasBluetooth = Transport.kernelHasBluetooth() }
         facts.bluetoothdRunning = bluetoothdRunning()
+        if case .kernel(let index) = device, facts.bluetoothdRunning != false {
+            // Which scan Home Assistant gets from bluetoothd here: passive only with Experimental = true.
+            switch SystemBus.interfaces(service: "org.bluez", path: "/org/bluez/hci\(index)") {
+            case .success(let names): facts.passiveScanning = names.contains("org.bluez.AdvertisementMonitorManager1")
+            case .failure(let f): facts.passiveScanningUnknown = f.message
+            }
+        }
         if let d = DaemonView.running(device: device.description, configPath: nil).first { facts.runningOnDevice = d.name }
         ask(device, &facts)
 
@@ -214,7 +221,12 @@ enum AdapterCheck {
             if c.hardBlocked == true { s += ", rfkill hard-blocked" }
             return s + ")"
         }.joined(separator: ", ") + "\n"
-        t += "bluetoothd: " + (f.bluetoothdRunning.map { $0 ? "running" : "not running" } ?? "unknown") + "\n"
+        t += "bluetoothd: " + (f.bluetoothdRunning.map { $0 ? "running" : "not running" } ?? "unknown")
+        if case .kernel = device, f.bluetoothdRunning != false {
+            t += "; passive scanning: " + (f.passiveScanning.map { $0 ? "offered (Experimental = true)" : "not offered (scanners scan actively)" }
+                                           ?? "unknown (\(f.passiveScanningUnknown ?? "not asked"))")
+        }
+        t += "\n"
         if case .kernel = device {
             if let m = f.mgmt {
                 var s = "Management interface, \(device): Bluetooth \(m.bluetoothVersion), manufacturer \(m.manufacturer), \(m.powered ? "powered" : "powered off"), \(m.lowEnergy ? "LE" : "no LE")"
@@ -267,7 +279,8 @@ enum AdapterCheck {
         } ?? .null
         return JSONValue([
             (.ok, .bool(ok)), (.problems, JSONValue(strings: problems)), (.device, .string(device.description)), (.controllers, .array(cs)),
-            (.bluetoothd, JSONValue([(.running, JSONValue(f.bluetoothdRunning))])), (.mgmt, m),
+            (.bluetoothd, JSONValue([(.running, JSONValue(f.bluetoothdRunning)), (.passiveScanning, JSONValue(f.passiveScanning)),
+                                     (.passiveScanningUnknown, JSONValue(f.passiveScanningUnknown))])), (.mgmt, m),
             (.mgmtError, JSONValue(f.mgmt == nil ? f.mgmtError : f.mgmtFeaturesError)), (.hci, h),
             (.hciError, JSONValue(f.hci == nil ? f.hciError ?? f.hciNotAsked : nil)), (.run, p),
         ]).text + "\n"

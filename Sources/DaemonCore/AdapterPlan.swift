@@ -68,6 +68,10 @@ public struct AdapterFacts: Sendable {
     public var kernelHasBluetooth: Bool?
     /// nil: could not tell.
     public var bluetoothdRunning: Bool?
+    /// bluetoothd offers org.bluez.AdvertisementMonitorManager1 on the adapter (it runs with `Experimental = true`),
+    /// which Home Assistant's passive scanning needs; nil: it could not be asked (`passiveScanningUnknown` says why).
+    public var passiveScanning: Bool?
+    public var passiveScanningUnknown: String?
     public var mgmt: Mgmt?
     /// Why there is no `mgmt` (or no features in it): the command and the status, or the missing privilege.
     public var mgmtError: String?
@@ -101,6 +105,16 @@ public struct AdapterPlan: Sendable {
 
     public var ok: Bool { problems.isEmpty }
 
+    /// What bluetoothd's scanning means for the beacons (issue #52): passive scanning is there only with
+    /// `Experimental = true`; without it Home Assistant scans actively. Either scan holds a legacy controller's random
+    /// address (Core Vol 4 Part E §7.8.4): beacons with a fixed address take the public one meanwhile, private ones pause.
+    public static func scanningNote(_ passive: Bool, device: String) -> String {
+        let holds = "while any program scans on a controller without advertising sets, its beacons with a fixed address go out from the public address and those with a private one pause; a second adapter for the scanner avoids both"
+        return passive
+            ? "bluetoothd offers passive scanning on \(device) (AdvertisementMonitorManager1: Experimental = true): Home Assistant can scan there passively; \(holds)"
+            : "bluetoothd offers no passive scanning on \(device) (no AdvertisementMonitorManager1: it runs without Experimental = true): Home Assistant scans there actively, restarting every 10 s; \(holds)"
+    }
+
     /// What `run` would do with `config` on `device`. `addresses`: each beacon's address as the tools describe it.
     public init(config: BeaconConfiguration, device: DeviceSpec, facts f: AdapterFacts, addresses: [String]) {
         let n = config.beacons.count
@@ -132,6 +146,7 @@ public struct AdapterPlan: Sendable {
                 problems.append("\(name) has no Bluetooth Low Energy: it cannot advertise a beacon; use an adapter with Bluetooth 4.0 or later")
             }
         }
+        if case .kernel = device, let passive = f.passiveScanning { notes.append(Self.scanningNote(passive, device: device.description)) }
         if let r = f.runningOnDevice { notes.append("\(r) runs on \(device) already: 'beacond status' shows what it has on the air") }
         if let k = f.keysNotRead { notes.append(k) }
         guard n > 0 else { return }

@@ -36,6 +36,20 @@ struct AdapterPlanTests {
         #expect(p.notes.contains { $0.hasPrefix("bluetoothd is running") })
     }
 
+    @Test("#52: which scan bluetoothd offers Home Assistant, said as a note; nothing when it could not be asked")
+    func scanning() {
+        var f = facts(sets: false, hci: AdapterFacts.HCI(bluetoothVersion: "5.0", manufacturer: 305, extendedAdvertising: false))
+        f.passiveScanning = false
+        let active = AdapterPlan(config: parse(one), device: .kernel(index: 0), facts: f, addresses: ["static"])
+        #expect(active.ok && active.notes.contains { $0.contains("offers no passive scanning on hci0") && $0.contains("Experimental = true") && $0.contains("scans there actively") })
+        f.passiveScanning = true
+        let passive = AdapterPlan(config: parse(one), device: .kernel(index: 0), facts: f, addresses: ["static"])
+        #expect(passive.notes.contains { $0.contains("offers passive scanning on hci0") && $0.contains("private one pause") })
+        f.passiveScanning = nil
+        let unknown = AdapterPlan(config: parse(one), device: .kernel(index: 0), facts: f, addresses: ["static"])
+        #expect(!unknown.notes.contains { $0.contains("passive scanning") })
+    }
+
     @Test("a controller with sets beside bluetoothd: the kernel's instances, each beacon on a set")
     func extendedMgmt() {
         let p = AdapterPlan(config: parse(beacons(3)), device: .kernel(index: 0), facts: facts(sets: true), addresses: ["a", "b", "c"])
