@@ -210,3 +210,24 @@ def test_a_restored_state_directory_repeats_no_nonce(tmp_path, processes, state_
     reused = {(a, c) for a, c, _ in new} & {(a, c) for a, c, _ in old}
     assert not reused, f'(address, counter) sent again after the restore: {sorted(reused)}'
     assert not {d for _, _, d in new} & {d for _, _, d in old}, 'a frame byte-identical to an earlier one'
+
+
+def test_a_controller_back_within_the_period_gets_the_same_private_address(tmp_path, processes, state_directory):
+    """bug (by reading, #52): each connection chose its own private addresses, so a controller that went away and came
+    back within an address period put the beacon on the air from a new one, a second address for the same period."""
+    write_keys(tmp_path)
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(ibeacon(2, 'address = "resolvable"\nresolving_key_file = "shop.irk"\n'))
+    frame = ibeacon_bytes(major=7, minor=2)
+    port = free_port()
+    with Lab(f'tcp-server:127.0.0.1:{port}', personality=PI) as lab:
+        b = processes('run', '-c', str(conf), '-d', f'tcp:127.0.0.1:{port}')
+        before = wait_for(lambda: heard_from(lab, lambda d: d == frame), 15, what='the resolvable beacon heard')
+        enables = len(lab.enabled_at())
+        lab.disconnect(reopen_after=1.0)
+        wait_for(lambda: len(lab.enabled_at()) > enables, 15, what='advertising enabled again after the controller came back')
+        t = time.monotonic()
+        after = wait_for(lambda: heard_from(lab, lambda d: d == frame, t), 10, what='the beacon heard after the reconnect')
+        assert b.proc.poll() is None
+    assert len(before) == 1 and after == before, (before, after)
+    assert all(resolves(IRK, a) for a in before)
