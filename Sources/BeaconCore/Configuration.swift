@@ -82,6 +82,9 @@ public struct BeaconAddressWanted: Sendable, Hashable {
     public var period: UInt64?
     /// A resolvable address's key (`resolving_key_file`, once the loader has read it).
     public var resolvingKey: IdentityKey?
+    /// Its kept static address when the lifecycle has it already (the encrypted self-report's, supplied with its
+    /// counters: the address its frames' nonce holds): the executor uses it as it is, by no second route.
+    public var known: BluetoothAddress?
 
     public init(_ setting: BeaconAddressSetting?, key: String, period: UInt64? = nil, resolvingKey: IdentityKey? = nil) {
         self.setting = setting

@@ -148,7 +148,7 @@ struct AddressSource {
         // Every identity of this config that keeps a static address, not only those loaded now (a reload that adds one
         // beacon loads that one): none of them may be evicted.
         var inUse: [String] = []
-        for w in schedule.addresses where w.setting == nil || w.setting == .policy(.static) { if !inUse.contains(w.key) { inUse.append(w.key) } }
+        for w in schedule.addresses where w.setting == nil || w.setting == .policy(.static) || w.known != nil { if !inUse.contains(w.key) { inUse.append(w.key) } }
         return choice.choose(schedule.addresses, generation: schedule.addressGeneration, loadStatic: { keys in
             do throws(AddressStore.Failure) {
                 return .success(try AddressStore.load(keys, avoiding: chosen, inUse: inUse, device: device.description))

@@ -209,10 +209,11 @@ public struct AddressChoice: Sendable {
                                 randomBytes: () -> [UInt8]?, cipher: BlockCipher? = nil) -> Result<Choice, Refusal> {
         var warning: String?
         let needStatic = wanted.filter { w in
+            guard w.known == nil else { return false }
             switch w.setting {
-            case nil: !fellBack
-            case .policy(.static)?: true
-            default: false
+            case nil: return !fellBack
+            case .policy(.static)?: return true
+            default: return false
             }
         }.map(\.key).filter { kept[$0] == nil }
         if !needStatic.isEmpty {
@@ -230,6 +231,10 @@ public struct AddressChoice: Sendable {
         }
         var out: [OwnAddress] = []
         for w in wanted {
+            if let a = w.known {
+                out.append(.random(a))
+                continue
+            }
             switch w.setting {
             case .policy(.public)?: out.append(.public)
             case .chosen(let a)?: out.append(.random(a))

@@ -119,6 +119,8 @@ struct AirContent: Sendable {
         var addresses = config.addressPlan.wanted
         for (k, b) in config.beacons.enumerated() {
             if let e = b.beacon.eid { addresses[k].period = UInt64(e.period(of: time)) }
+            // The encrypted self-report goes out from the address its frame was sealed for: one route, the supply's.
+            if b.beacon.bthome?.encrypted == true, let a = selfReport.sealedFor { addresses[k].known = a }
         }
         let plan = config.addressPlan
         return AdvertisingSchedule(beacons: config.beacons.enumerated().map { k, b in

@@ -102,6 +102,9 @@ public struct SelfReport: Sendable {
         case failed(String)
     }
 
+    /// The address the frame on the air was sealed for (its nonce holds it), when it is a kept static one.
+    var sealedFor: BluetoothAddress? { last?.content.address }
+
     /// The service data on the air for the self-report (nil before the first frame).
     var serviceData: [UInt8]? { last?.serviceData }
 

@@ -216,6 +216,24 @@ struct SelfReportTests {
         #expect(try #require(applied(now)).beacons.count == 2)
     }
 
+    @Test("#52: the schedule carries the address the self-report's frame was sealed for, and the address choice takes it as it is, asking the state directory for no second copy")
+    func oneRouteForTheAddress() throws {
+        var lc = Lifecycle(config: try config(ibeacon + "[[beacon]]\nformat = \"bthome\"\nbindkey_file = \"k\"\n"), configPath: "/c", seed: 1, seal: seal)
+        _ = lc.handle(.telemetry(tenths(0)))
+        _ = lc.handle(.start)
+        _ = lc.handle(.opened())
+        let s = try #require(applied(lc.handle(.selfReportSupplied(SelfReportSupply(address: address, counters: CounterReservation(floor: 5, limit: 13))))))
+        #expect(s.addresses[1].known == address && s.addresses[0].known == nil)
+        var choice = AddressChoice()
+        var asked: [String] = []
+        let got = choice.choose(s.addresses, generation: 0, loadStatic: { keys in
+            asked += keys
+            return .success(Dictionary(uniqueKeysWithValues: keys.map { ($0, BluetoothAddress(parsing: "D0:00:00:00:00:01")!) }))
+        }, randomBytes: { nil })
+        #expect(asked == [s.addresses[0].key])
+        #expect(try got.get().addresses == [.random(BluetoothAddress(parsing: "D0:00:00:00:00:01")!), .random(address)])
+    }
+
     @Test("a chosen address needs no address from the state directory, only counters for it")
     func chosenAddress() throws {
         var lc = Lifecycle(config: try config("[beacon]\nformat = \"bthome\"\nbindkey_file = \"k\"\naddress = \"C6:12:34:56:78:9A\"\n"), configPath: "/c", seed: 1, seal: seal)
