@@ -135,8 +135,11 @@ final class HCIAdvertiserRunner {
                 if !f.error.unanswered, let again = self.advertiser?.sliceFailed(f) { return self.carryOnItsOwn(again, on: c) }
                 guard self.timedStepsFailed(.slice, f) else { return }
             } else {
+                let slot = self.advertiser?.slotDuration
                 self.advertiser?.sliceFinished(true, took: .microseconds(Int64(monotonicMicroseconds() &- started)))
                 self.say()
+                // Slots lengthened for the measured restart cost: what each beacon gets changed (STATUS, status).
+                if self.advertiser?.slotDuration != slot, let o = self.onAir { self.onEvent(.changed(o)) }
             }
             self.resumeWaiting()
         }

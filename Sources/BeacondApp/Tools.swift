@@ -70,10 +70,21 @@ enum Tools {
         })
         var interval = "\(a.interval) (\(a.interval.units) × 0.625 ms)"
         if config.beacons.count > 1 {
+            let n = config.beacons.count
             let slot = slicing.base.interval
             interval += " for each beacon\(config.beacons.contains { $0.interval != nil } ? " without an interval_ms of its own" : "") on a controller "
-                + "with advertising sets; on one without (every Raspberry Pi's), the \(config.beacons.count) beacons take turns in \(slot) slots: "
-                + "each every \(formatDuration(slicing.effectiveInterval(slot: slot)))"
+                + "with advertising sets; on one without (every Raspberry Pi's), the \(n) beacons take turns in "
+            // From their own addresses every slot restarts the advertiser (SliceTiming): what the slots are depends on
+            // the controller's version and how fast it answers, which only a start can tell.
+            if Set(config.addressPlan.wanted.map(\.setting)).count > 1 || config.addressPlan.wanted.contains(where: { $0.setting != .policy(.public) }) {
+                let v5 = SliceTiming.make(configured: slot, floor: SliceTiming.floor(for: slicing.base.type, core50: true, floorForced: false), switchCost: nil)
+                let v4 = SliceTiming.make(configured: slot, floor: SliceTiming.floor(for: slicing.base.type, core50: false, floorForced: false), switchCost: nil)
+                interval += "\(formatDuration(v5.slot)) slots, each restarted from its beacon's address and advertising every \(v5.interval) within it: "
+                    + "each every \(formatDuration(v5.slot * n)) on a Bluetooth 5.0 controller or later (\(formatDuration(v4.slot * n)) before 5.0, "
+                    + "whose floor is 100 ms); a controller slow to answer gets longer slots, and 'beacond status' says what each beacon gets"
+            } else {
+                interval += "\(slot) slots: each every \(formatDuration(slicing.effectiveInterval(slot: slot)))"
+            }
         }
         let type = slicing.base.type
         let pdu = type.pduName + (type == .scannableUndirected ? " (non-connectable; scannable: a beacon has a name)" : a.connectable ? " (connectable)" : " (non-connectable)")

@@ -58,6 +58,10 @@ public struct HCIAdvertiser: Sendable {
     private var txPowers: [UInt8: Int8] = [:]
     /// The controller refused a short interval although its version allows it: the 100 ms floor from now on.
     private var intervalFloorForced = false
+    /// Legacy, beacons from different addresses: each slot's length and the interval within it (SliceTiming), and
+    /// what a slot's restart costs on this controller (measured on the first slots).
+    private var timing: SliceTiming?
+    private var switchCost: Duration?
     /// Between the Reset of a controller beacond owns and the first start sequence (its disable is left out).
     private var freshlyReset: Bool
     /// Legacy: whether the controller takes beacond's random addresses (OwnAddresses): refused while another program
@@ -207,6 +211,14 @@ public struct HCIAdvertiser: Sendable {
                 return .send([Step(.leSetAdvertisingEnable(false), tolerating: [.commandDisallowed])])
             }
             adjustedRequests = fallback.live
+            // Beacons from different addresses restart the advertiser every slot: a faster interval within the slot,
+            // and slots that hold two events after the restart (SliceTiming).
+            timing = nil
+            if adjustedRequests.count > 1, LegacySlicing(adjustedRequests).restartsPerSlot {
+                let t = sliceTiming(adjustedRequests)
+                for k in adjustedRequests.indices { adjustedRequests[k].interval = t.interval }
+                timing = t
+            }
             let s = LegacySlicing(adjustedRequests)
             let base = s.base
             if dataOnlyAllowed, let legacyBase, !legacyBase.needsRestart(for: base) {
@@ -348,7 +360,17 @@ public struct HCIAdvertiser: Sendable {
     /// While beacons take turns on the one legacy advertiser: how long each slot lasts (the slot timer's period).
     public var slotDuration: Duration? {
         guard let slicing = slicer.slicing, let base = legacyBase ?? Optional(slicing.base) else { return nil }
-        return .microseconds(Int64(base.interval.units) * 625)
+        return timing?.slot ?? .microseconds(Int64(base.interval.units) * 625)
+    }
+
+    /// The slot and in-slot interval for `live` (each beacon from its own address) on this controller, with the
+    /// restart cost measured so far.
+    private func sliceTiming(_ live: [AdvertisingRequest]) -> SliceTiming {
+        SliceTiming.make(configured: live.map(\.interval).min()!, floor: floor(for: LegacySlicing(live).base.type), switchCost: switchCost)
+    }
+
+    private func floor(for type: LegacyAdvertisingType) -> AdvertisingInterval {
+        SliceTiming.floor(for: type, core50: info.version.isAtLeastCore50, floorForced: intervalFloorForced)
     }
 
     /// The slot timer fired: the next beacon's steps (empty when nothing needs sending, or another sequence's commands
@@ -384,9 +406,21 @@ public struct HCIAdvertiser: Sendable {
     public mutating func sliceFinished(_ ok: Bool, took: Duration? = nil) {
         if timedStepsInFlight { inFlight = nil }
         guard let (commands, median) = slicer.finished(ok, took: took) else { return }
-        let slot = legacyBase.map { " of every \($0.interval) slot" } ?? ""
+        let before = timing
+        switchCost = median
+        if let t = before, let base = legacyBase {
+            // The measured cost: the slots are as long as two events after it need (never shorter than configured).
+            timing = SliceTiming.make(configured: t.configured, floor: floor(for: base.type), switchCost: median)
+        }
+        let slot = timing.map { " of every \(formatMicroseconds($0.slot)) slot, advertising every \($0.interval) within it" } ?? ""
         notes.append(.info("Time slices on \(device) restart the advertiser from each beacon's own address: \(commands) commands, at most \(formatMicroseconds(median)) off the air\(slot) (median of \(Self.restartSamples))"))
+        if let t = timing, t.lengthened, t.slot != before?.slot {
+            let n = slicer.slicing?.beacons.count ?? 1
+            notes.append(.warning("The controller on \(device) takes \(formatMicroseconds(median)) to move its advertiser from one beacon's address to the next: the slots are lengthened to \(formatMicroseconds(t.slot)), so that each holds two advertising events; each beacon is on the air every \(formatMicroseconds(t.slot * n)), not every \(formatMicroseconds(live(before?.slot, n)))"))
+        }
     }
+
+    private func live(_ slot: Duration?, _ n: Int) -> Duration { (slot ?? .zero) * n }
 
     // MARK: a controller that stops by itself
 
@@ -537,9 +571,11 @@ public struct HCIAdvertiser: Sendable {
             let live = n - paused.count
             var slot = 0
             if live > 1, let base = legacyBase, let slicing = slicer.slicing {
-                details.append("time-sliced, \(base.interval) slots")
-                if slicing.restartsPerSlot { details.append("each slot restarted from its beacon's address") }
-                let every = slicing.effectiveInterval(slot: base.interval)
+                let slotLength = timing?.slot ?? .microseconds(Int64(base.interval.microseconds))
+                details.append("time-sliced, \(formatMicroseconds(slotLength)) slots")
+                if slicing.restartsPerSlot { details.append("each slot restarted from its beacon's address, advertising every \(base.interval) within it") }
+                if timing?.lengthened == true { details.append("slots lengthened for the controller's restart cost") }
+                let every = slotLength * slicing.beacons.count
                 beacons = (0..<n).map { k in
                     if paused.contains(k) { return Report.Beacon(every: .zero, details: [], paused: true) }
                     slot += 1

@@ -183,7 +183,7 @@ struct HCIAdvertiserTests {
         let s = steps(a.apply([request(1), second, publicOne], dataOnlyAllowed: false))
         #expect(s.contains(Step(.leSetRandomAddress(a1))))
         _ = a.finished(ok(s))
-        #expect(a.report?.details.contains("each slot restarted from its beacon's address") == true)
+        #expect(a.report?.details.contains("each slot restarted from its beacon's address, advertising every 35 ms within it") == true)
         // Slot 2: another random address: disable, the address, the data, enable (the address type stays).
         let slot2 = a.nextSlice()
         #expect(slot2 == [Step(.leSetAdvertisingEnable(false), tolerating: [.commandDisallowed]), Step(.leSetRandomAddress(a2)),
@@ -209,7 +209,7 @@ struct HCIAdvertiserTests {
         #expect(said.count == 1)
         if case .info(let m)? = said.first {
             #expect(m.hasPrefix("Time slices on hci0 restart the advertiser from each beacon's own address:"))
-            #expect(m.contains("at most 3.1 ms off the air of every 100 ms slot (median of 9)"))
+            #expect(m.contains("at most 3.1 ms off the air of every 100.0 ms slot, advertising every 35 ms within it (median of 9)"))
         } else { Issue.record("no info note: \(said)") }
         for _ in 0..<20 { _ = a.nextSlice(); a.sliceFinished(true, took: .microseconds(3000)) }
         #expect(a.takeNotes().isEmpty)  // said once
@@ -372,6 +372,56 @@ struct HCIAdvertiserTests {
         let none = PublicFallback([request(1), priv], refused: false)
         #expect(none.paused.isEmpty && none.live == [request(1), priv])
         #expect(PublicFallback.words([request(1)]) == "every beacon goes out from the controller's public address")
+    }
+
+    @Test("#54: beacons from their own addresses advertise faster within each slot, and the slots hold two events after the restart: lengthened (and said) once a slow controller's restart cost is measured")
+    func slotsHoldTwoEvents() {
+        var a = Self.threeOnTheirOwnAddresses()
+        // 100 ms configured: 35 ms within the slot, 100 ms slots.
+        #expect(a.slotDuration == .milliseconds(100))
+        #expect(a.report!.details.contains("each slot restarted from its beacon's address, advertising every 35 ms within it"))
+        // A controller that answers each command 45 ms late (RootCanal): restarts of 224 ms.
+        for _ in 0..<HCIAdvertiser.restartSamples {
+            let s = a.nextSlice()
+            #expect(opcodes(s).contains(.leSetRandomAddress))
+            a.sliceFinished(true, took: .milliseconds(224))
+        }
+        // Two events of 35 ms, each up to 10 ms late, after the 224 ms restart.
+        #expect(a.slotDuration == .milliseconds(314))
+        #expect(a.takeNotes().contains { if case .warning(let m) = $0 { m.contains("lengthened to 314.0 ms") && m.contains("every 942.0 ms") } else { false } })
+        #expect(a.report!.beacons.map(\.every) == Array(repeating: .milliseconds(942), count: 3))
+        // A fast controller keeps the configured slots.
+        var b = Self.threeOnTheirOwnAddresses()
+        for _ in 0..<HCIAdvertiser.restartSamples {
+            _ = b.nextSlice()
+            b.sliceFinished(true, took: .milliseconds(3))
+        }
+        #expect(b.slotDuration == .milliseconds(100) && !b.takeNotes().contains { if case .warning = $0 { true } else { false } })
+    }
+
+    @Test("#54: before Core 5.0 the floor is 100 ms: slots of 230 ms from the start, and the parameters say 100 ms")
+    func pre50SlotsHoldTwoEvents() {
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: false, hciVersion: 7), capacity: 1, ownsController: false)
+        var r2 = request(2), r3 = request(3)
+        r2.ownAddress = .random([6, 5, 4, 3, 2, 0xD1])
+        r3.ownAddress = .random([9, 9, 9, 9, 9, 0xE2])
+        let s = steps(a.apply([request(1), r2, r3], dataOnlyAllowed: false))
+        #expect(s.contains { if case .leSetAdvertisingParameters(let p) = $0.command { p.intervalMin == AdvertisingInterval.pre50NonConnectableFloor } else { false } })
+        _ = a.finished(ok(s))
+        #expect(a.slotDuration == .milliseconds(230))
+    }
+
+    @Test("SliceTiming: the longest interval that fits two events after the allowance, within the floor and the configured interval")
+    func sliceTiming() {
+        let ms = { (v: Int) in AdvertisingInterval(milliseconds: v)! }
+        let t = SliceTiming.make(configured: ms(100), floor: ms(20), switchCost: nil)
+        #expect(t == SliceTiming(slot: .milliseconds(100), interval: ms(35), lengthened: false, configured: ms(100)))
+        #expect(SliceTiming.make(configured: ms(100), floor: ms(20), switchCost: .milliseconds(224)).slot == .milliseconds(314))
+        #expect(SliceTiming.make(configured: ms(40), floor: ms(20), switchCost: nil) == SliceTiming(slot: .milliseconds(70), interval: ms(20), lengthened: true, configured: ms(40)))
+        #expect(SliceTiming.make(configured: ms(1000), floor: ms(20), switchCost: nil).interval == ms(485))
+        #expect(SliceTiming.floor(for: .nonConnectableUndirected, core50: false, floorForced: false) == .pre50NonConnectableFloor)
+        #expect(SliceTiming.floor(for: .scannableUndirected, core50: true, floorForced: true) == .pre50NonConnectableFloor)
+        #expect(SliceTiming.floor(for: .connectableUndirected, core50: false, floorForced: true) == ms(20))
     }
 
     /// One beacon applied on a legacy controller, and the controller's refusal of its random address (another program

@@ -52,13 +52,20 @@ def refused(lab: Lab) -> list[tuple[str, str]]:
     return [(f'0x{op:04X}', f'0x{status:02X}') for op, status in lab.call(lambda: list(lab.controller.refused))]
 
 
-def sent_only_what_it_knows(lab: Lab, p) -> None:
+def sent_only_what_it_knows(lab: Lab, p, sliced: bool = False) -> None:
     """beacond sent none of the commands this chip does not know (Unknown HCI Command: outside its bitmap), nor one
-    the chip refuses as Invalid HCI Command Parameters, nor the one a clone locks up on."""
+    the chip refuses as Invalid HCI Command Parameters, nor the one a clone locks up on. `sliced`: beacons from their
+    own addresses take turns, advertising within each slot faster than configured (SliceTiming, #54); a chip that
+    reports 5.0 but keeps the 100 ms floor refuses that interval once, which nothing it says could have told, and
+    from then on gets the floor."""
     ops = lab.opcodes()
     if not p.extended:
         assert not EXTENDED_ONLY_OPCODES & set(ops), [hex(o) for o in sorted(EXTENDED_ONLY_OPCODES & set(ops))]
-    assert [r for r in refused(lab) if r[1] in ('0x01', '0x12')] == []
+    bad = [r for r in refused(lab) if r[1] in ('0x01', '0x12')]
+    if sliced and 'pre-5.0-interval-floor' in p.quirks and p.hci_version >= hci.HCI_VERSION_BLUETOOTH_CORE_5_0:
+        assert bad[:1] in ([], [('0x2006', '0x12')]), bad
+        bad = bad[1:]
+    assert bad == []
     assert hci.HCI_SET_EVENT_FILTER_COMMAND not in ops
     assert not lab.controller.locked_up
 
@@ -97,7 +104,7 @@ def test_three_beacons_each_heard_from_its_own_address(chip, tmp_path, processes
     heard_all(lab, [IB_BYTES, ALT_BYTES, EDDY_BYTES], timeout=2)
     sets = [s for s in lab.state()['sets'].values() if s['enabled']]
     assert len(sets) == (3 if p.extended else 0)
-    sent_only_what_it_knows(lab, p)
+    sent_only_what_it_knows(lab, p, sliced=True)
 
 
 def test_a_reload_puts_the_new_beacon_on_and_a_broken_one_keeps_it(chip, tmp_path, processes):
