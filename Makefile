@@ -140,7 +140,7 @@ unit-test: $(STAGE_DEPS)
 # Four at a time: alone the suite spends three quarters of its time waiting on timers (501 tests: 768 s one at a time
 # at 27 % of a core, 241 s four at a time; docs/benchmarks.md).
 PYTEST_JOBS ?= 4
-integration-test: build venv venv-ha venv-ansible
+integration-test: build venv venv-ha venv-ansible | buildroot
 	BEACOND=$(BUILD_TREE)/.build/debug/beacond BEACOND_HA_PYTHON=$(CURDIR)/$(HA_VENV)/bin/python $(STAGE) integration-tests $(PY) -m pytest -q -n $(PYTEST_JOBS) Tests/Integration
 
 fuzz: $(STAGE_DEPS)

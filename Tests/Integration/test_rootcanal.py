@@ -5,10 +5,15 @@ enable and answers each command some 45 ms late, so beacons that time-slice one 
 get on the air. Time bounds stay loose: RootCanal emulates no baseband scheduler."""
 from __future__ import annotations
 
+import json
+import os
+import signal
 import statistics
+import subprocess
 import time
 
-from conftest import APPLE_UUID, ROOT, config_text, run_cli
+from conftest import APPLE_UUID, ROOT, beacond_path, config_text, run_cli
+from harness.lab import wait_for
 from harness.rootcanal import RootCanal, opcode_name
 
 IBEACON_PREFIX = bytes.fromhex('0201061aff4c000215')
@@ -96,6 +101,8 @@ def each_heard_from_its_own_address(tmp_path, processes, conf, legacy: bool) -> 
     shared = {a: sorted(m) for a, m in owners.items() if len(m) > 1}
     assert not shared, f'beacons heard from one address: {shared}{report}'
     assert rc.public_address not in owners, f'a beacon went out from the public address {rc.public_address}{report}'
+    # RootCanal's strict rules: nothing beacond sent was refused.
+    assert rc.refused() == [], f'RootCanal refused: {rc.refused()}{report}'
 
 
 def test_three_beacons_each_heard_on_the_legacy_only_controller(tmp_path, processes):
@@ -110,3 +117,91 @@ def test_one_beacon_heard_on_the_legacy_only_controller(tmp_path, processes):
 def test_three_beacons_each_heard_on_the_default_controller(tmp_path, processes):
     """The extended path: one advertising set per beacon."""
     each_heard_from_its_own_address(tmp_path, processes, three_beacons(tmp_path), legacy=False)
+
+
+def status(conf, run_dir) -> dict:
+    r = subprocess.run([str(beacond_path()), 'status', '--json', '--config', str(conf)], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, 'RUNTIME_DIRECTORY': str(run_dir)})
+    return json.loads(r.stdout)
+
+
+def test_the_stated_intervals_are_what_the_slow_controller_gets(tmp_path, processes):
+    """RootCanal answers each command ~45 ms late: the slots are lengthened (said), `status` states the interval the
+    slices achieve, and each beacon is heard at least that often (loose bounds: RootCanal has no baseband scheduler)."""
+    conf = three_beacons(tmp_path)
+    frames = frames_of(conf)
+    run_dir = tmp_path / 'run'
+    with RootCanal(legacy=True, workdir=tmp_path / 'rootcanal') as rc:
+        b = processes('run', '-c', str(conf), '-d', rc.device, env={'RUNTIME_DIRECTORY': str(run_dir)})
+        wait_for(lambda: 'the slots are lengthened' in b.log(), 15, what='the slots lengthened for the measured restart cost')
+        time.sleep(1)
+        stated = [x['interval_ms'] for x in status(conf, run_dir)['daemons'][0]['beacons']]
+        assert all(v and v > 300 for v in stated), stated  # longer than the configured 3 × 100 ms, and said so
+        start = time.monotonic()
+        time.sleep(6)
+        heard = {m: sorted(r.at for r in rc.heard(start, match=lambda r, f=f: r.data == f)) for m, f in frames.items()}
+        report = what_happened(rc, b, start)
+    for (minor, times), every in zip(sorted(heard.items()), stated):
+        rounds = 6000 / every
+        # At least as often as stated: a hearing in most of the rounds, and no gap of more than two rounds.
+        distinct = len({int((t - start) * 1000 // every) for t in times})
+        gaps = [(b2 - a2) * 1000 for a2, b2 in zip(times, times[1:])]
+        assert distinct >= 0.8 * int(rounds), f'minor {minor}: heard in {distinct} of {rounds:.1f} rounds of {every} ms{report}'
+        assert max(gaps, default=6000) <= 2 * every, f'minor {minor}: unheard for {max(gaps, default=6000):.0f} ms, stated {every} ms{report}'
+    assert rc.refused() == [], f'RootCanal refused: {rc.refused()}{report}'
+
+
+def test_a_reload_swaps_one_beacon_on_the_legacy_only_controller(tmp_path, processes):
+    conf = three_beacons(tmp_path)
+    with RootCanal(legacy=True, workdir=tmp_path / 'rootcanal') as rc:
+        b = processes('run', '-c', str(conf), '-d', rc.device)
+        frames = frames_of(conf)
+        wait_for(lambda: set(heard_by_minor(rc, frames, 0)) == set(frames), HEARD_WITHIN_S, what='the three beacons heard')
+        text = conf.read_text()
+        last = text.rindex('minor = ')
+        conf.write_text(text[:last] + 'minor = 44' + text[last + len('minor = ') + 1:])
+        new = frames_of(conf)
+        b.signal(signal.SIGHUP)
+        wait_for(lambda: 'Reloading' in b.log(), 5, what='the reload')
+        t = time.monotonic()
+        heard = wait_for(lambda: (h := heard_by_minor(rc, new, t)) and set(h) == set(new) and h, HEARD_WITHIN_S,
+                         what='the swapped beacon heard beside the other two')
+        time.sleep(1)
+        old = set(frames) - set(new)
+        late = {m for m in heard_by_minor(rc, frames, t + 1.0) if m in old}
+        report = what_happened(rc, b, t)
+    assert not late, f'the removed beacon still heard a second after the reload: {late}{report}'
+    assert len({a for m in heard.values() for a in m}) == 3, f'not three addresses: {heard}{report}'
+    assert rc.refused() == [], f'RootCanal refused: {rc.refused()}{report}'
+
+
+def test_resolvable_addresses_names_and_the_self_report_on_the_legacy_only_controller(tmp_path, processes, state_directory):
+    """A resolvable iBeacon, one with a name in its scan response, and the encrypted BTHome self-report, time-sliced:
+    each heard, the resolvable one from addresses of its key, the name in a scan response, the self-report decrypting
+    under the address it came from."""
+    from bthome_ble import BTHomeBluetoothDeviceData
+    from test_bthome import BINDKEY, decode
+    from test_eid import write_key
+    from test_resolvable import IRK, resolves
+    write_key(tmp_path / 'keys' / 'shop.irk', IRK + '\n')
+    write_key(tmp_path / 'keys' / 'home.key', BINDKEY + '\n')
+    conf = tmp_path / 'beacond.conf'
+    conf.write_text(f'[[beacon]]\nuuid = "{APPLE_UUID}"\nmajor = 7\nminor = 1\naddress = "resolvable"\nresolving_key_file = "shop.irk"\n'
+                    f'[[beacon]]\nuuid = "{APPLE_UUID}"\nmajor = 7\nminor = 2\nname = "shelf-2"\n'
+                    '[[beacon]]\nformat = "bthome"\nbindkey_file = "home.key"\n')
+    frames = frames_of(conf)
+    with RootCanal(legacy=True, active_scan=True, workdir=tmp_path / 'rootcanal') as rc:
+        b = processes('run', '-c', str(conf), '-d', rc.device)
+        wait_for(lambda: set(heard_by_minor(rc, frames, 0)) == set(frames), HEARD_WITHIN_S, what='both iBeacons heard')
+        names = wait_for(lambda: [r for r in list(rc.received) if r.scan_response and b'shelf-2' in r.data], HEARD_WITHIN_S,
+                         what="the name in a scan response")
+        reports = wait_for(lambda: rc.heard(0, match=lambda r: b'\x16\xd2\xfc' in r.data), HEARD_WITHIN_S, what='a self-report')
+        heard = heard_by_minor(rc, frames, 0)
+        report = what_happened(rc, b, 0)
+    assert all(resolves(IRK, a) for a in heard[1]), f'{heard[1]}{report}'
+    assert {r.address for r in names} <= set(heard[2]), (names, heard[2])
+    for r in reports:
+        parser = BTHomeBluetoothDeviceData(bindkey=bytes.fromhex(BINDKEY))
+        decode(parser, r)
+        assert parser.bindkey_verified and not parser.decryption_failed, f'{r.address}: does not decrypt there{report}'
+    assert rc.refused() == [], f'RootCanal refused: {rc.refused()}{report}'
