@@ -29,6 +29,8 @@ final class Daemon {
     /// Eddystone-TLM: new values every Lifecycle.telemetryPeriod, while the config has such a beacon.
     private var telemetryTimer: EventSource?
     private var telemetryClock: TelemetryClock
+    /// The self-report's answer waiting for the wall clock (supplySelfReport).
+    private var selfReportWait: EventSource?
     /// `address = "rotating"` or `"resolvable"`: a new private address every `address_rotation_s`.
     private var addressTimer: EventSource?
     /// Eddystone-EID: at every period boundary of the wall clock, the clock goes to the lifecycle.
@@ -239,7 +241,7 @@ final class Daemon {
             eidTimer?.rearm(after: Lifecycle.untilBoundary(of: d, wallSeconds: w.seconds, milliseconds: w.milliseconds))
         case .armPeriodic(let k, let d): periodic(k)?.rearm(after: d)
         case .cancelPeriodic(let k): periodic(k)?.disarm()
-        case .supplySelfReport(let needs): handle(.selfReportSupplied(SelfReportStore.supply(needs)))
+        case .supplySelfReport(let needs): supplySelfReport(needs)
         case .notify(let assignments):
             if assignments.contains("READY=1") { writeState() }
             Notifier.send(assignments)
@@ -248,6 +250,20 @@ final class Daemon {
         case .setLogLevel(let level): log.maxLevel = level
         case .exit(let code): loop.exit(code: code.rawValue)
         }
+    }
+
+    /// The state directory's answer to the self-report, once the wall clock has reached `notBefore` (looked at again
+    /// every 10 s at most, so a clock set forward meanwhile ends the wait), with the clock and the uptime then.
+    private func supplySelfReport(_ needs: SelfReportNeeds) {
+        let now = wallClock().seconds
+        if let until = needs.notBefore.map(UInt64.init), until > now, until - now <= UInt64(SelfReport.longestClockWait) {
+            let wait = min(Duration.seconds(Int64(until - now)) + .milliseconds(20), .seconds(10))
+            selfReportWait = try? loop.addTimer(after: wait) { [unowned self] in self.supplySelfReport(needs) }
+            if selfReportWait != nil { return }
+        }
+        var supply = SelfReportStore.supply(needs)
+        supply.uptime = UInt32(clamping: (loop.nowMicroseconds &- telemetryClock.startedAt) / 1_000_000)
+        handle(.selfReportSupplied(supply))
     }
 
     private func periodic(_ k: Lifecycle.PeriodicTimer) -> EventSource? {

@@ -19,7 +19,7 @@ enum SelfReportStore {
             }
         }
         guard let address else { return SelfReportSupply(failure: "No static address was kept for the BTHome self-report") }
-        guard let from = needs.countersFrom else { return SelfReportSupply(address: address) }
+        guard let from = needs.countersFrom else { return SelfReportSupply(address: address, clock: clock) }
         do throws(Failure) {
             return SelfReportSupply(address: address, counters: try reserve(address, from: from, in: directory, clock: clock), clock: clock)
         } catch {

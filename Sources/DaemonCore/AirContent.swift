@@ -16,8 +16,16 @@ struct AirContent: Sendable {
     /// An apply that waits for the self-report's supply from the state directory: its arguments.
     var deferredApply: (dataOnlyAllowed: Bool, refresh: Refresh?)?
     /// Why the encrypted self-report is off the air while the other beacons are on (its address or counters could not
-    /// be had from the state directory); nil when it is on the air, or there is none. Never in plaintext instead.
-    private(set) var selfReportHeld: String?
+    /// be had from the state directory, or its next counter is ahead of the wall clock); nil when it is on the air, or
+    /// there is none. Never in plaintext instead.
+    private(set) var selfReportHeld: Held?
+    struct Held: Sendable {
+        var why: String
+        /// It waits for the wall clock (a quick restart), not for the state directory.
+        var waiting: Bool
+        /// As `status` says it.
+        var paused: String { waiting ? "it waits for the wall clock: \(why)" : "its counters could not be kept in the state directory: \(why)" }
+    }
     /// Bumped for every new rotating address.
     var addressGeneration: UInt64 = 0
     /// The wall clock as last told (Eddystone's time counter), and whether it was synchronized.
@@ -47,10 +55,11 @@ struct AirContent: Sendable {
         clock?.synchronized == false ? false : !clockSynchronizationKnown ? nil : true
     }
 
-    /// What an apply does about the self-report first: go on (with what to say), ask the executor, or fail.
+    /// What an apply does about the self-report first: go on (with what to say), wait for the executor's answer
+    /// (asking it, unless an ask is out already), or fail.
     enum SelfReportStep {
         case proceed([Lifecycle.Action])
-        case needs(SelfReportNeeds)
+        case needs(SelfReportNeeds?)
         case fail(BackendFailure)
     }
 
@@ -60,25 +69,33 @@ struct AirContent: Sendable {
     mutating func selfReportStep(_ config: BeaconConfiguration, device: DeviceSpec) -> SelfReportStep {
         let fields = ["BEACON_FORMAT=bthome", "HCI_DEVICE=\(device)"]
         var out: [Lifecycle.Action] = []
+        let others = config.beacons.contains { $0.beacon.format != .bthome }
         switch selfReport.prepare(config, uptime: uptime, period: Lifecycle.selfReportRenewal, seal: seal) {
         case .ready(let ahead):
             if let ahead { out.append(.supplySelfReport(ahead)) }
             if selfReportHeld != nil {
                 selfReportHeld = nil
-                out.append(.log(.notice, "The BTHome self-report goes on the air", fields))
+                if config.beacons.contains(where: { $0.beacon.format == .bthome }) {
+                    out.append(.log(.notice, "The BTHome self-report goes on the air", fields))
+                }
             }
         case .needs(let needs):
             return .needs(needs)
-        case .failed(let why), .waiting(let why):
-            guard config.beacons.contains(where: { $0.beacon.format != .bthome }) else {
-                return .fail(BackendFailure(message: "Cannot put the BTHome self-report on the air: \(why)", fields: fields))
+        case .waiting(let why, let ask) where !others:
+            // Alone: nothing else to put on the air meanwhile; the apply goes on once the clock has reached it.
+            if selfReportHeld == nil { out.append(.log(.info, "The BTHome self-report waits for the wall clock: \(why)", fields)) }
+            selfReportHeld = Held(why: why, waiting: true)
+            return .needs(ask)
+        case .waiting(let why, let ask):
+            if let ask { out.append(.supplySelfReport(ask)) }
+            if selfReportHeld == nil { out.append(.log(.info, "The BTHome self-report waits for the wall clock: \(why); the other beacons go on the air now", fields)) }
+            selfReportHeld = Held(why: why, waiting: true)
+        case .failed(let why):
+            guard others else { return .fail(BackendFailure(message: "Cannot put the BTHome self-report on the air: \(why)", fields: fields)) }
+            if selfReportHeld?.waiting != false {
+                out.append(.log(.warning, "The BTHome self-report stays off the air: \(why). The other beacons go on the air without it; beacond tries again every \(Lifecycle.telemetryPeriod.components.seconds) s", fields))
             }
-            let waiting = selfReport.waitsForClock
-            if selfReportHeld == nil {
-                out.append(waiting ? .log(.info, "The BTHome self-report waits for the wall clock: \(why); the other beacons go on the air now", fields)
-                           : .log(.warning, "The BTHome self-report stays off the air: \(why). The other beacons go on the air without it; beacond tries again every \(Lifecycle.telemetryPeriod.components.seconds) s", fields))
-            }
-            selfReportHeld = why
+            selfReportHeld = Held(why: why, waiting: false)
         }
         if let line = selfReport.exhaustionLine() { out.append(.log(.err, line, ["BEACON_FORMAT=bthome"])) }
         return .proceed(out)
@@ -91,13 +108,13 @@ struct AirContent: Sendable {
 
     /// What the backend confirmed, with the held self-report put back in its place, paused with why.
     func withHeld(_ result: OnAir, _ config: BeaconConfiguration) -> OnAir {
-        guard let k = heldIndex(config), let why = selfReportHeld else { return result }
+        guard let k = heldIndex(config), let held = selfReportHeld else { return result }
         var r = result
         if r.beacons.isEmpty {
             let every = Duration.microseconds(Int64((r.kernelInterval?.typical ?? r.interval).units) * 625)
             r.beacons = [BeaconOnAir(every: every, details: [], txPower: r.txPower, address: r.addresses.first ?? nil)]
         }
-        r.beacons.insert(BeaconOnAir(every: .zero, details: [], paused: "its counters could not be kept in the state directory: \(why)"), at: min(k, r.beacons.count))
+        r.beacons.insert(BeaconOnAir(every: .zero, details: [], paused: held.paused), at: min(k, r.beacons.count))
         if !r.addresses.isEmpty { r.addresses.insert(nil, at: min(k, r.addresses.count)) }
         return r
     }

@@ -64,8 +64,11 @@ public struct BeaconOnAir: Sendable, Hashable {
     /// Why it is off the air while the others are on (its address refused and the public one not for it, its
     /// counters not kept); nil when it is on the air.
     public var paused: String?
-    public init(every: Duration, details: [String], txPower: Int8? = nil, address: OwnAddress? = nil, paused: String? = nil) {
+    /// Advertising events it gets each time it is on the air (a time slice that holds two: two); Eddystone-TLM counts them.
+    public var events: Int
+    public init(every: Duration, details: [String], txPower: Int8? = nil, address: OwnAddress? = nil, paused: String? = nil, events: Int = 1) {
         self.paused = paused
+        self.events = max(1, events)
         self.every = every
         self.details = details
         self.txPower = txPower

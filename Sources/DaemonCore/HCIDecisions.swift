@@ -157,7 +157,8 @@ extension OnAir {
         let scanning = "another program scans on \(device), and the controller takes no new random address while it scans"
         var beacons = r.beacons.map {
             BeaconOnAir(every: $0.every, details: $0.details, txPower: $0.txPower,
-                        paused: $0.paused ? "\(scanning); its address must not be the public one (it hides who the beacon is, or its frames' nonce holds it), so it is off the air until the scan has ended" : nil)
+                        paused: $0.paused ? "\(scanning); its address must not be the public one (it hides who the beacon is, or its frames' nonce holds it), so it is off the air until the scan has ended" : nil,
+                        events: $0.events)
         }
         if a.publicWhileScanning {
             let live = n - a.paused.count

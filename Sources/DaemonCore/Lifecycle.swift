@@ -208,6 +208,10 @@ public struct Lifecycle: Sendable {
             if let (level, line) = content.selfReport.supplied(supply, uptime: content.uptime) {
                 out.append(.log(level, line, ["BEACON_FORMAT=bthome"]))
             }
+            // A self-report that waited for the wall clock beside the other beacons: on the air now.
+            if content.deferredApply == nil, content.selfReportHeld?.waiting == true, phase == .advertising {
+                apply(&out, dataOnlyAllowed: true, refresh: .selfReport)
+            }
             guard let d = content.deferredApply else { break }
             content.deferredApply = nil
             switch phase {
@@ -272,7 +276,7 @@ public struct Lifecycle: Sendable {
         case .proceed(let lines): out += lines
         case .needs(let needs):
             content.deferredApply = (dataOnlyAllowed, refresh)
-            out.append(.supplySelfReport(needs))
+            if let needs { out.append(.supplySelfReport(needs)) }
             return
         case .fail(let f): return failed(f, &out)
         }

@@ -48,7 +48,8 @@ extension Lifecycle {
     /// How often each beacon is on the air, when the controller confirmed them; nil when not advertising.
     public var onAirEvery: [Duration]? {
         guard phase == .advertising, let onAir else { return nil }
-        if !onAir.beacons.isEmpty { return onAir.beacons.map(\.every) }
+        // The time between two of a beacon's events: a time slice that holds two gives two each round.
+        if !onAir.beacons.isEmpty { return onAir.beacons.map { $0.paused == nil ? $0.every / $0.events : .zero } }
         return [.microseconds(Int64(onAir.interval.units) * 625)]
     }
 }

@@ -26,12 +26,17 @@ public struct SelfReportNeeds: Sendable, Hashable {
     public var address: BluetoothAddress?
     /// Reserve counters for the address, from at least this value (nil: none needed).
     public var countersFrom: UInt32?
+    /// Answer once the wall clock has reached this second (the next counter is ahead of it): the executor waits,
+    /// looking at the clock at least every 10 s, so a clock set forward meanwhile (NTP after boot) ends the wait.
+    public var notBefore: UInt32?
 
-    public init(addressKey: String? = nil, avoiding: Set<BluetoothAddress> = [], address: BluetoothAddress? = nil, countersFrom: UInt32? = nil) {
+    public init(addressKey: String? = nil, avoiding: Set<BluetoothAddress> = [], address: BluetoothAddress? = nil, countersFrom: UInt32? = nil,
+                notBefore: UInt32? = nil) {
         self.addressKey = addressKey
         self.avoiding = avoiding
         self.address = address
         self.countersFrom = countersFrom
+        self.notBefore = notBefore
     }
 }
 
@@ -43,12 +48,17 @@ public struct SelfReportSupply: Sendable, Hashable {
     public var failure: String?
     /// The wall clock when the answer was made (Unix seconds): no counter goes out before the clock has reached it.
     public var clock: UInt32?
+    /// beacond's uptime (seconds) when the answer was made, as the telemetry counts it: the wall clock is then
+    /// counted on from there.
+    public var uptime: UInt32?
 
-    public init(address: BluetoothAddress? = nil, counters: CounterReservation? = nil, failure: String? = nil, clock: UInt32? = nil) {
+    public init(address: BluetoothAddress? = nil, counters: CounterReservation? = nil, failure: String? = nil, clock: UInt32? = nil,
+                uptime: UInt32? = nil) {
         self.address = address
         self.counters = counters
         self.failure = failure
         self.clock = clock
+        self.uptime = uptime
     }
 }
 
@@ -79,8 +89,6 @@ public struct SelfReport: Sendable {
     private var stuck = false
     /// The wall clock the last supply told, and the uptime then: the wall clock now, counted on the monotonic uptime.
     private var wall: (seconds: UInt32, uptime: UInt32)?
-    /// The last preparation waited for the wall clock to reach the next counter.
-    private(set) var waitsForClock = false
     /// The last supply failed (said once until one succeeds).
     private var failure: String?
     private var failureSaid = false
@@ -89,13 +97,14 @@ public struct SelfReport: Sendable {
     /// How far the wall clock may be behind the next counter before a frame goes out anyway (said once): a clock set
     /// back a little (fake-hwclock after a power cut, a restart within seconds of a reservation) is waited for; one a
     /// day or more behind (never set) would keep the self-report off for good.
-    static let longestClockWait: UInt32 = 86_400
+    public static let longestClockWait: UInt32 = 86_400
 
     enum Preparation: Equatable {
         /// The frame is ready (`serviceData`); `ahead`: reserve more counters meanwhile.
         case ready(ahead: SelfReportNeeds?)
-        /// Its first frame waits for the wall clock to reach its counter (a few seconds after a quick restart): why.
-        case waiting(String)
+        /// Its first frame waits for the wall clock to reach its counter (a few seconds after a quick restart): why,
+        /// and the ask that ends the wait (nil while one is out).
+        case waiting(String, SelfReportNeeds?)
         /// Ask the executor first, then prepare again.
         case needs(SelfReportNeeds)
         /// No frame can be made: why.
@@ -117,7 +126,6 @@ public struct SelfReport: Sendable {
     /// Makes the frame for `config` at `uptime` (seconds): a new one (next packet id and counter) when the content
     /// changed, or when the frame on the air is `period` old or older; else the one on the air.
     mutating func prepare(_ config: BeaconConfiguration, uptime: UInt32, period: UInt32, seal: CCMSeal?) -> Preparation {
-        waitsForClock = false
         guard let k = config.beacons.firstIndex(where: { $0.beacon.format == .bthome }), let b = config.beacons[k].beacon.bthome else {
             return .ready(ahead: nil)
         }
@@ -159,12 +167,15 @@ public struct SelfReport: Sendable {
         }
         // No counter goes out before the wall clock has reached it: every counter sent is at most the time it was sent,
         // so a later start (a restart, a restored backup, a clone) begins above all of them (CounterBook.reserve).
-        if let w = wall, uptime >= w.uptime {
-            let now = w.seconds &+ (uptime - w.uptime)
+        if let w = wall {
+            // The uptime this frame is made at may be older than the answer's (the telemetry ticks every 10 s): then
+            // the clock as the answer told it, at least.
+            let now = w.seconds &+ (uptime > w.uptime ? uptime - w.uptime : 0)
             if c > now, c - now <= Self.longestClockWait {
                 if let l = last, l.content.address == address { return .ready(ahead: aheadNeeds(address)) }
-                waitsForClock = true
-                return .waiting("its next counter, \(c), is \(c - now) s ahead of the wall clock (beacond restarted within seconds of its last reservation, or the clock was set back)")
+                let ask: SelfReportNeeds? = asked ? nil : SelfReportNeeds(address: address, notBefore: c)
+                if ask != nil { asked = true }
+                return .waiting("its next counter, \(c), is \(c - now) s ahead of the wall clock (beacond restarted within seconds of its last reservation, or the clock was set back)", ask)
             }
         }
         let objects = BTHomeReport(packetID: packetID &+ 1, beaconsOnAir: n, problem: problem, uptimeSeconds: uptime).objects
@@ -194,7 +205,7 @@ public struct SelfReport: Sendable {
         switch r.prepare(config, uptime: 0, period: Lifecycle.selfReportRenewal, seal: seal) {
         case .ready: return r.serviceData.map { .success($0) }
         case .needs: return .failure(FirstFrameFailure(message: "its address or counter is not known"))
-        case .failed(let why), .waiting(let why): return .failure(FirstFrameFailure(message: why))
+        case .failed(let why), .waiting(let why, _): return .failure(FirstFrameFailure(message: why))
         }
     }
 
@@ -210,7 +221,7 @@ public struct SelfReport: Sendable {
     /// The executor's answer. Returns a line for the journal, if there is one to say.
     mutating func supplied(_ s: SelfReportSupply, uptime: UInt32 = 0) -> (LogLevel, String)? {
         asked = false
-        if let c = s.clock { wall = (c, uptime) }
+        if let c = s.clock { wall = (c, s.uptime ?? uptime) }
         if let a = s.address, let key = askedKey { supplied = (key, a) }
         askedKey = nil
         if let r = s.counters, let a = s.address {

@@ -37,6 +37,15 @@ extension HCIAdvertiser {
         return true
     }
 
+    /// True when `f` is the controller refusing beacond's random address after another program's scan was already
+    /// seen (its command came while these steps were out): the apply goes again at once, with the fallback, rather
+    /// than failing and taking every beacon off the air.
+    mutating func ownAddressStillRefused(_ f: StepFailure) -> Bool {
+        guard family == .legacy, case .leSetRandomAddress = f.step.command, f.error.status == .commandDisallowed, own.taken == .refused else { return false }
+        own.switchDue = false
+        return true
+    }
+
     /// While the controller refuses beacond's addresses: the steps that try them again (a full apply of what is on the
     /// air now); nil when there is nothing to try. Report them with `finished(_:)`: refused again, the public address
     /// goes back on the air in the same round.

@@ -298,7 +298,7 @@ public struct HCIAdvertiser: Sendable {
             case .legacyData(let w, _, _): (wanted, adjusted, full, allowSwitch) = (w, w, false, false)
             case .legacyPaused(let w, let a): (wanted, adjusted, full, allowSwitch) = (w, a, true, false)
             }
-            if addressRefused(f, wanted) { return apply(wanted, dataOnlyAllowed: false, allowSwitch: false) }
+            if addressRefused(f, wanted) || ownAddressStillRefused(f) { return apply(wanted, dataOnlyAllowed: false, allowSwitch: false) }
             if case .withheld = f.error.reason {
                 // Its enable was withheld (another program's address): from the public address, at once.
                 own.switchDue = false
@@ -414,7 +414,7 @@ public struct HCIAdvertiser: Sendable {
         }
         let slot = timing.map { " of every \(formatMicroseconds($0.slot)) slot, advertising every \($0.interval) within it" } ?? ""
         notes.append(.info("Time slices on \(device) restart the advertiser from each beacon's own address: \(commands) commands, at most \(formatMicroseconds(median)) off the air\(slot) (median of \(Self.restartSamples))"))
-        if let t = timing, t.lengthened, t.slot != before?.slot {
+        if let t = timing, median > SliceTiming.costAllowance, t.slot > before?.slot ?? .zero {
             let n = slicer.slicing?.beacons.count ?? 1
             notes.append(.warning("The controller on \(device) takes \(formatMicroseconds(median)) to move its advertiser from one beacon's address to the next: the slots are lengthened to \(formatMicroseconds(t.slot)), so that each holds two advertising events; each beacon is on the air every \(formatMicroseconds(t.slot * n)), not every \(formatMicroseconds(live(before?.slot, n)))"))
         }
@@ -542,6 +542,8 @@ public struct HCIAdvertiser: Sendable {
             public var txPower: Int8?
             /// Off the air while the controller refuses beacond's random address (PublicFallback).
             public var paused = false
+            /// Advertising events it gets each time it is on the air (a slot that holds two: SliceTiming).
+            public var events = 1
         }
     }
 
@@ -574,12 +576,13 @@ public struct HCIAdvertiser: Sendable {
                 let slotLength = timing?.slot ?? .microseconds(Int64(base.interval.microseconds))
                 details.append("time-sliced, \(formatMicroseconds(slotLength)) slots")
                 if slicing.restartsPerSlot { details.append("each slot restarted from its beacon's address, advertising every \(base.interval) within it") }
-                if timing?.lengthened == true { details.append("slots lengthened for the controller's restart cost") }
+                if timing?.lengthened == true { details.append("slots lengthened to hold two events") }
                 let every = slotLength * slicing.beacons.count
+                let eventsPerSlot = timing.map { t in max(1, Int((t.slot - (switchCost ?? SliceTiming.costAllowance)) / (.microseconds(Int64(t.interval.microseconds)) + SliceTiming.advDelay / 2))) } ?? 1
                 beacons = (0..<n).map { k in
                     if paused.contains(k) { return Report.Beacon(every: .zero, details: [], paused: true) }
                     slot += 1
-                    return Report.Beacon(every: every, details: ["slot \(slot) of \(live)"], txPower: single)
+                    return Report.Beacon(every: every, details: ["slot \(slot) of \(live)"], txPower: single, events: eventsPerSlot)
                 }
             } else if !paused.isEmpty {
                 let every = Duration.microseconds(Int64(effectiveIntervals[0].units) * 625)

@@ -3,7 +3,7 @@
 // `Experimental = true`, and which Home Assistant's passive scanning needs). The non-variadic sd-bus calls only, so
 // Swift calls them directly.
 import CSystemd
-import Glibc
+import SystemCalls
 
 public enum SystemBus {
     /// The interfaces `service` offers on `path` (org.freedesktop.DBus.Introspectable.Introspect), or why they could
@@ -17,6 +17,8 @@ public enum SystemBus {
         r = sd_bus_message_new_method_call(bus, &call, service, path, "org.freedesktop.DBus.Introspectable", "Introspect")
         guard r >= 0, let call else { return .failure(Failure(message: "cannot make the Introspect call (\(errorText(r)))")) }
         defer { sd_bus_message_unref(call) }
+        // Asking must not start the service (bluetoothd, where it is enabled but stopped).
+        _ = sd_bus_message_set_auto_start(call, 0)
         var error = sd_bus_error()
         defer { sd_bus_error_free(&error) }
         var reply: OpaquePointer?
@@ -50,5 +52,5 @@ public enum SystemBus {
         return out
     }
 
-    private static func errorText(_ r: Int32) -> String { String(cString: strerror(-r)) }
+    private static func errorText(_ r: Int32) -> String { Errno(negated: r).description }
 }

@@ -185,7 +185,8 @@ struct SelfReportTests {
         let back = lc.handle(.selfReportSupplied(SelfReportSupply(address: address, counters: CounterReservation(floor: 5, limit: 1005))))
         let both = try #require(applied(back))
         #expect(both.beacons.count == 2)
-        #expect(both.beacons[1].data.bytes == (try encrypted(BTHomeReport(packetID: 1, beaconsOnAir: 1, problem: false, uptimeSeconds: 200), counter: 5)))
+        let sealed = try encrypted(BTHomeReport(packetID: 1, beaconsOnAir: 1, problem: false, uptimeSeconds: 200), counter: 5)
+        #expect(both.beacons[1].data.bytes == sealed)
         #expect(back.contains { if case .log(.notice, let m, _) = $0 { m.contains("The BTHome self-report goes on the air") } else { false } })
     }
 
@@ -201,11 +202,28 @@ struct SelfReportTests {
         let first = lc.handle(.selfReportSupplied(SelfReportSupply(address: address, counters: CounterReservation(floor: clock + 6, limit: clock + 14), clock: clock)))
         #expect(try #require(applied(first)).beacons.count == 1)
         #expect(first.contains { if case .log(.info, let m, _) = $0 { m.contains("waits for the wall clock") } else { false } })
+        // The executor is asked to answer once the clock has reached the counter.
+        #expect(supplies(first) == [SelfReportNeeds(address: address, notBefore: clock + 6)])
         _ = lc.handle(.applied(OnAir(interval: AdvertisingInterval(units: 160)!, details: ["legacy"])))
-        // The next tick, 10 s on: the clock has passed the counter.
-        let later = try #require(applied(lc.handle(.telemetry(tenths(10)))))
+        let st = RuntimeState(lc, pid: 1, configDigest: "x", now: 100, previous: nil)
+        #expect(st.beacons[1].paused?.hasPrefix("it waits for the wall clock: its next counter") == true)
+        // Its answer, 6 s on: the self-report goes on the air at once, not at the next tick.
+        let later = try #require(applied(lc.handle(.selfReportSupplied(SelfReportSupply(address: address, clock: clock + 6, uptime: 6)))))
         #expect(later.beacons.count == 2)
-        #expect(later.beacons[1].data.bytes == (try encrypted(BTHomeReport(packetID: 1, beaconsOnAir: 1, problem: false, uptimeSeconds: 10), counter: clock + 6)))
+        let sealed = try encrypted(BTHomeReport(packetID: 1, beaconsOnAir: 1, problem: false, uptimeSeconds: 0), counter: clock + 6)
+        #expect(later.beacons[1].data.bytes == sealed)
+
+        // Alone, it does not fail the apply (nor reset the controller): it waits for the answer, then goes on.
+        var alone = Lifecycle(config: try config("[beacon]\nformat = \"bthome\"\nbindkey_file = \"k\"\n"), configPath: "/c", seed: 1, seal: seal)
+        _ = alone.handle(.telemetry(tenths(0)))
+        _ = alone.handle(.start)
+        _ = alone.handle(.opened())
+        let wait = alone.handle(.selfReportSupplied(SelfReportSupply(address: address, counters: CounterReservation(floor: clock + 6, limit: clock + 14), clock: clock)))
+        #expect(applied(wait) == nil && !wait.contains(.closeBackend))
+        #expect(supplies(wait) == [SelfReportNeeds(address: address, notBefore: clock + 6)])
+        #expect(!wait.contains { if case .log(.err, _, _) = $0 { true } else { false } })
+        let go = alone.handle(.selfReportSupplied(SelfReportSupply(address: address, clock: clock + 6, uptime: 6)))
+        #expect(try #require(applied(go)).beacons.count == 1)
 
         // A clock never set (a day or more behind the book): the frame goes out at once.
         var far = Lifecycle(config: c, configPath: "/c", seed: 1, seal: seal)

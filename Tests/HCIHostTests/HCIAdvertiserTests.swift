@@ -397,6 +397,8 @@ struct HCIAdvertiserTests {
             b.sliceFinished(true, took: .milliseconds(3))
         }
         #expect(b.slotDuration == .milliseconds(100) && !b.takeNotes().contains { if case .warning = $0 { true } else { false } })
+        // Two events a slot: Eddystone-TLM counts them.
+        #expect(b.report!.beacons.map(\.events) == [2, 2, 2])
     }
 
     @Test("#54: before Core 5.0 the floor is 100 ms: slots of 230 ms from the start, and the parameters say 100 ms")
@@ -409,6 +411,13 @@ struct HCIAdvertiserTests {
         #expect(s.contains { if case .leSetAdvertisingParameters(let p) = $0.command { p.intervalMin == AdvertisingInterval.pre50NonConnectableFloor } else { false } })
         _ = a.finished(ok(s))
         #expect(a.slotDuration == .milliseconds(230))
+        // The cost measured (3 ms): no warning of a lengthening the floor made, not the cost.
+        for _ in 0..<HCIAdvertiser.restartSamples {
+            _ = a.nextSlice()
+            a.sliceFinished(true, took: .milliseconds(3))
+        }
+        #expect(!a.takeNotes().contains { if case .warning = $0 { true } else { false } })
+        #expect(a.slotDuration == .milliseconds(223))
     }
 
     @Test("SliceTiming: the longest interval that fits two events after the allowance, within the floor and the configured interval")
@@ -519,6 +528,19 @@ struct HCIAdvertiserTests {
         #expect(!opcodes(again).contains(.leSetRandomAddress))
         guard case .done = a.finished(ok(again)) else { Issue.record("not done"); return }
         #expect(a.publicWhileScanning)
+    }
+
+    @Test("review #52: a scan seen during a full apply, then the apply's random address refused: the fallback at once, not a failure that takes every beacon off the air")
+    func scanSeenThenRefusedDuringAnApply() {
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: false), capacity: 1, ownsController: false)
+        let s = steps(a.apply([request(1)], dataOnlyAllowed: false))
+        #expect(a.otherProgramCommand(.leSetScanEnable, [1, 0]) == nil)
+        let k = s.firstIndex { $0.command.opcode == .leSetRandomAddress }!
+        let refused = StepFailure(index: k, step: s[k], error: CommandError(opcode: .leSetRandomAddress, reason: .status(.commandDisallowed)))
+        let again = steps(a.finished(.failure(refused)))
+        #expect(!opcodes(again).contains(.leSetRandomAddress))
+        guard case .done = a.finished(ok(again)) else { Issue.record("not on the air"); return }
+        #expect(a.publicWhileScanning && a.switchToPublicIfDue() == nil)
     }
 
     @Test("a scan beside beacons on the public address, or on an extended controller, changes nothing")

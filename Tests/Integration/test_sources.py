@@ -50,13 +50,16 @@ def test_only_systemcalls_imports_glibc():
 
 def test_the_address_rules_are_written_once():
     """The mgmt rule (the kernel advertises a non-connectable beacon from an address it picks and rotates) and the
-    telemetry-follows-UID rule live in BeaconCore/AddressPlan.swift; nothing else decides them again."""
-    for phrase in ('picks and rotates', 'kernelCanGive(', 'isTelemetry, b.address == nil'):
+    telemetry-follows-UID rule live in BeaconCore/AddressPlan.swift; nothing else decides them again. Each format's
+    address is one row of data (#52), in BeaconCore/FormatAddress.swift alone."""
+    for phrase in ('picks and rotates', 'kernelCanGive(', 'address == .itsUIDs, b.address == nil'):
         users = sorted(str(f.relative_to(SOURCES)) for f in SOURCES.glob('*/*.swift') if phrase in f.read_text())
         owners = [u for u in users if u != 'BeaconCore/AddressPlan.swift']
         if phrase == 'kernelCanGive(':
-            owners = [u for u in owners if u != 'BeaconCore/Configuration.swift']  # the validator asks the plan
+            owners = [u for u in owners if u != 'BeaconCore/ConfigValidator.swift']  # the validator asks the plan
         assert 'BeaconCore/AddressPlan.swift' in users and owners == [], (phrase, users)
+    rows = sorted(str(f.relative_to(SOURCES)) for f in SOURCES.glob('*/*.swift') if 'FormatAddressRule(address:' in f.read_text())
+    assert rows == ['BeaconCore/FormatAddress.swift'], rows
 
 
 def test_beacondapp_decides_nothing_about_statuses_and_events():
