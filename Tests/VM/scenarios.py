@@ -805,7 +805,10 @@ def s0b_repository_upgrade_tamper_expiry():
     starts = wait(lambda: unit_starts(cursor), 10, "systemd's message that it started beacond.service")
     assert len(starts) == 1, f'beacond.service was started {len(starts)} times by the upgrade, not once: {starts}'
     gap = (on - off) / 1e6 if off else 0.0
-    assert gap <= 2.0, f'the beacon was off the air {gap:.3f} s across the upgrade (at most 2 s)'
+    # The bound is on beacond and its unit, not on the emulator: what of the gap the guest stood still (its vCPU
+    # starved by a loaded host, with_stall_probe) is left out (a cold CI run beside three other guests measured 3.9 s).
+    own = btsnoop.beyond_stalls((off, on), btsnoop.read_stalls(STALLS)) / 1000 if off else 0.0
+    assert own <= 2.0, f'the beacon was off the air {gap:.3f} s across the upgrade, {own:.3f} s of it while the guest ran (at most 2 s)'
 
     # An InRelease altered between the site and the host: apt refuses it, says so and goes on with the index it had
     # (a warning: `apt update` itself exits 0 there).
@@ -830,7 +833,7 @@ def s0b_repository_upgrade_tamper_expiry():
     code, out = apt_update()
     assert code == 0, f'apt update with the clock back: exit {code}: {out[-600:]}'
     return (f'{before} → {after} by apt upgrade, no prompt, the edited config kept, started once (pid {pid} → {new_pid}), '
-            f'off the air {gap:.3f} s; tampered: {refused[:90]}; expired: {expired[:110]}')
+            f'off the air {gap:.3f} s ({own:.3f} s while the guest ran); tampered: {refused[:90]}; expired: {expired[:110]}')
 
 
 def s13_purge_leaves_nothing():
@@ -1738,7 +1741,7 @@ def main():
             planned.append((title, fn))
     try:
         run_('0. fresh install by the README\'s lines from the signed repository served as Pages serves it: enabled, active, STATUS asks for a uuid, no HCI command; gen-uuid --set and reload put it on the air', s0_fresh_install_waits_for_a_uuid)
-        run_('0b. the repository: a newer version published, then apt upgrade: the edited config kept with no prompt, started once, the beacon back within 2 s; a tampered InRelease refused; an index past its Valid-Until named by apt', s0b_repository_upgrade_tamper_expiry)
+        run_('0b. the repository: a newer version published, then apt upgrade: the edited config kept with no prompt, started once, the beacon back within 2 s; a tampered InRelease refused; an index past its Valid-Until named by apt', with_stall_probe(s0b_repository_upgrade_tamper_expiry))
         run_('1a. enable --now with backend=hci, bluetoothd stopped: active, exact bytes on air, journal fields', s1_hci_without_bluetoothd)
         run_('1b. backend=auto, bluetoothd stopped: raw HCI at the configured interval on a legacy-only controller (mgmt on one with sets), exact bytes on air', s1_auto_without_bluetoothd)
         run_('1c. backend=auto, bluetoothd running: raw HCI on a legacy-only controller (mgmt on one with sets), exact bytes on air', s1_auto_with_bluetoothd)
