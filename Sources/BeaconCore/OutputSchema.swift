@@ -273,7 +273,7 @@ public enum OutputSchema {
         F("eid", [.string], "Eddystone-EID: the ephemeral identifier, 16 hex digits"),
     ] + telemetryFields + [
         F("encrypted", [.boolean], "BTHome: the frame is encrypted"),
-        F("interval_ms", [.number], "the advertising interval, ms"),
+        F("interval_ms", [.number], "the configured advertising interval, ms: what the hcitool recipe gives this beacon alone; beacons that take turns on a controller without advertising sets get what the controller allows (`check-config` says what it depends on, `status` what they got)"),
         F("connectable", [.boolean], "`advertising.connectable`"),
         F("pdu", [.string], "the legacy PDU: `ADV_NONCONN_IND`, `ADV_SCAN_IND`, `ADV_IND`"),
         F("tx_power", [.integer, .null], "`advertising.tx_power`, dBm"),

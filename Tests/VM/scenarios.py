@@ -806,9 +806,14 @@ def s0b_repository_upgrade_tamper_expiry():
     assert len(starts) == 1, f'beacond.service was started {len(starts)} times by the upgrade, not once: {starts}'
     gap = (on - off) / 1e6 if off else 0.0
     # The bound is on beacond and its unit, not on the emulator: what of the gap the guest stood still (its vCPU
-    # starved by a loaded host, with_stall_probe) is left out (a cold CI run beside three other guests measured 3.9 s).
+    # starved by a loaded host, with_stall_probe) is left out. A guest merely slowed down (TCG beside the integration
+    # tests and three other guests: 2.3 and 3.9 s in cold CI runs, 0.60–0.64 s idle, the exec alone 1.3 s against
+    # 0.4) is measured by a plain restart right after: the upgrade may cost at most 2 s, or no more than that restart.
     own = btsnoop.beyond_stalls((off, on), btsnoop.read_stalls(STALLS)) / 1000 if off else 0.0
-    assert own <= 2.0, f'the beacon was off the air {gap:.3f} s across the upgrade, {own:.3f} s of it while the guest ran (at most 2 s)'
+    r_off, r_on = gap_after(lambda: sh('systemctl restart beacond', check=True), expected, timeout=60)
+    restart = btsnoop.beyond_stalls((r_off, r_on), btsnoop.read_stalls(STALLS)) / 1000 if r_off else 0.0
+    assert own <= 2.0 or own <= restart + 0.5, \
+        f'the beacon was off the air {gap:.3f} s across the upgrade, {own:.3f} s of it while the guest ran (at most 2 s, or a plain restart\'s {restart:.3f} s and 0.5 s)'
 
     # An InRelease altered between the site and the host: apt refuses it, says so and goes on with the index it had
     # (a warning: `apt update` itself exits 0 there).
@@ -833,7 +838,7 @@ def s0b_repository_upgrade_tamper_expiry():
     code, out = apt_update()
     assert code == 0, f'apt update with the clock back: exit {code}: {out[-600:]}'
     return (f'{before} → {after} by apt upgrade, no prompt, the edited config kept, started once (pid {pid} → {new_pid}), '
-            f'off the air {gap:.3f} s ({own:.3f} s while the guest ran); tampered: {refused[:90]}; expired: {expired[:110]}')
+            f'off the air {gap:.3f} s ({own:.3f} s while the guest ran; a plain restart right after: {restart:.3f} s); tampered: {refused[:90]}; expired: {expired[:110]}')
 
 
 def s13_purge_leaves_nothing():
