@@ -59,7 +59,7 @@ def main() -> int:
             proc = subprocess.Popen([args.beacond, 'run', '--config', args.config, '--device', f'unix:{sock}'], env=env)
             try:
                 family, state = wait_for(lab.advertising, 10, what='beacond to start advertising')
-                print(f"controller: {family} advertising enabled, {state['interval_min']} × 0.625 ms slots")
+                print(f"controller: {family} advertising enabled, {state['interval_min']} × 0.625 ms interval")
                 lab.clear_received()
                 time.sleep(args.seconds)
                 frames = list(lab.received)
