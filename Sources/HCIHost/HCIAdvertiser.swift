@@ -416,11 +416,10 @@ public struct HCIAdvertiser: Sendable {
         notes.append(.info("Time slices on \(device) restart the advertiser from each beacon's own address: \(commands) commands, at most \(formatMicroseconds(median)) off the air\(slot) (median of \(Self.restartSamples))"))
         if let t = timing, median > SliceTiming.costAllowance, t.slot > before?.slot ?? .zero {
             let n = slicer.slicing?.beacons.count ?? 1
-            notes.append(.warning("The controller on \(device) takes \(formatMicroseconds(median)) to move its advertiser from one beacon's address to the next: the slots are lengthened to \(formatMicroseconds(t.slot)), so that each holds two advertising events; each beacon is on the air every \(formatMicroseconds(t.slot * n)), not every \(formatMicroseconds(live(before?.slot, n)))"))
+            notes.append(.warning("The controller on \(device) takes \(formatMicroseconds(median)) to move its advertiser from one beacon's address to the next: the slots are lengthened to \(formatMicroseconds(t.slot)), so that each holds two advertising events; each beacon is on the air every \(formatMicroseconds(t.slot * n)), not every \(formatMicroseconds((before?.slot ?? .zero) * n))"))
         }
     }
 
-    private func live(_ slot: Duration?, _ n: Int) -> Duration { (slot ?? .zero) * n }
 
     // MARK: a controller that stops by itself
 
