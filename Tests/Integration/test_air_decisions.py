@@ -70,8 +70,11 @@ def test_private_beacons_pause_beside_another_scanner_and_come_back(tmp_path, pr
         lab.kernel_scan(True)
         wait_for(lambda: 'another program scans' in b.log(), 10, what='beacond to meet the refused address')
         t0 = time.monotonic()
-        # The static beacon from the public address; the private ones paused, and said so.
+        # The static beacon from the public address; the private ones paused, and said so. The window for "nothing of
+        # theirs" starts once the static beacon is heard from the public address: that apply is the one that paused them
+        # (on a busy machine it may come well after the log line).
         wait_for(lambda: PUBLIC in heard_from(lab, lambda d: d == static, t0), 10, what='the static beacon from the public address')
+        t0 = min(r.at for r in list(lab.received) if r.at >= t0 and r.data == static and r.address.split('/')[0] == PUBLIC)
         st = wait_for(lambda: (s := status(conf, run_dir)) and not s['ok'] and s, 10, what='status to name the paused beacons')
         beacons = st['daemons'][0]['beacons']
         assert [x['on_air'] for x in beacons] == [True, False, False], beacons

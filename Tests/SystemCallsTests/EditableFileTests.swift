@@ -130,7 +130,7 @@ struct EditableFileTests {
         _ = try FileDescriptor.openTrustedDirectory("\(d)/shared")
         // Another user's directory (root only can give it away).
         if geteuid() == 0 {
-            #expect(mkdir("\(d)/theirs", 0o755) == 0 && chown("\(d)/theirs", 65534, 65534) == 0)
+            #expect(mkdir("\(d)/theirs", 0o755) == 0 && chmod("\(d)/theirs", 0o755) == 0 && chown("\(d)/theirs", 65534, 65534) == 0)
             #expect(throws: SystemError("open(\(d)/theirs): the directory belongs to user 65534 with mode 755: only a directory of root's (or this user's) that no one else may write is written to", errno: .notPermitted)) {
                 try FileDescriptor.openTrustedDirectory("\(d)/theirs")
             }
