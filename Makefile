@@ -70,7 +70,7 @@ REPO_DIR ?= build/repo
 # The fleet guest's control node keeps its files here (make vm-test-fleet, make test).
 FLEET_DIR := $(CURDIR)/build/fleet
 
-.PHONY: deps deps-all deps-build deps-cross deps-repo deps-demo venv-demo build release deb deb-amd64 deb-arm64 repo publish resign release-files signing-key check-release-tag vm-test-fleet vm-test-arm64 test test-stages test-fast unit-test integration-test fuzz fuzz-long swift60 vm-test bench bench-smoke soak check-units demo install venv venv-ha venv-ansible clean buildroot vm-image-amd64 vm-image-arm64 vm-image-arm64-bookworm vm-test-arm64-bookworm
+.PHONY: symbol-order deps deps-all deps-build deps-cross deps-repo deps-demo venv-demo build release deb deb-amd64 deb-arm64 repo publish resign release-files signing-key check-release-tag vm-test-fleet vm-test-arm64 test test-stages test-fast unit-test integration-test fuzz fuzz-long swift60 vm-test bench bench-smoke soak check-units demo install venv venv-ha venv-ansible clean buildroot vm-image-amd64 vm-image-arm64 vm-image-arm64-bookworm vm-test-arm64-bookworm
 
 # The Debian packages (installed when missing and run as root; otherwise the command to run is printed).
 deps:
@@ -244,6 +244,11 @@ check-release-tag:
 signing-key:
 	@sh scripts/signing-key.sh
 
+# The release link's code order (scripts/symbol-order) from a profile of runs on Bumble (valgrind's callgrind): rerun
+# when release-build.sh says the binary has much less of the list than all of it.
+symbol-order: release venv
+	$(PY) bench/symbol_order.py --beacond $(BUILD_TREE)/.build/release/beacond --out scripts/symbol-order
+
 bench: release venv
 	$(PY) bench/run.py --beacond build/beacond
 
@@ -252,7 +257,7 @@ soak: release venv deb-arm64
 	$(PY) bench/soak.py --beacond build/beacond --arm64 build/deb-arm64/beacond
 
 bench-smoke: release venv
-	$(STAGE) bench-smoke sh -c '$(PY) bench/run.py --beacond build/beacond --smoke && $(PY) bench/variants.py --runs 1 release=build/beacond && $(PY) bench/soak.py --beacond build/beacond --minutes 0.7'
+	$(STAGE) bench-smoke sh -c '$(PY) bench/run.py --beacond build/beacond --smoke && $(PY) bench/variants.py --runs 1 release=build/beacond && $(PY) bench/soak.py --beacond build/beacond --minutes 0.7 && $(PY) bench/symbol_order.py --beacond $(BUILD_TREE)/.build/release/beacond --check'
 
 # systemd-analyze verify must be clean and security --offline exposure at most 1.5 (printed for the CI log).
 check-units: build

@@ -13,7 +13,8 @@
 #                               gpgv, dpkg-dev
 #   sh scripts/deps.sh --demo   what make demo needs: the build's packages and python3-venv
 #   sh scripts/deps.sh --all    also the packages and the VM tests (debootstrap, qemu for x86 and arm, e2fsprogs,
-#                               openssh-client for the fleet test's Ansible) and the benchmark (file)
+#                               openssh-client for the fleet test's Ansible) and the benchmark (file; valgrind for make
+#                               symbol-order's profile)
 #   sh scripts/deps.sh MODE --list   prints the packages MODE installs, one a line, and installs nothing
 # The Python packages the tests run (Bumble, pytest, Ansible, actionlint for the release workflows' check, …) are
 # PyPI's, pinned in Tests/Integration/requirements.txt (make venv).
@@ -55,7 +56,7 @@ case $mode in
 *)
     packages="$build python3-venv systemd procps strace apt-utils gnupg gpgv prometheus man-db shellcheck"
     if [ "$mode" = "--all" ]; then
-        packages="$packages debootstrap qemu-system-x86 qemu-system-arm e2fsprogs file openssh-client"
+        packages="$packages debootstrap qemu-system-x86 qemu-system-arm e2fsprogs file openssh-client valgrind"
         why="$why, the packages' build root and the VM tests"
     fi ;;
 esac

@@ -26,6 +26,10 @@ archive=$(${CC:-cc} -print-file-name=libstdc++.a)
 lld="$(dirname "$(readlink -f "$(command -v "$swift")")")/ld.lld"
 [ -x "$lld" ] || { echo "release-build: this Swift toolchain has no ld.lld ($lld)" >&2; exit 1; }
 flags="$flags -Xswiftc -use-ld=lld"
+# The functions a run executes first, together (bench/symbol_order.py made the list from a profile): a start touched
+# most of the 64-KiB windows of the code, and the kernel maps a whole window on each first touch (docs/benchmarks.md).
+order="$top/scripts/symbol-order"
+flags="$flags -Xlinker --symbol-ordering-file=$order -Xlinker --no-warn-symbol-ordering"
 bin=$("$swift" build --package-path "$tree" $flags "$@" --show-bin-path)
 mkdir -p "$bin"
 ln -sf "$archive" "$bin/libstdc++.a"
@@ -34,3 +38,7 @@ if readelf -dW "$bin/beacond" | grep -q 'NEEDED.*libstdc++'; then
     echo "release-build: $bin/beacond still needs libstdc++.so.6: the linker did not take $bin/libstdc++.a" >&2
     exit 1
 fi
+# A stale list costs pages, not correctness: say how much of it the binary still has (regenerate it with
+# `make symbol-order` when this falls well below all of it).
+found=$(nm --defined-only "$bin/beacond" | awk '{ print $NF }' | LC_ALL=C sort -u | LC_ALL=C comm -12 - "$order" | wc -l)
+echo "release-build: symbol order: $found of the $(wc -l < "$order") functions of scripts/symbol-order are in the binary" >&2

@@ -187,7 +187,17 @@ def s1_hci_without_bluetoothd():
     fields = sh('journalctl -u beacond -o json --no-pager')
     entries = [json.loads(l) for l in fields.splitlines() if l.startswith('{')]
     assert any(e.get('BEACON_UUID') == UUID and e.get('HCI_DEVICE') == 'hci0' for e in entries), 'no native journal fields'
-    return st
+    return f'{st} | {memory()}'
+
+
+def memory():
+    """The running unit's memory as the package's binary uses it on this guest's kernel (reported, not bounded: the
+    bounds are the benchmark's, docs/benchmarks.md)."""
+    pid = show('MainPID')['MainPID']
+    def field(path, key):
+        return next(int(l.split()[1]) for l in open(path) if l.startswith(key + ':')) / 1024
+    return (f'peak RSS {field(f"/proc/{pid}/status", "VmHWM"):.1f} MiB, PSS {field(f"/proc/{pid}/smaps_rollup", "Pss"):.1f} MiB, '
+            f'private dirty {field(f"/proc/{pid}/smaps_rollup", "Private_Dirty"):.1f} MiB')
 
 
 def s1_auto_without_bluetoothd():
@@ -1757,7 +1767,7 @@ def main():
     try:
         run_('0. fresh install by the README\'s lines from the signed repository served as Pages serves it: enabled, active, STATUS asks for a uuid, no HCI command; gen-uuid --set and reload put it on the air', s0_fresh_install_waits_for_a_uuid)
         run_('0b. the repository: a newer version published, then apt upgrade: the edited config kept with no prompt, started once, off the air only for a restart after the unpack; a tampered InRelease refused; an index past its Valid-Until named by apt', with_stall_probe(s0b_repository_upgrade_tamper_expiry))
-        run_('1a. enable --now with backend=hci, bluetoothd stopped: active, exact bytes on air, journal fields', s1_hci_without_bluetoothd)
+        run_('1a. enable --now with backend=hci, bluetoothd stopped: active, exact bytes on air, journal fields; the memory it uses, reported', s1_hci_without_bluetoothd)
         run_('1b. backend=auto, bluetoothd stopped: raw HCI at the configured interval on a legacy-only controller (mgmt on one with sets), exact bytes on air', s1_auto_without_bluetoothd)
         run_('1c. backend=auto, bluetoothd running: raw HCI on a legacy-only controller (mgmt on one with sets), exact bytes on air', s1_auto_with_bluetoothd)
         run_('1e. mgmt with bluetoothd: an AltBeacon, whose 31 bytes fill the frame: exact bytes on air', s1e_mgmt_altbeacon_full_frame)
