@@ -82,7 +82,8 @@ elif [ "$arch" = arm64 ] && [ "$host_arch" = amd64 ] && [ "$arm64_build" = cross
     # tests share. pack-relative-relocs (DT_RELR, glibc 2.36) makes the binary 0.4 MB smaller (docs/benchmarks.md);
     # amd64 keeps the classic relocations, which Ubuntu 22.04's glibc 2.35 needs. The code in the order of
     # scripts/symbol-order, as release-build.sh links amd64's (the names are the same on both architectures but for
-    # the few each one's runtime has alone, which lld passes over).
+    # the few each one's runtime has alone, which lld passes over). Not scripts/text-layout.ld: this root's lld
+    # (Swift 6.0's) fails an assertion on any INSERT command.
     sh "$top/scripts/in-buildroot.sh" amd64 "export PKG_CONFIG_SYSROOT_DIR=$sysroot/root PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR=$sysroot/root/usr/lib/aarch64-linux-gnu/pkgconfig:$sysroot/root/usr/share/pkgconfig
         swift build $swift_flags -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --symbol-ordering-file=/src/beacond/scripts/symbol-order -Xlinker --no-warn-symbol-ordering -Xlinker $sysroot/compat.o --scratch-path .build/bookworm-arm64 --swift-sdks-path /opt/swift-sdks-bookworm --swift-sdk bookworm-aarch64 >&2 &&
         aarch64-linux-gnu-strip $strip_flags -o /tmp/beacond-arm64 .build/bookworm-arm64/aarch64-unknown-linux-gnu/release/beacond &&

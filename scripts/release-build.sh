@@ -28,8 +28,9 @@ lld="$(dirname "$(readlink -f "$(command -v "$swift")")")/ld.lld"
 flags="$flags -Xswiftc -use-ld=lld"
 # The functions a run executes first, together (bench/symbol_order.py made the list from a profile): a start touched
 # most of the 64-KiB windows of the code, and the kernel maps a whole window on each first touch (docs/benchmarks.md).
+# scripts/text-layout.ld puts what has no name to order by (the compiler's unnamed helpers, .init) before them.
 order="$top/scripts/symbol-order"
-flags="$flags -Xlinker --symbol-ordering-file=$order -Xlinker --no-warn-symbol-ordering"
+flags="$flags -Xlinker --symbol-ordering-file=$order -Xlinker --no-warn-symbol-ordering -Xlinker $top/scripts/text-layout.ld"
 bin=$("$swift" build --package-path "$tree" $flags "$@" --show-bin-path)
 mkdir -p "$bin"
 ln -sf "$archive" "$bin/libstdc++.a"
