@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT / 'bench'))
 sys.path.insert(0, str(ROOT / 'Tests' / 'Integration'))
 from harness.lab import Lab, wait_for  # noqa: E402
 from harness.personalities import CYW43455  # noqa: E402
+from air_cost import config as three_beacons  # noqa: E402
 from run import config, free_port  # noqa: E402
 
 
@@ -67,8 +68,7 @@ def one_ibeacon(beacond: str, tmp: Path) -> Path:
 
 def three_on_the_pi_model(beacond: str, tmp: Path) -> Path:
     conf, out, port = tmp / 'three.conf', tmp / 'three.callgrind', free_port()
-    conf.write_text(''.join(f'[[beacon]]\nuuid = "E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"\nmajor = 7\nminor = {k}\n'
-                            for k in range(1, 4)))
+    conf.write_text(three_beacons())
     with Lab(f'tcp-server:127.0.0.1:{port}', personality=CYW43455, scan=False) as lab:
         p = under_callgrind(beacond, conf, port, out)
         wait_for(lab.advertising, 120, what='advertising under callgrind')

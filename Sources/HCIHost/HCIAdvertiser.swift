@@ -420,7 +420,6 @@ public struct HCIAdvertiser: Sendable {
         }
     }
 
-
     // MARK: a controller that stops by itself
 
     /// A controller can stop advertising and say nothing: a Pi's radio gone from every scan until a reboot
@@ -577,7 +576,7 @@ public struct HCIAdvertiser: Sendable {
                 if slicing.restartsPerSlot { details.append("each slot restarted from its beacon's address, advertising every \(base.interval) within it") }
                 if timing?.lengthened == true { details.append("slots lengthened to hold two events") }
                 let every = slotLength * slicing.beacons.count
-                let eventsPerSlot = timing.map { t in max(1, Int((t.slot - (switchCost ?? SliceTiming.costAllowance)) / (.microseconds(Int64(t.interval.microseconds)) + SliceTiming.advDelay / 2))) } ?? 1
+                let eventsPerSlot = timing?.events(switchCost: switchCost) ?? 1
                 beacons = (0..<n).map { k in
                     if paused.contains(k) { return Report.Beacon(every: .zero, details: [], paused: true) }
                     slot += 1

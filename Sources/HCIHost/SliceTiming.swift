@@ -42,6 +42,12 @@ public struct SliceTiming: Sendable, Hashable {
         return SliceTiming(slot: max(c, needed), interval: interval, lengthened: needed > c, configured: configured)
     }
 
+    /// The advertising events a slot holds after a restart costing `switchCost` (nil: the allowance), each interval
+    /// taken with half the advDelay it may add on average: at least one. Eddystone-TLM counts them.
+    public func events(switchCost: Duration?) -> Int {
+        max(1, Int((slot - (switchCost ?? Self.costAllowance)) / (.microseconds(Int64(interval.microseconds)) + Self.advDelay / 2)))
+    }
+
     /// The shortest interval a controller allows for `type`: 20 ms for connectable advertising, and from Core 5.0
     /// for all; 100 ms before 5.0 for scannable and non-connectable PDUs, or where a refusal taught the floor.
     public static func floor(for type: LegacyAdvertisingType, core50: Bool, floorForced: Bool) -> AdvertisingInterval {
