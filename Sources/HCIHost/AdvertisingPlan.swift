@@ -168,8 +168,11 @@ public struct LegacySlicing: Sendable, Hashable {
     public init(_ beacons: [AdvertisingRequest]) { self.beacons = beacons }
 
     /// The one advertiser's parameters: the first beacon's, at the shortest interval.
-    public var base: AdvertisingRequest {
-        var b = beacons[0]
+    public var base: AdvertisingRequest { base(at: 0) }
+
+    /// The advertiser started with beacon `index` on it: that beacon's data and address, at the shortest interval.
+    public func base(at index: Int) -> AdvertisingRequest {
+        var b = beacons[index]
         b.interval = beacons.map(\.interval).min()!
         // One of them has a name: the advertiser is scannable, and the others answer with an empty scan response.
         if beacons.contains(where: { $0.scanResponse != nil }) {

@@ -24,9 +24,9 @@ public struct HCIAdvertiser: Sendable {
     /// Extended: every set that may carry something of beacond's (this run's, or a killed run's on a kernel hciN).
     public private(set) var usedHandles: Set<UInt8>
     /// Legacy: the one advertiser's parameters and the data and scan response it carries now.
-    private var legacyBase: AdvertisingRequest?
+    var legacyBase: AdvertisingRequest?
     /// Legacy with several beacons: the beacons taking turns, whose turn it is.
-    private var slicer = LegacySlicer()
+    var slicer = LegacySlicer()
     /// The one sequence of beacond's commands out at a time, whoever asks: an apply's, or a slot's or a refresh's (the
     /// steps a timer sends). A disable or a new advertiser sent between a slot's or a refresh's commands would be
     /// overtaken by their enable.
@@ -57,11 +57,11 @@ public struct HCIAdvertiser: Sendable {
     private var effectiveIntervals: [AdvertisingInterval] = []
     private var txPowers: [UInt8: Int8] = [:]
     /// The controller refused a short interval although its version allows it: the 100 ms floor from now on.
-    private var intervalFloorForced = false
+    var intervalFloorForced = false
     /// Legacy, beacons from different addresses: each slot's length and the interval within it (SliceTiming), and
     /// what a slot's restart costs on this controller (measured on the first slots).
-    private var timing: SliceTiming?
-    private var switchCost: Duration?
+    var timing: SliceTiming?
+    var switchCost: Duration?
     /// Between the Reset of a controller beacond owns and the first start sequence (its disable is left out).
     private var freshlyReset: Bool
     /// Legacy: whether the controller takes beacond's random addresses (OwnAddresses): refused while another program
@@ -81,7 +81,7 @@ public struct HCIAdvertiser: Sendable {
         case extended(SetPlan, wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest], full: Bool, allowSwitch: Bool)
         case legacyData(wanted: [AdvertisingRequest], slot: LegacySlicer.Slot, paused: Set<Int>)
         /// `adjusted`: the beacons on the air (the others paused).
-        case legacyStart(wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest], steps: [Step], allowSwitch: Bool, paused: Set<Int>)
+        case legacyStart(wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest], steps: [Step], allowSwitch: Bool, paused: Set<Int>, turn: Int, cadence: Bool)
         /// Every beacon paused (PublicFallback): the advertiser's disable.
         case legacyPaused(wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest])
     }
@@ -233,11 +233,13 @@ public struct HCIAdvertiser: Sendable {
                 inFlight = .apply(.legacyData(wanted: wanted, slot: slot, paused: fallback.paused))
                 return .send(steps)
             }
-            let steps = AdvertisingPlan.start(base, family: .legacy, handle: 0, afterReset: freshlyReset)
+            // The beacon whose turn it is goes on first, and slots that ran keep their cadence (`slotDuration`).
+            let (turn, cadence) = (slicer.turn(in: s), slicer.slicing != nil)
+            let steps = AdvertisingPlan.start(s.base(at: turn), family: .legacy, handle: 0, afterReset: freshlyReset)
             freshlyReset = false
             slicer.stop()
             legacyBase = nil
-            inFlight = .apply(.legacyStart(wanted: wanted, adjusted: adjustedRequests, steps: steps, allowSwitch: allowSwitch, paused: fallback.paused))
+            inFlight = .apply(.legacyStart(wanted: wanted, adjusted: adjustedRequests, steps: steps, allowSwitch: allowSwitch, paused: fallback.paused, turn: turn, cadence: cadence))
             return .send(steps)
         }
     }
@@ -272,19 +274,22 @@ public struct HCIAdvertiser: Sendable {
             effectiveIntervals = adjusted.map(\.interval)
             (applied, paused) = (wanted, Set(wanted.indices))
             return .done
-        case (.legacyStart(let wanted, _, _, _, _), .success) where own.switchDue:
+        case (.legacyStart(let wanted, _, _, _, _, _, _), .success) where own.switchDue:
             // Another program's scan started while these steps were out: once more, from the public address.
             own.switchDue = false
             forget()
             return apply(wanted, dataOnlyAllowed: false, allowSwitch: false)
-        case (.legacyStart(let wanted, let adjusted, let steps, _, let p), .success(let replies)):
+        case (.legacyStart(let wanted, let adjusted, let steps, _, let p, let turn, _), .success(let replies)):
             if own.taken == .retrying {
                 own.taken = .yes
                 notes.append(.info("The controller on \(device) takes beacond's random addresses again (no other program scans on it now): each beacon from its own address again"))
             }
             let s = LegacySlicing(adjusted)
             legacyBase = s.base
-            slicer.started(s)
+            slicer.started(s, at: turn)
+            // A slot that came due while these were out starts the slots again from now (`slotDuration`): the beacon
+            // just put on keeps a whole slot.
+            owed.remove(.slice)
             txPowers[0] = zip(steps, replies).compactMap { AdvertisingPlan.reportedTxPower(for: $0.command, returnParameters: $1) }.last
             effectiveIntervals = wanted.map { _ in s.base.interval }
             (applied, paused) = (wanted, p)
@@ -294,7 +299,7 @@ public struct HCIAdvertiser: Sendable {
             let wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest], full: Bool, allowSwitch: Bool
             switch p {
             case .extended(_, let w, let a, let fl, let sw): (wanted, adjusted, full, allowSwitch) = (w, a, fl, sw)
-            case .legacyStart(let w, let a, _, let sw, _): (wanted, adjusted, full, allowSwitch) = (w, a, true, sw)
+            case .legacyStart(let w, let a, _, let sw, _, _, _): (wanted, adjusted, full, allowSwitch) = (w, a, true, sw)
             case .legacyData(let w, _, _): (wanted, adjusted, full, allowSwitch) = (w, w, false, false)
             case .legacyPaused(let w, let a): (wanted, adjusted, full, allowSwitch) = (w, a, true, false)
             }
@@ -355,71 +360,6 @@ public struct HCIAdvertiser: Sendable {
         }
     }
 
-    // MARK: time slices (legacy controllers, several beacons)
-
-    /// While beacons take turns on the one legacy advertiser: how long each slot lasts (the slot timer's period).
-    public var slotDuration: Duration? {
-        guard let slicing = slicer.slicing, let base = legacyBase ?? Optional(slicing.base) else { return nil }
-        return timing?.slot ?? .microseconds(Int64(base.interval.units) * 625)
-    }
-
-    /// The slot and in-slot interval for `live` (each beacon from its own address) on this controller, with the
-    /// restart cost measured so far.
-    private func sliceTiming(_ live: [AdvertisingRequest]) -> SliceTiming {
-        SliceTiming.make(configured: live.map(\.interval).min()!, floor: floor(for: LegacySlicing(live).base.type), switchCost: switchCost)
-    }
-
-    private func floor(for type: LegacyAdvertisingType) -> AdvertisingInterval {
-        SliceTiming.floor(for: type, core50: info.version.isAtLeastCore50, floorForced: intervalFloorForced)
-    }
-
-    /// The slot timer fired: the next beacon's steps (empty when nothing needs sending, or another sequence's commands
-    /// are still out: then the slot is owed, `owedSlice`). Report them with `sliceFinished`.
-    public mutating func nextSlice() -> [Step] {
-        guard idle else {
-            owed.insert(.slice)
-            return []
-        }
-        owed.remove(.slice)
-        guard legacyBase != nil else { return [] }
-        var steps = slicer.next()
-        if owed.remove(.refresh) != nil {
-            if steps.first?.command != .leSetAdvertisingEnable(false) { steps = Self.restart(steps) }
-        }
-        if !steps.isEmpty { inFlight = .timed }
-        return steps
-    }
-
-    /// After another sequence's commands came back: the slot that came due while they were out, if one did
-    /// (`nextSlice`'s steps; report them with `sliceFinished`). So no beacon loses its turn to a slow controller, an
-    /// apply or a move to the public address.
-    public mutating func owedSlice() -> [Step] {
-        guard owed.contains(.slice), idle else { return [] }
-        return nextSlice()
-    }
-
-    /// How many restarts are timed before the cost is said.
-    public static let restartSamples = LegacySlicer.restartSamples
-
-    /// The result of `nextSlice`'s steps; false when the controller refused them (the caller says so, once).
-    /// `took`: from the first command out to the last reply, for the cost of a slot that restarts the advertiser.
-    public mutating func sliceFinished(_ ok: Bool, took: Duration? = nil) {
-        if timedStepsInFlight { inFlight = nil }
-        guard let (commands, median) = slicer.finished(ok, took: took) else { return }
-        let before = timing
-        switchCost = median
-        if let t = before, let base = legacyBase {
-            // The measured cost: the slots are as long as two events after it need (never shorter than configured).
-            timing = SliceTiming.make(configured: t.configured, floor: floor(for: base.type), switchCost: median)
-        }
-        let slot = timing.map { " of every \(formatMicroseconds($0.slot)) slot, advertising every \($0.interval) within it" } ?? ""
-        notes.append(.info("Time slices on \(device) restart the advertiser from each beacon's own address: \(commands) commands, at most \(formatMicroseconds(median)) off the air\(slot) (median of \(Self.restartSamples))"))
-        if let t = timing, median > SliceTiming.costAllowance, t.slot > before?.slot ?? .zero {
-            let n = slicer.slicing?.beacons.count ?? 1
-            notes.append(.warning("The controller on \(device) takes \(formatMicroseconds(median)) to move its advertiser from one beacon's address to the next: the slots are lengthened to \(formatMicroseconds(t.slot)), so that each holds two advertising events; each beacon is on the air every \(formatMicroseconds(t.slot * n)), not every \(formatMicroseconds((before?.slot ?? .zero) * n))"))
-        }
-    }
-
     // MARK: a controller that stops by itself
 
     /// A controller can stop advertising and say nothing: a Pi's radio gone from every scan until a reboot
@@ -461,7 +401,7 @@ public struct HCIAdvertiser: Sendable {
     public mutating func refreshFinished() { if timedStepsInFlight { inFlight = nil } }
 
     /// `steps` with the legacy advertiser turned off before them and on after (the disable tolerated when it was off).
-    private static func restart(_ steps: [Step]) -> [Step] {
+    static func restart(_ steps: [Step]) -> [Step] {
         [Step(.leSetAdvertisingEnable(false), tolerating: [.commandDisallowed])] + steps + [Step(.leSetAdvertisingEnable(true))]
     }
 
@@ -478,6 +418,7 @@ public struct HCIAdvertiser: Sendable {
             return nil
         }
         forget()
+        slicer.stop()
         inFlight = nil
         switch family {
         case .legacy: return AdvertisingPlan.stop(family: .legacy, handle: 0)

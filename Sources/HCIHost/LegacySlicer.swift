@@ -13,6 +13,8 @@ public struct LegacySlicer: Sendable {
     public private(set) var response: AdvertisingData?
     public private(set) var address: OwnAddress?
     private var pending: (slot: Slot, commands: Int, restart: Bool)?
+    /// The slot whose time it is, its steps failed (a refusal, an enable withheld): a restart puts its beacon on.
+    private var missed: Slot?
     private var restartTimes: [Duration] = []
     private var costSaid = false
     /// How many restarts are timed before the cost is said (the median of these).
@@ -31,10 +33,19 @@ public struct LegacySlicer: Sendable {
         }
     }
 
-    /// The advertiser was started with `s`'s base (its first beacon): turns from the first.
-    public mutating func started(_ s: LegacySlicing) {
-        (data, response, address, index) = (s.base.data, s.base.scanResponse, s.base.ownAddress, 0)
+    /// The advertiser was started with `s.base(at: turn)` on it: turns from that beacon on.
+    public mutating func started(_ s: LegacySlicing, at turn: Int = 0) {
+        let b = s.base(at: turn)
+        (data, response, address, index, missed) = (b.data, b.scanResponse, b.ownAddress, turn, nil)
         take(s)
+    }
+
+    /// The beacon of `s` a restart of the advertiser puts on (a move to the public address or back, a reload): the one
+    /// whose turn it is now (found by its data, else the same turn), so that the restart costs no beacon its turn.
+    public func turn(in s: LegacySlicing) -> Int {
+        let (data, index) = missed.map { ($0.data, $0.index) } ?? (data, index)
+        if let data, let i = s.beacons.firstIndex(where: { $0.data == data }) { return i }
+        return index < s.beacons.count ? index : 0
     }
 
     /// New beacons on a running advertiser whose parameters stay: the steps that put the current slot's beacon's new
@@ -50,16 +61,14 @@ public struct LegacySlicer: Sendable {
     /// The advertiser is started again from scratch: no turns until it is.
     public mutating func stop() { slicing = nil }
 
-    /// Nothing is known of the advertiser any more.
-    public mutating func forget() {
-        slicing = nil
-        address = nil
-    }
+    /// Nothing is known of the advertiser any more: the next slot restarts it. The turns go on (a restart keeps
+    /// them: `turn(in:)`).
+    public mutating func forget() { address = nil }
 
     /// The advertiser carries `slot` now.
     public mutating func carrying(_ slot: Slot) {
         index = slot.index
-        (data, response, address) = (slot.data, slot.response, slot.address)
+        (data, response, address, missed) = (slot.data, slot.response, slot.address, nil)
     }
 
     /// What slot `i` needs sent: its data and its scan response, each only when it differs from what is there, and a
@@ -74,7 +83,7 @@ public struct LegacySlicer: Sendable {
         let i = s.next(after: index)
         let out = steps(s, i)
         if out.isEmpty {
-            index = i
+            (index, missed) = (i, nil)
             return []
         }
         pending = (Slot(s, i), out.count, s.beacons[i].ownAddress != address)
@@ -84,7 +93,11 @@ public struct LegacySlicer: Sendable {
     /// The result of `next`'s steps. `took`: from the first command out to the last reply. Returns, once, the cost
     /// of a slot that restarts the advertiser: its commands and the median time off the air of the first slots.
     public mutating func finished(_ ok: Bool, took: Duration?) -> (commands: Int, median: Duration)? {
-        guard ok, let p = pending else { pending = nil; return nil }
+        guard ok, let p = pending else {
+            missed = pending?.slot
+            pending = nil
+            return nil
+        }
         pending = nil
         carrying(p.slot)
         guard p.restart, !costSaid, let took else { return nil }

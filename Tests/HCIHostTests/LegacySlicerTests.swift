@@ -41,6 +41,28 @@ struct LegacySlicerTests {
         #expect(s.index == 0 && steps.map(\.command.opcode) == [.leSetAdvertisingData])
     }
 
+    @Test("a restart puts on the beacon whose turn it is: found by its data among the new beacons, else the same turn, else the first")
+    func turnAcrossARestart() {
+        var s = LegacySlicer()
+        s.started(LegacySlicing([beacon(1), beacon(2), beacon(3)]))
+        _ = s.next(); _ = s.finished(true, took: nil)
+        #expect(s.turn(in: LegacySlicing([beacon(1), beacon(2), beacon(3)])) == 1)
+        // The same beacons from other addresses (the public one while another program scans): found by the data.
+        #expect(s.turn(in: LegacySlicing([beacon(1, .random([1, 2, 3, 4, 5, 0xC6])), beacon(2, .random([6, 5, 4, 3, 2, 0xD1]))])) == 1)
+        // Beacon 1 paused meanwhile: beacon 2 is the first of the two.
+        #expect(s.turn(in: LegacySlicing([beacon(2), beacon(3)])) == 0)
+        // A reload that replaced it: its turn; fewer beacons than that: the first.
+        #expect(s.turn(in: LegacySlicing([beacon(1), beacon(9), beacon(3)])) == 1)
+        #expect(s.turn(in: LegacySlicing([beacon(8)])) == 0)
+        // Beacon 3's slot failed (its enable withheld: another program wrote the address): it is beacon 3's turn.
+        _ = s.next()
+        _ = s.finished(false, took: nil)
+        #expect(s.index == 1 && s.turn(in: LegacySlicing([beacon(1), beacon(2), beacon(3)])) == 2)
+        // Started there: its data on the advertiser, and the next turn after it.
+        s.started(LegacySlicing([beacon(1), beacon(2), beacon(3)]), at: 2)
+        #expect(s.index == 2 && s.data == beacon(3).data && s.next().map(\.command) == [.leSetAdvertisingData(beacon(1).data)])
+    }
+
     @Test("slots that restart from each beacon's address: the cost (commands, median) is said once, after the samples")
     func restartCost() {
         var s = LegacySlicer()

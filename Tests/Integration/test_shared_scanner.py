@@ -6,9 +6,12 @@ controller's side (its advertiser sampled every 5 ms: which data, from which add
 (what it heard, from which address)."""
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import time
 
-from conftest import APPLE_UUID, ROOT, run_cli
+from conftest import APPLE_UUID, ROOT, beacond_path, run_cli
 from harness.kernel import AirSampler, KernelDiscovery
 from harness.lab import Lab, wait_for
 from harness.personalities import CYW43455
@@ -31,15 +34,26 @@ def heard(frames, since, until):
     return out
 
 
+def stated_intervals(conf, run_dir) -> list[int]:
+    """Each beacon's interval as `status --json` states it (ms), in config order."""
+    r = subprocess.run([str(beacond_path()), 'status', '--json', '--config', str(conf)], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, 'RUNTIME_DIRECTORY': str(run_dir)})
+    return [x['interval_ms'] for x in json.loads(r.stdout)['daemons'][0]['beacons']]
+
+
 def test_three_beacons_keep_one_address_beside_active_discovery(tmp_path, processes):
     conf = tmp_path / 'beacond.conf'
     conf.write_text((ROOT / 'config' / 'three-beacons.conf').read_text().replace('[[beacon]]\n', f'[[beacon]]\nuuid = "{APPLE_UUID}"\n'))
     frames = frames_of(conf)
     sock = tmp_path / 'hci.sock'
     with Lab(f'unix-server:{sock}', personality=CYW43455) as lab, AirSampler(lab) as air:
-        b = processes('run', '-c', str(conf), '-d', f'unix:{sock}')
+        run_dir = tmp_path / 'run'
+        b = processes('run', '-c', str(conf), '-d', f'unix:{sock}', env={'RUNTIME_DIRECTORY': str(run_dir)})
         wait_for(lambda: len(heard(lab.received, 0, time.monotonic())) == 3, 15, what='three beacons heard')
         time.sleep(1)
+        # How often `status` says each beacon is on the air: one round of the slots.
+        every = stated_intervals(conf, run_dir)
+        assert len(every) == 3 and all(every), every
         t0 = time.monotonic()
         own = {m: {a for _, a in air.on_air(f, t0 - 1, t0)} for m, f in frames.items()}
         assert all(len(a) == 1 and PUBLIC not in a for a in own.values()), own
@@ -60,6 +74,10 @@ def test_three_beacons_keep_one_address_beside_active_discovery(tmp_path, proces
             assert changes <= 1, f'minor {minor} changed address {changes} times while discovery ran'
             assert {a for t, a in on if t >= t0 + 2.5} == {PUBLIC}, f'minor {minor} after the first restart'
             assert air.longest_off_ms(frame, t0, t1) <= 400, f'minor {minor} off the air {air.longest_off_ms(frame, t0, t1):.0f} ms'
+            # Moving to the public address restarts the advertiser: no beacon loses its turn to it (the turns once
+            # started over at the first beacon, and the one after the beacon in its slot was off for a whole round).
+            assert air.longest_off_ms(frame, t0, t1) < every[minor - 1], \
+                f'minor {minor} off the air {air.longest_off_ms(frame, t0, t1):.0f} ms, a round being {every[minor - 1]} ms: it lost its turn'
         # The second radio agrees: never the kernel's address.
         assert not set().union(*heard(lab.received, t0, t1).values()) & set(kernel.addresses)
         kernel.stop()
@@ -72,6 +90,7 @@ def test_three_beacons_keep_one_address_beside_active_discovery(tmp_path, proces
         wait_for(settled, 35, what='each beacon back on its own address after discovery ended')
         t3 = time.monotonic()
         for minor, frame in frames.items():
-            assert air.longest_off_ms(frame, t2, t3) <= 400, f'minor {minor} off the air after discovery'
+            off = air.longest_off_ms(frame, t2, t3)
+            assert off <= 400 and off < every[minor - 1], f'minor {minor} off the air {off:.0f} ms after discovery, a round being {every[minor - 1]} ms'
         b.stop()
     assert 'Another program scans on' in b.log(), b.log()[-2000:]

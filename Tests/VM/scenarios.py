@@ -1281,10 +1281,10 @@ def s23_pi_default_beside_bluetoothd():
     t_second = sorted(ts for ts, op, p, st in replay(snoop.update())[1] if op == 0x200C and p[:1] == b'\x01' and t4 <= ts <= t5)[1]
     later = legacy_addresses(t_second - 1_000_000, t5, frames)
     assert all(a == {'public'} for a in later.values()) and len(later) == 3, f'not one address each while discovery ran: {later}'
-    # The first start moves all three to the public address amid the kernel's scan commands (one raced or withheld
-    # enable, and the move applies the three afresh): one beacon may lose a slot there (a loaded cold CI run: 473 ms
-    # measured, 402 while the guest ran, 200 ms before to 270 ms after the start). 600 ms there, 400 from the second
-    # start on, as the addresses above.
+    # The first start moves all three to the public address amid the kernel's scan commands (a raced or withheld
+    # enable, then a restart of the advertiser): a loaded cold CI run measured 473 ms there, 402 while the guest ran,
+    # 200 ms before to 270 ms after the start, when the restart still began the turns again at the first beacon. 600 ms
+    # there, 400 from the second start on, as the addresses above.
     move = (t4, t_second - 1_000_000)
     gaps_move, raw_move = longest_gaps(frames, *move)
     gaps3, raw3 = longest_gaps(frames, t_second - 1_000_000, t5)
