@@ -74,10 +74,6 @@ def test_three_beacons_keep_one_address_beside_active_discovery(tmp_path, proces
             assert changes <= 1, f'minor {minor} changed address {changes} times while discovery ran'
             assert {a for t, a in on if t >= t0 + 2.5} == {PUBLIC}, f'minor {minor} after the first restart'
             assert air.longest_off_ms(frame, t0, t1) <= 400, f'minor {minor} off the air {air.longest_off_ms(frame, t0, t1):.0f} ms'
-            # Moving to the public address restarts the advertiser: no beacon loses its turn to it (the turns once
-            # started over at the first beacon, and the one after the beacon in its slot was off for a whole round).
-            assert air.longest_off_ms(frame, t0, t1) < every[minor - 1], \
-                f'minor {minor} off the air {air.longest_off_ms(frame, t0, t1):.0f} ms, a round being {every[minor - 1]} ms: it lost its turn'
         # The second radio agrees: never the kernel's address.
         assert not set().union(*heard(lab.received, t0, t1).values()) & set(kernel.addresses)
         kernel.stop()
@@ -89,8 +85,10 @@ def test_three_beacons_keep_one_address_beside_active_discovery(tmp_path, proces
             return all({a for _, a in air.on_air(f, now - 1.5, now)} == own[m] for m, f in frames.items())
         wait_for(settled, 35, what='each beacon back on its own address after discovery ended')
         t3 = time.monotonic()
+        # Moving back restarts the advertiser: no beacon loses its turn to it (the turns once started over at the first
+        # beacon, and the one after the beacon in its slot was off for a whole round: VM scenario 23, 441 ms of 387).
         for minor, frame in frames.items():
             off = air.longest_off_ms(frame, t2, t3)
-            assert off <= 400 and off < every[minor - 1], f'minor {minor} off the air {off:.0f} ms after discovery, a round being {every[minor - 1]} ms'
+            assert off <= 400 and off < every[minor - 1], f'minor {minor} off the air {off:.0f} ms after discovery, a round being {every[minor - 1]} ms: it lost its turn'
         b.stop()
     assert 'Another program scans on' in b.log(), b.log()[-2000:]
