@@ -120,8 +120,6 @@ final class HCIAdvertiserRunner {
         guard !closed, let d = advertiser?.slotDuration else { return }
         slices.rearm(after: d)
         runSlice(advertiser!.nextSlice())
-        // A slot due while a restart of the advertiser is out: the slots start again once it is back.
-        syncTimers()
     }
 
     /// A slot's steps. The slots keep their cadence (the timer is rearmed when it fires): a slow controller shortens a

@@ -101,7 +101,7 @@ extension HCIAdvertiser {
         own.scanner.saw(sign)
         guard OtherScanner.takesTheAddress(sign), !publicWhileScanning else { return nil }
         let carried: [AdvertisingRequest]? = switch pending {
-        case .legacyStart(let w, _, _, _, _, _, _)?, .legacyData(let w, _, _)?, .legacyPaused(let w, _)?: w
+        case .legacyStart(let w, _, _, _, _, _)?, .legacyData(let w, _, _)?, .legacyPaused(let w, _)?: w
         default: applied
         }
         guard let wanted = carried, wanted.contains(where: { if case .random = $0.ownAddress { true } else { false } }) else { return nil }

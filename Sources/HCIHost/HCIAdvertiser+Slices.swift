@@ -4,15 +4,17 @@ import BluetoothHCI
 
 extension HCIAdvertiser {
     /// While beacons take turns on the one legacy advertiser: how long each slot lasts (the slot timer's period).
-    /// While a restart of the advertiser is out (a move to the public address or back, a reload), the slots keep their
-    /// cadence, the beacon whose turn it was going on from its new address; a slot that comes due meanwhile (nil from
-    /// then) starts them again once the restart is back.
+    /// While a restart of the advertiser is out (a move to the public address or back, a reload), turns that ran keep
+    /// their cadence, the beacon whose turn it was going on from its new address (a slot due meanwhile is owed, as any).
+    /// Nil while nothing of beacond's is known to be on the air.
     public var slotDuration: Duration? {
-        if let slicing = slicer.slicing, let base = legacyBase ?? Optional(slicing.base) {
-            return timing?.slot ?? .microseconds(Int64(base.interval.units) * 625)
+        guard let slicing = slicer.slicing else { return nil }
+        if case .legacyStart(_, let adjusted, _, _, _, _)? = pending {
+            guard adjusted.count > 1 else { return nil }
+            return timing?.slot ?? .microseconds(Int64(LegacySlicing(adjusted).slot.units) * 625)
         }
-        guard case .legacyStart(_, let adjusted, _, _, _, _, true)? = pending, adjusted.count > 1, !owed.contains(.slice) else { return nil }
-        return timing?.slot ?? .microseconds(Int64(LegacySlicing(adjusted).slot.units) * 625)
+        guard legacyBase != nil else { return nil }
+        return timing?.slot ?? .microseconds(Int64(slicing.slot.units) * 625)
     }
 
     /// The slot and in-slot interval for `live` (each beacon from its own address) on this controller, with the

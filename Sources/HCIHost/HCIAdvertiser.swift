@@ -81,7 +81,7 @@ public struct HCIAdvertiser: Sendable {
         case extended(SetPlan, wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest], full: Bool, allowSwitch: Bool)
         case legacyData(wanted: [AdvertisingRequest], slot: LegacySlicer.Slot, paused: Set<Int>)
         /// `adjusted`: the beacons on the air (the others paused).
-        case legacyStart(wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest], steps: [Step], allowSwitch: Bool, paused: Set<Int>, turn: Int, cadence: Bool)
+        case legacyStart(wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest], steps: [Step], allowSwitch: Bool, paused: Set<Int>, turn: Int)
         /// Every beacon paused (PublicFallback): the advertiser's disable.
         case legacyPaused(wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest])
     }
@@ -233,13 +233,12 @@ public struct HCIAdvertiser: Sendable {
                 inFlight = .apply(.legacyData(wanted: wanted, slot: slot, paused: fallback.paused))
                 return .send(steps)
             }
-            // The beacon whose turn it is goes on first, and slots that ran keep their cadence (`slotDuration`).
-            let (turn, cadence) = (slicer.turn(in: s), slicer.slicing != nil)
+            // The beacon whose turn it is goes on first, and turns that ran keep their cadence (`slotDuration`).
+            let turn = slicer.turn(in: s)
             let steps = AdvertisingPlan.start(s.base(at: turn), family: .legacy, handle: 0, afterReset: freshlyReset)
             freshlyReset = false
-            slicer.stop()
             legacyBase = nil
-            inFlight = .apply(.legacyStart(wanted: wanted, adjusted: adjustedRequests, steps: steps, allowSwitch: allowSwitch, paused: fallback.paused, turn: turn, cadence: cadence))
+            inFlight = .apply(.legacyStart(wanted: wanted, adjusted: adjustedRequests, steps: steps, allowSwitch: allowSwitch, paused: fallback.paused, turn: turn))
             return .send(steps)
         }
     }
@@ -274,12 +273,12 @@ public struct HCIAdvertiser: Sendable {
             effectiveIntervals = adjusted.map(\.interval)
             (applied, paused) = (wanted, Set(wanted.indices))
             return .done
-        case (.legacyStart(let wanted, _, _, _, _, _, _), .success) where own.switchDue:
+        case (.legacyStart(let wanted, _, _, _, _, _), .success) where own.switchDue:
             // Another program's scan started while these steps were out: once more, from the public address.
             own.switchDue = false
             forget()
             return apply(wanted, dataOnlyAllowed: false, allowSwitch: false)
-        case (.legacyStart(let wanted, let adjusted, let steps, _, let p, let turn, _), .success(let replies)):
+        case (.legacyStart(let wanted, let adjusted, let steps, _, let p, let turn), .success(let replies)):
             if own.taken == .retrying {
                 own.taken = .yes
                 notes.append(.info("The controller on \(device) takes beacond's random addresses again (no other program scans on it now): each beacon from its own address again"))
@@ -287,9 +286,6 @@ public struct HCIAdvertiser: Sendable {
             let s = LegacySlicing(adjusted)
             legacyBase = s.base
             slicer.started(s, at: turn)
-            // A slot that came due while these were out starts the slots again from now (`slotDuration`): the beacon
-            // just put on keeps a whole slot.
-            owed.remove(.slice)
             txPowers[0] = zip(steps, replies).compactMap { AdvertisingPlan.reportedTxPower(for: $0.command, returnParameters: $1) }.last
             effectiveIntervals = wanted.map { _ in s.base.interval }
             (applied, paused) = (wanted, p)
@@ -299,7 +295,7 @@ public struct HCIAdvertiser: Sendable {
             let wanted: [AdvertisingRequest], adjusted: [AdvertisingRequest], full: Bool, allowSwitch: Bool
             switch p {
             case .extended(_, let w, let a, let fl, let sw): (wanted, adjusted, full, allowSwitch) = (w, a, fl, sw)
-            case .legacyStart(let w, let a, _, let sw, _, _, _): (wanted, adjusted, full, allowSwitch) = (w, a, true, sw)
+            case .legacyStart(let w, let a, _, let sw, _, _): (wanted, adjusted, full, allowSwitch) = (w, a, true, sw)
             case .legacyData(let w, _, _): (wanted, adjusted, full, allowSwitch) = (w, w, false, false)
             case .legacyPaused(let w, let a): (wanted, adjusted, full, allowSwitch) = (w, a, true, false)
             }
