@@ -234,7 +234,7 @@ public struct HCIAdvertiser: Sendable {
                 return .send(steps)
             }
             // The beacon whose turn it is goes on first, and turns that ran keep their cadence (`slotDuration`).
-            let turn = slicer.turn(in: s)
+            let turn = slicer.turn(in: s, order: wanted.map(\.data))
             let steps = AdvertisingPlan.start(s.base(at: turn), family: .legacy, handle: 0, afterReset: freshlyReset)
             freshlyReset = false
             legacyBase = nil
@@ -305,10 +305,13 @@ public struct HCIAdvertiser: Sendable {
                 own.switchDue = false
                 return apply(wanted, dataOnlyAllowed: false, allowSwitch: false)
             }
+            // Nothing of beacond's on the air from here on, unless an apply below puts it back: no slot is owed.
+            owed.remove(.slice)
             if !full { return .failed("Failed to update the advertising data on \(device): \(f.error)", f.error) }
             if allowSwitch, let why = family.switchReason(after: f, leadingSteps: AdvertisingPlan.familyProbeSteps) {
                 notes.append(.notice("\(f.error.opcode) was refused with \(f.error.status!) on \(device): \(why); switching to \(family.other) commands", f.error))
                 family = family.other
+                slicer.stop()
                 return apply(wanted, dataOnlyAllowed: false, allowSwitch: false)
             }
             if let s = f.error.status, s == .invalidHCICommandParameters || s == .unsupportedFeatureOrParameterValue {

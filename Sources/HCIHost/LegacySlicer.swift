@@ -41,10 +41,18 @@ public struct LegacySlicer: Sendable {
     }
 
     /// The beacon of `s` a restart of the advertiser puts on (a move to the public address or back, a reload): the one
-    /// whose turn it is now (found by its data, else the same turn), so that the restart costs no beacon its turn.
-    public func turn(in s: LegacySlicing) -> Int {
+    /// whose turn it is now, found by its data, so that the restart costs no beacon its turn. When it is not among them
+    /// (paused while another program scans), the first after it in `order` (every beacon's data in config order) that
+    /// is; else the same turn, or the first.
+    public func turn(in s: LegacySlicing, order: [AdvertisingData] = []) -> Int {
         let (data, index) = missed.map { ($0.data, $0.index) } ?? (data, index)
-        if let data, let i = s.beacons.firstIndex(where: { $0.data == data }) { return i }
+        func position(_ d: AdvertisingData) -> Int? { s.beacons.firstIndex { $0.data == d } }
+        if let data {
+            if let i = position(data) { return i }
+            if let w = order.firstIndex(of: data) {
+                for d in order[(w + 1)...] + order[...w] { if let i = position(d) { return i } }
+            }
+        }
         return index < s.beacons.count ? index : 0
     }
 
@@ -61,8 +69,8 @@ public struct LegacySlicer: Sendable {
     /// The advertiser is started again from scratch: no turns until it is.
     public mutating func stop() { slicing = nil }
 
-    /// Nothing is known of the advertiser any more: the next slot restarts it. The turns go on (a restart keeps
-    /// them: `turn(in:)`).
+    /// Nothing is known of the advertiser any more: the next apply starts it in full. The turns are kept for it
+    /// (`turn(in:)`).
     public mutating func forget() { address = nil }
 
     /// The advertiser carries `slot` now.

@@ -540,6 +540,48 @@ struct HCIAdvertiserTests {
         #expect(a.slotDuration == nil && a.nextSlice().isEmpty)
     }
 
+    @Test("review: with two beacons paused beside a scan, the move puts on the first live beacon after the one in its slot")
+    func moveAroundPausedBeacons() {
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: false), capacity: 1, ownsController: false)
+        var r = (1...4).map { request(UInt8($0)) }
+        for k in 1...3 { r[k].ownAddress = .random([UInt8(k), 5, 4, 3, 2, 0xD1]) }
+        r[1].neverPublic = true
+        r[2].neverPublic = true
+        _ = a.finished(ok(steps(a.apply(r, dataOnlyAllowed: false))))
+        for _ in 0..<2 { _ = a.nextSlice(); a.sliceFinished(true) }  // beacon 3's slot
+        _ = a.otherProgramCommand(.leSetScanEnable, [0, 0])
+        let moved = steps(a.otherProgramCommand(.leSetRandomAddress, [1, 2, 3, 4, 5, 0x05])!)
+        #expect(moved.contains(Step(.leSetAdvertisingData(r[3].data))) && !moved.contains(Step(.leSetAdvertisingData(r[0].data))))
+    }
+
+    @Test("review: a slot due while a restart is out that then fails is not owed to the next start, which would cut it short")
+    func failedRestartOwesNoSlot() {
+        var a = Self.threeOnTheirOwnAddresses()
+        let s = steps(a.apply([request(1), request(2), request(4)], dataOnlyAllowed: false))
+        #expect(a.nextSlice().isEmpty)  // due while it is out
+        let p = s.firstIndex { $0.command.opcode == .leSetAdvertisingParameters }!
+        let failed = StepFailure(index: p, step: s[p], error: CommandError(opcode: .leSetAdvertisingParameters, reason: .status(.invalidHCICommandParameters)))
+        guard case .failed = a.finished(.failure(failed)) else { Issue.record("not failed"); return }
+        _ = a.finished(ok(steps(a.apply([request(1), request(2), request(4)], dataOnlyAllowed: false))))
+        #expect(a.owedSlice().isEmpty)
+    }
+
+    @Test("review: time slices, then a switch to extended commands: no turns left over to keep the off-and-on refresh from going out")
+    func familySwitchDropsTheTurns() {
+        var a = HCIAdvertiser(device: "hci0", info: info(extended: true), capacity: nil, ownsController: false)
+        _ = a.finished(ok(steps(a.apply([request(1), request(2), request(3)], dataOnlyAllowed: false))))
+        _ = a.nextSlice()
+        a.sliceFinished(true)
+        // Another program's extended commands: the legacy parameters are refused, and beacond switches.
+        let s = steps(a.apply([request(1)], dataOnlyAllowed: false))
+        let k = s.firstIndex { $0.command.opcode == .leSetAdvertisingParameters }!
+        let refused = StepFailure(index: k, step: s[k], error: CommandError(opcode: .leSetAdvertisingParameters, reason: .status(.commandDisallowed)))
+        let switched = steps(a.finished(.failure(refused)))
+        #expect(a.family == .extended && opcodes(switched).contains(.leSetExtendedAdvertisingParameters))
+        _ = a.finished(ok(switched))
+        #expect(a.slotDuration == nil && !a.refreshSteps().isEmpty)
+    }
+
     @Test("a scan that starts while a time slice's commands are out: the public address as soon as they are back")
     func scanDuringASlice() {
         var a = Self.threeOnTheirOwnAddresses()
