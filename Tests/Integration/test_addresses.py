@@ -66,9 +66,12 @@ def test_each_beacon_is_heard_from_its_own_address_the_same_after_a_restart_and_
                     assert f' from {a}' in status, status
                 if not extended:
                     assert 'time-sliced' in status and "each slot restarted from its beacon's address" in status, status
-                    # What a slot's restart costs, measured by beacond on the controller it drives.
+                    # What a slot's restart costs, measured by beacond on the controller it drives. The slots are
+                    # 100 ms, or longer when the restarts cost more than SliceTiming allows for (on a loaded machine:
+                    # 12.5 ms, 102.5 ms slots).
                     wait_for(lambda: re.search(r"Time slices on \S+ restart the advertiser from each beacon's own address: "
-                                               r'\d commands, at most [\d.]+ (ms|µs) off the air of every 100.0 ms slot, advertising every 35 ms within it', b.log()),
+                                               r'\d commands, at most [\d.]+ (ms|µs) off the air of every [\d.]+ ms slot, '
+                                               r'advertising every 35 ms within it', b.log()),
                              10, what='the slot restart cost')
                 else:
                     sets = {s['data']: s['random_address'] for s in lab.state()['sets'].values() if s['enabled']}
