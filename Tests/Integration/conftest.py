@@ -123,6 +123,15 @@ def on_a_terminal(args: list[str], timeout: float = 10) -> str:
     return out.decode()
 
 
+def stated_intervals(conf, run_dir) -> list[int]:
+    """Each beacon's interval as `beacond status --json` states it for the daemon whose runtime directory is run_dir
+    (ms), in config order: what the time slices achieve on its controller."""
+    import json
+    r = subprocess.run([str(beacond_path()), 'status', '--json', '--config', str(conf)], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, 'RUNTIME_DIRECTORY': str(run_dir)})
+    return [x['interval_ms'] for x in json.loads(r.stdout)['daemons'][0]['beacons']]
+
+
 def kept_addresses(state_directory: Path) -> dict[str, str]:
     """The state directory's addresses file: each beacon's identity → its static address."""
     out = {}

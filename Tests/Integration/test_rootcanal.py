@@ -5,14 +5,11 @@ enable and answers each command some 45 ms late, so beacons that time-slice one 
 get on the air. Time bounds stay loose: RootCanal emulates no baseband scheduler."""
 from __future__ import annotations
 
-import json
-import os
 import signal
 import statistics
-import subprocess
 import time
 
-from conftest import APPLE_UUID, ROOT, beacond_path, config_text, run_cli
+from conftest import APPLE_UUID, ROOT, config_text, run_cli, stated_intervals
 from harness.lab import wait_for
 from harness.rootcanal import RootCanal, opcode_name
 
@@ -120,12 +117,6 @@ def test_three_beacons_each_heard_on_the_default_controller(tmp_path, processes)
     each_heard_from_its_own_address(tmp_path, processes, three_beacons(tmp_path), legacy=False)
 
 
-def status(conf, run_dir) -> dict:
-    r = subprocess.run([str(beacond_path()), 'status', '--json', '--config', str(conf)], capture_output=True, text=True, timeout=60,
-                       env={**os.environ, 'RUNTIME_DIRECTORY': str(run_dir)})
-    return json.loads(r.stdout)
-
-
 def test_the_stated_intervals_are_what_the_slow_controller_gets(tmp_path, processes):
     """RootCanal answers each command ~45 ms late: the slots are lengthened (said), `status` states the interval the
     slices achieve, and each beacon is heard at least that often (loose bounds: RootCanal has no baseband scheduler)."""
@@ -136,7 +127,7 @@ def test_the_stated_intervals_are_what_the_slow_controller_gets(tmp_path, proces
         b = processes('run', '-c', str(conf), '-d', rc.device, env={'RUNTIME_DIRECTORY': str(run_dir)})
         wait_for(lambda: 'the slots are lengthened' in b.log(), HEARD_WITHIN_S, what='the slots lengthened for the measured restart cost')
         time.sleep(1)
-        stated = [x['interval_ms'] for x in status(conf, run_dir)['daemons'][0]['beacons']]
+        stated = stated_intervals(conf, run_dir)
         assert all(v and v > 300 for v in stated), stated  # longer than the configured 3 × 100 ms, and said so
         start = time.monotonic()
         time.sleep(6)

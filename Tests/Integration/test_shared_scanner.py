@@ -6,12 +6,9 @@ controller's side (its advertiser sampled every 5 ms: which data, from which add
 (what it heard, from which address)."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import time
 
-from conftest import APPLE_UUID, ROOT, beacond_path, run_cli
+from conftest import APPLE_UUID, ROOT, run_cli, stated_intervals
 from harness.kernel import AirSampler, KernelDiscovery
 from harness.lab import Lab, wait_for
 from harness.personalities import CYW43455
@@ -32,13 +29,6 @@ def heard(frames, since, until):
         if since <= r.at <= until and len(r.data) == 30 and r.data[:9] == bytes.fromhex('0201061aff4c000215'):
             out.setdefault(int.from_bytes(r.data[27:29], 'big'), set()).add(r.address.split('/')[0])
     return out
-
-
-def stated_intervals(conf, run_dir) -> list[int]:
-    """Each beacon's interval as `status --json` states it (ms), in config order."""
-    r = subprocess.run([str(beacond_path()), 'status', '--json', '--config', str(conf)], capture_output=True, text=True, timeout=60,
-                       env={**os.environ, 'RUNTIME_DIRECTORY': str(run_dir)})
-    return [x['interval_ms'] for x in json.loads(r.stdout)['daemons'][0]['beacons']]
 
 
 def test_three_beacons_keep_one_address_beside_active_discovery(tmp_path, processes):
